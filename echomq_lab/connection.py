@@ -1,0 +1,95 @@
+"""Connections: an embedded fakeredis server with Lua by default, a real server by URL.
+
+``connect()`` with no URL and no ``ECHOMQ_REDIS_URL`` returns a client on one embedded server
+shared by the whole process, so two ``connect()`` calls act as two workers on one server.
+``connect(fresh=True)`` gives a client on a brand-new, isolated embedded server. Replies stay
+bytes: payloads are binary-safe.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+import fakeredis
+import redis
+
+from echomq_lab import errors
+
+ENV_URL = "ECHOMQ_REDIS_URL"
+EMBEDDED = "embedded fakeredis (in this process)"
+
+_lock = threading.Lock()
+_shared: fakeredis.FakeServer | None = None
+
+
+def _shared_server() -> fakeredis.FakeServer:
+    global _shared
+    with _lock:
+        if _shared is None:
+            _shared = fakeredis.FakeServer()
+        return _shared
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def connect(url: str | None = None, *, fresh: bool = False) -> redis.Redis:
+    """A client for the lab: embedded by default, or the real server at ``url``.
+
+    ``url`` falls back to the ``ECHOMQ_REDIS_URL`` environment variable. A real server is
+    pinged once; if it cannot be reached, :class:`errors.ServerUnavailable` names the URL
+    (password hidden). ``fresh=True`` asks for a new isolated embedded server.
+    """
+    if url is None and not fresh:
+        url = os.environ.get(ENV_URL) or None
+    if url is None:
+        server = fakeredis.FakeServer() if fresh else _shared_server()
+        return fakeredis.FakeRedis(server=server, decode_responses=False)
+    if fresh:
+        raise ValueError("fresh=True makes an embedded server; it cannot be combined with a URL")
+    try:
+        conn = redis.Redis.from_url(
+            url, decode_responses=False, socket_connect_timeout=3, socket_timeout=10
+        )
+    except ValueError as exc:
+        raise ValueError(f"bad server URL {redact(url)!r}: {exc}") from None
+    try:
+        conn.ping()
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        conn.close()
+        raise errors.ServerUnavailable(f"cannot reach {redact(url)}: {exc}") from None
+    return conn
+
+
+def describe(conn: redis.Redis) -> str:
+    """Where ``conn`` points, for messages: the URL with its password hidden, or 'embedded'."""
+    if isinstance(conn, fakeredis.FakeRedis):
+        return EMBEDDED
+    kw = conn.connection_pool.connection_kwargs
+    if "path" in kw:
+        return f"unix://{kw['path']}"
+    scheme = "rediss" if conn.connection_pool.connection_class is redis.SSLConnection else "redis"
+    auth = ":***@" if kw.get("password") else ""
+    return f"{scheme}://{auth}{kw.get('host', 'localhost')}:{kw.get('port', 6379)}/{kw.get('db', 0)}"
+
+
+@contextmanager
+def reaching(conn: redis.Redis) -> Iterator[None]:
+    """Turn a lost connection inside the block into :class:`errors.ServerUnavailable`."""
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise errors.ServerUnavailable(f"cannot reach {describe(conn)}: {exc}") from None

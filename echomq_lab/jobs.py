@@ -1,0 +1,220 @@
+"""The named handles of the protocol: one function per transition, one script run per call.
+
+Each handle checks its arguments first (a malformed id, queue name, lease or token raises
+``ValueError``/``TypeError`` before anything reaches the server), builds the keys, and runs its
+script with one EVALSHA. Refusals come back as the typed errors of :mod:`echomq_lab.errors`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import redis
+
+from echomq_lab import branded, errors, keyspace
+from echomq_lab.connection import reaching
+from echomq_lab.scripts import Arg, load
+
+#: The longest lease or delay the lab accepts: one year, in ms.
+MAX_MS = 365 * 24 * 3600 * 1000
+#: The latest run-at the lab accepts (ms since the Unix epoch): far beyond any real clock,
+#: and small enough that every score stays an exact integer on every server.
+MAX_RUN_AT_MS = 2**52
+
+
+class Claimed(NamedTuple):
+    """What claim hands a worker: the job's id, its payload verbatim, and the fencing token."""
+
+    id: str
+    payload: bytes
+    token: int
+
+
+Payload = bytes | bytearray | memoryview | str
+
+
+def _int(name: str, value: object, low: int, high: int) -> int:
+    """``value`` if it is a plain int in low..high; TypeError/ValueError saying what is wrong."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _lease(value: object) -> int:
+    return _int("lease_ms", value, 1, MAX_MS)
+
+
+def _token(value: object) -> int:
+    return _int("token", value, 1, 2**62)
+
+
+def _payload(value: object) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"payload must be bytes or str, not {type(value).__name__}")
+
+
+def _text(name: str, value: object) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, bytes):
+        return value
+    raise TypeError(f"{name} must be str or bytes, not {type(value).__name__}")
+
+
+def _keys(queue: str, *kinds: str) -> list[str]:
+    return [keyspace.queue_key(queue, k) for k in kinds]
+
+
+def _row(queue: str, job_id: str) -> str:
+    return keyspace.job_key(queue, job_id)
+
+
+def enqueue(
+    conn: redis.Redis, queue: str, job_id: str, payload: Payload
+) -> Literal["enqueued", "duplicate"]:
+    """Write a new row {state: pending, attempts: 0, payload} and add the id to pending.
+
+    An id that already has a row answers ``"duplicate"`` and changes nothing. A well-formed id
+    of another namespace is refused by the script: :class:`errors.KindRefused`.
+    """
+    row, data = _row(queue, job_id), _payload(payload)
+    reply = load("enqueue")(conn, [row, *_keys(queue, "pending")], [job_id, data])
+    return "enqueued" if reply == 1 else "duplicate"
+
+
+def _enqueue_later(
+    conn: redis.Redis, queue: str, job_id: str, payload: Payload, mode: str, ms: int
+) -> Literal["scheduled", "duplicate"]:
+    row, data = _row(queue, job_id), _payload(payload)
+    args: list[Arg] = [job_id, data, mode, str(ms)]
+    reply = load("enqueue_later")(conn, [row, *_keys(queue, "schedule")], args)
+    return "scheduled" if reply == 1 else "duplicate"
+
+
+def enqueue_at(
+    conn: redis.Redis, queue: str, job_id: str, payload: Payload, run_at_ms: int
+) -> Literal["scheduled", "duplicate"]:
+    """Write a new row in state ``scheduled``, due at ``run_at_ms`` (Unix ms, server clock)."""
+    return _enqueue_later(
+        conn, queue, job_id, payload, "at", _int("run_at_ms", run_at_ms, 0, MAX_RUN_AT_MS)
+    )
+
+
+def enqueue_in(
+    conn: redis.Redis, queue: str, job_id: str, payload: Payload, delay_ms: int
+) -> Literal["scheduled", "duplicate"]:
+    """Write a new row in state ``scheduled``, due ``delay_ms`` after the server's now."""
+    return _enqueue_later(
+        conn, queue, job_id, payload, "in", _int("delay_ms", delay_ms, 0, MAX_MS)
+    )
+
+
+def claim(conn: redis.Redis, queue: str, lease_ms: int) -> Claimed | None:
+    """Lease the oldest pending job for ``lease_ms``; None when nothing is pending.
+
+    The returned token is the row's new ``attempts``; present it to complete, retry and extend.
+    """
+    args: list[Arg] = [keyspace.job_prefix(queue), str(_lease(lease_ms))]
+    reply = load("claim")(conn, _keys(queue, "pending", "active"), args)
+    if not reply:
+        return None
+    job_id, payload, token = reply
+    return Claimed(job_id.decode("ascii"), payload, int(token))
+
+
+def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal["completed"]:
+    """Retire the job: delete its row and its active member, if ``token`` still holds the lease.
+
+    Raises :class:`errors.StaleToken` for a stale token or a lease that is gone (nothing
+    changes), and :class:`errors.JobGone` when the row does not exist.
+    """
+    keys = [*_keys(queue, "active"), _row(queue, job_id)]
+    reply = load("complete")(conn, keys, [job_id, str(_token(token))])
+    if reply == 0:
+        raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
+    return "completed"
+
+
+def retry(
+    conn: redis.Redis,
+    queue: str,
+    job_id: str,
+    token: int,
+    delay_ms: int,
+    max_attempts: int,
+    error: str | bytes,
+) -> Literal["scheduled", "dead"]:
+    """Give up the lease after a failure: ``"scheduled"`` again after ``delay_ms``, or
+    ``"dead"`` once ``attempts`` has reached ``max_attempts``. ``error`` lands in last_error.
+
+    Raises :class:`errors.StaleToken` if the row is gone, the token is stale or the lease gone.
+    """
+    keys = [*_keys(queue, "active", "schedule", "dead"), _row(queue, job_id)]
+    args: list[Arg] = [
+        job_id,
+        str(_token(token)),
+        str(_int("delay_ms", delay_ms, 0, MAX_MS)),
+        str(_int("max_attempts", max_attempts, 1, 2**62)),
+        _text("error", error),
+    ]
+    reply = load("retry")(conn, keys, args)
+    return "dead" if reply == b"dead" else "scheduled"
+
+
+def promote(conn: redis.Redis, queue: str, batch: int = 100) -> int:
+    """Move up to ``batch`` due scheduled jobs to pending; return how many moved."""
+    args: list[Arg] = [keyspace.job_prefix(queue), str(_int("batch", batch, 1, 100_000))]
+    return int(load("promote")(conn, _keys(queue, "schedule", "pending"), args))
+
+
+def reap(conn: redis.Redis, queue: str) -> int:
+    """Return up to 100 jobs whose lease expired to pending; return how many were returned."""
+    reply = load("reap")(conn, _keys(queue, "active", "pending"), [keyspace.job_prefix(queue)])
+    return int(reply)
+
+
+def reprocess(conn: redis.Redis, queue: str, job_id: str) -> Literal["pending"]:
+    """Send a dead job back to pending (last_error dropped, attempts kept).
+
+    Raises :class:`errors.WrongState` when the job is not dead, :class:`errors.JobGone` when
+    its row does not exist.
+    """
+    keys = [_row(queue, job_id), *_keys(queue, "dead", "pending")]
+    if load("reprocess")(conn, keys, [job_id]) == -1:
+        raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
+    return "pending"
+
+
+def extend(conn: redis.Redis, queue: str, job_id: str, token: int, lease_ms: int) -> int:
+    """Push the lease to ``lease_ms`` after the server's now; return the new deadline (ms).
+
+    Raises :class:`errors.StaleToken` for a stale token or a lease that is gone (a reaped job
+    is never put back in active), :class:`errors.JobGone` when the row does not exist.
+    """
+    keys = [*_keys(queue, "active"), _row(queue, job_id)]
+    args: list[Arg] = [job_id, str(_token(token)), str(_lease(lease_ms))]
+    reply = int(load("extend")(conn, keys, args))
+    if reply == -1:
+        raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
+    return reply
+
+
+def browse(conn: redis.Redis, queue: str, n: int) -> list[str]:
+    """Up to ``n`` pending ids, newest first (the pending set walked backwards by bytes)."""
+    key = keyspace.queue_key(queue, "pending")
+    count = _int("n", n, 1, 1_000_000)
+    with reaching(conn):
+        ids = conn.zrange(key, "+", "-", desc=True, bylex=True, offset=0, num=count)
+    return [i.decode("ascii") for i in ids]
+
+
+def record(conn: redis.Redis, queue: str, job_id: str) -> dict[bytes, bytes] | None:
+    """The job's row as a dict of bytes, or None when it has no row."""
+    with reaching(conn):
+        row = conn.hgetall(_row(queue, job_id))
+    return dict(row) or None

@@ -1,0 +1,60 @@
+"""The owned keyspace: every key of a queue is built here, never inside a script.
+
+``emq:{Q}:pending|active|schedule|dead`` are sorted sets and ``emq:{Q}:job:<ID>`` is the row.
+The braces make the queue name the hashtag, so one queue's keys share one cluster slot.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from redis.crc import key_slot
+
+SetName = Literal["pending", "active", "schedule", "dead"]
+SET_NAMES: tuple[SetName, ...] = ("pending", "active", "schedule", "dead")
+
+#: The braced base reserved for deployment facts; a queue key starts ``emq:{`` instead.
+RESERVED_BASE = "{emq}:"
+
+_QUEUE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def check_queue(queue: object) -> str:
+    """Return ``queue`` if it is 1-64 characters of ``[A-Za-z0-9._-]``; raise otherwise."""
+    if not isinstance(queue, str):
+        raise TypeError(f"queue name must be a str, not {type(queue).__name__}")
+    if not _QUEUE.fullmatch(queue):
+        raise ValueError(
+            f"bad queue name {queue!r}: use 1-64 characters of letters, digits, '.', '_' or '-'"
+        )
+    return queue
+
+
+def base(queue: str) -> str:
+    """The prefix every key of ``queue`` starts with: ``emq:{Q}:``."""
+    return f"emq:{{{check_queue(queue)}}}:"
+
+
+def queue_key(queue: str, kind: str) -> str:
+    """The key of one of the queue's sorted sets, or the job-key prefix when kind is ``job:``."""
+    if kind not in SET_NAMES and kind != "job:":
+        raise ValueError(f"unknown key type {kind!r}: expected one of {', '.join(SET_NAMES)}")
+    return base(queue) + kind
+
+
+def job_prefix(queue: str) -> str:
+    """The prefix of every row key of ``queue``: ``emq:{Q}:job:``."""
+    return base(queue) + "job:"
+
+
+def job_key(queue: str, job_id: str) -> str:
+    """The row key ``emq:{Q}:job:<ID>`` of a well-formed branded id."""
+    from echomq_lab.branded import check
+
+    return job_prefix(queue) + check(job_id)
+
+
+def slot(key: str | bytes) -> int:
+    """The Redis Cluster slot of ``key`` (CRC16-XMODEM of its hashtag, mod 16384)."""
+    return int(key_slot(key.encode() if isinstance(key, str) else key))

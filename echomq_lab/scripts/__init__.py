@@ -1,0 +1,83 @@
+"""The protocol's Lua scripts, one file each, and the EVALSHA dispatch that runs them.
+
+A :class:`Script` knows its own SHA1 (computed here, the way the server computes it), so a call
+is one EVALSHA. Only when the server answers NOSCRIPT (first use, or after SCRIPT FLUSH) is the
+body sent with SCRIPT LOAD and the EVALSHA tried once more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any, Sequence
+
+import redis
+from redis.exceptions import NoScriptError, ResponseError
+
+from echomq_lab import errors
+from echomq_lab.connection import reaching
+
+Arg = str | bytes | int
+
+NAMES = (
+    "enqueue",
+    "enqueue_later",
+    "claim",
+    "complete",
+    "retry",
+    "promote",
+    "reap",
+    "reprocess",
+    "extend",
+    "snapshot",
+)
+
+
+@dataclass(frozen=True)
+class Script:
+    """One protocol script: its name, its Lua body and the SHA1 the server will know it by."""
+
+    name: str
+    source: str
+    sha: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.source.encode()).hexdigest())
+
+    @property
+    def header(self) -> str:
+        """The leading comment block: what the script takes (KEYS, ARGV) and replies."""
+        lines = []
+        for line in self.source.splitlines():
+            if not line.startswith("--"):
+                break
+            lines.append(line)
+        return "\n".join(lines)
+
+    def __call__(self, conn: redis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+        """Run the script with EVALSHA; load it on NOSCRIPT; map refusals to typed errors."""
+        with reaching(conn):
+            try:
+                try:
+                    return conn.evalsha(self.sha, len(keys), *keys, *args)
+                except NoScriptError:
+                    loaded = conn.script_load(self.source)
+                    if loaded != self.sha:
+                        raise RuntimeError(f"server hashed {self.name}.lua as {loaded!r}") from None
+                    return conn.evalsha(self.sha, len(keys), *keys, *args)
+            except ResponseError as exc:
+                refusal = errors.from_reply(str(exc))
+                if refusal is None:
+                    raise
+                raise refusal from None
+
+
+@cache
+def load(name: str) -> Script:
+    """The script ``name`` read from this package's ``<name>.lua``."""
+    if name not in NAMES:
+        raise KeyError(f"no script named {name!r}")
+    source = resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    return Script(name, source)

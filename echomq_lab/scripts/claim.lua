@@ -1,0 +1,19 @@
+-- claim: lease the oldest pending job to a worker and mint its fencing token.
+-- KEYS[1] pending  emq:{Q}:pending
+-- KEYS[2] active   emq:{Q}:active
+-- ARGV[1] prefix   the row-key prefix emq:{Q}:job: (the row key is prefix .. id)
+-- ARGV[2] lease    lease length in ms (positive integer)
+-- Reply: {} when nothing is pending | {id, payload, token}
+--        token is the row's new attempts: every later call on this lease must present it
+local popped = redis.call('ZPOPMIN', KEYS[1])
+if #popped == 0 then
+  return {}
+end
+local id = popped[1]
+local row = ARGV[1] .. id
+local token = redis.call('HINCRBY', row, 'attempts', 1)
+redis.call('HSET', row, 'state', 'active')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[2], string.format('%d', now + tonumber(ARGV[2])), id)
+return {id, redis.call('HGET', row, 'payload'), token}

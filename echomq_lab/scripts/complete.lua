@@ -1,0 +1,20 @@
+-- complete: retire a job whose lease the caller still holds.
+-- KEYS[1] active  emq:{Q}:active
+-- KEYS[2] row     emq:{Q}:job:<ID>
+-- ARGV[1] id      the branded id
+-- ARGV[2] token   the attempts value claim handed to this worker
+-- Reply: 1 completed (row and active member deleted) | 0 the row is gone
+-- Error: EMQSTALE when the token is not the row's attempts, or the id holds no lease
+local attempts = redis.call('HGET', KEYS[2], 'attempts')
+if not attempts then
+  return 0
+end
+if attempts ~= ARGV[2] then
+  return redis.error_reply('EMQSTALE token ' .. ARGV[2] .. ' is stale, the row\'s attempts is ' .. attempts)
+end
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return redis.error_reply('EMQSTALE token ' .. ARGV[2] .. ' holds no lease: the job is not active')
+end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[2])
+return 1

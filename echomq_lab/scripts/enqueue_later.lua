@@ -1,0 +1,24 @@
+-- enqueue_later: write a new job row that waits on the schedule set until it is due.
+-- KEYS[1] row       emq:{Q}:job:<ID>
+-- KEYS[2] schedule  emq:{Q}:schedule
+-- ARGV[1] id        the branded id (must be in the JOB namespace)
+-- ARGV[2] payload   opaque bytes, stored verbatim
+-- ARGV[3] mode      'at' (ARGV[4] is a run-at time) or 'in' (ARGV[4] is a delay from server now)
+-- ARGV[4] ms        integer milliseconds
+-- Reply: 1 scheduled | 0 duplicate (the row exists; nothing is written)
+-- Error: EMQKIND when the id is not a JOB id (before any write)
+local id = ARGV[1]
+if string.sub(id, 1, 3) ~= 'JOB' then
+  return redis.error_reply('EMQKIND ' .. id .. ' is not a JOB id')
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+local run_at = tonumber(ARGV[4])
+if ARGV[3] == 'in' then
+  local t = redis.call('TIME')
+  run_at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + run_at
+end
+redis.call('HSET', KEYS[1], 'state', 'scheduled', 'attempts', '0', 'payload', ARGV[2])
+redis.call('ZADD', KEYS[2], string.format('%d', run_at), id)
+return 1

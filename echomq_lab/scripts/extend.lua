@@ -1,0 +1,22 @@
+-- extend: push the lease deadline of a job the caller still holds.
+-- KEYS[1] active  emq:{Q}:active
+-- KEYS[2] row     emq:{Q}:job:<ID>
+-- ARGV[1] id      the branded id
+-- ARGV[2] token   the attempts value claim handed to this worker
+-- ARGV[3] lease   new lease length in ms from server now (positive integer)
+-- Reply: the new deadline in ms | -1 the row is gone
+-- Error: EMQSTALE when the token is stale or the id holds no lease (a reaped id is never re-added)
+local attempts = redis.call('HGET', KEYS[2], 'attempts')
+if not attempts then
+  return -1
+end
+if attempts ~= ARGV[2] then
+  return redis.error_reply('EMQSTALE token ' .. ARGV[2] .. ' is stale, the row\'s attempts is ' .. attempts)
+end
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return redis.error_reply('EMQSTALE token ' .. ARGV[2] .. ' holds no lease: the job is not active')
+end
+local t = redis.call('TIME')
+local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], 'XX', string.format('%d', deadline), ARGV[1])
+return deadline

@@ -34,7 +34,7 @@ class Parsed(NamedTuple):
     @property
     def minted_at(self) -> dt.datetime:
         """The mint time as an aware UTC datetime."""
-        return dt.datetime.fromtimestamp(self.minted_ms / 1000, tz=dt.timezone.utc)
+        return dt.datetime.fromtimestamp(self.minted_ms / 1000, tz=dt.UTC)
 
 
 def _check_namespace(ns: object) -> str:

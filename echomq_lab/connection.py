@@ -83,7 +83,8 @@ def describe(conn: redis.Redis) -> str:
         return f"unix://{kw['path']}"
     scheme = "rediss" if conn.connection_pool.connection_class is redis.SSLConnection else "redis"
     auth = ":***@" if kw.get("password") else ""
-    return f"{scheme}://{auth}{kw.get('host', 'localhost')}:{kw.get('port', 6379)}/{kw.get('db', 0)}"
+    host, port, db = kw.get("host", "localhost"), kw.get("port", 6379), kw.get("db", 0)
+    return f"{scheme}://{auth}{host}:{port}/{db}"
 
 
 @contextmanager

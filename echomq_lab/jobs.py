@@ -7,11 +7,11 @@ script with one EVALSHA. Refusals come back as the typed errors of :mod:`echomq_
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
 import redis
 
-from echomq_lab import branded, errors, keyspace
+from echomq_lab import errors, keyspace
 from echomq_lab.connection import reaching
 from echomq_lab.scripts import Arg, load
 
@@ -209,12 +209,13 @@ def browse(conn: redis.Redis, queue: str, n: int) -> list[str]:
     key = keyspace.queue_key(queue, "pending")
     count = _int("n", n, 1, 1_000_000)
     with reaching(conn):
-        ids = conn.zrange(key, "+", "-", desc=True, bylex=True, offset=0, num=count)
+        reply = conn.zrange(key, "+", "-", desc=True, bylex=True, offset=0, num=count)
+    ids = cast(list[bytes], reply)
     return [i.decode("ascii") for i in ids]
 
 
 def record(conn: redis.Redis, queue: str, job_id: str) -> dict[bytes, bytes] | None:
     """The job's row as a dict of bytes, or None when it has no row."""
     with reaching(conn):
-        row = conn.hgetall(_row(queue, job_id))
+        row = cast(dict[bytes, bytes], conn.hgetall(_row(queue, job_id)))
     return dict(row) or None

@@ -84,7 +84,7 @@ def snapshot(conn: redis.Redis, queue: str) -> Snapshot:
     prefix = keyspace.job_prefix(queue)
     now, *flats, rows_flat = load("snapshot")(conn, keys, [prefix + "*"])
     sets: dict[SetName, list[tuple[str, int]]] = {
-        name: _pairs(flat) for name, flat in zip(SET_NAMES, flats)
+        name: _pairs(flat) for name, flat in zip(SET_NAMES, flats, strict=True)
     }
     rows: dict[str, Row] = {}
     for i in range(0, len(rows_flat), 2):

@@ -8,10 +8,11 @@ body sent with SCRIPT LOAD and the EVALSHA tried once more.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any
 
 import redis
 from redis.exceptions import NoScriptError, ResponseError

@@ -16,6 +16,9 @@ $(PY):
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install -e '.[test]'
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' \
+		> $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $(STAMP)
 
 lint: $(STAMP)
@@ -24,19 +27,24 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy echomq_lab
 
+# The tests, and every notebook top to bottom under strict nbval (outputs must match a fresh run).
+NBVAL := --nbval --nbval-sanitize-with notebooks/sanitize.cfg
+
 pytest: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest tests notebooks $(NBVAL) $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
+# JupyterLab on notebooks/, opening the centre page. As root it needs --allow-root; a busy
+# port moves to the next free one; the printed URL carries the login token.
+LAB_ARGS ?=
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	@if [ -d notebooks ]; then \
-		$(PY) -m jupyter lab notebooks/; \
-	else \
-		echo "notebooks/ does not exist yet: the course notebooks have not been added."; \
-		echo "Once they are, 'make lab' opens JupyterLab on notebooks/."; \
-		exit 1; \
-	fi
+	@echo "Opening JupyterLab on notebooks/ (start with 00-the-record-hash.ipynb)."
+	@echo "Server: $${ECHOMQ_REDIS_URL:-embedded fakeredis (set ECHOMQ_REDIS_URL for a real one)}"
+	$(PY) -m jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks $(LAB_ARGS) \
+		00-the-record-hash.ipynb
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run

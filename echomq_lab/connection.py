@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import fakeredis
 import redis
@@ -35,15 +35,21 @@ def _shared_server() -> fakeredis.FakeServer:
 
 
 def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***``."""
+    """``url`` with every password (``user:pw@`` or ``?password=``) replaced by ``***``.
+
+    The host part is kept exactly as written (IPv6 brackets, even a malformed port).
+    """
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    netloc = parts.netloc
+    auth, at, host = netloc.rpartition("@")
+    if at and ":" in auth:
+        netloc = f"{auth.split(':', 1)[0]}:***@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        hidden = [(k, "***" if k.lower() == "password" else v) for k, v in pairs]
+        query = urlencode(hidden, safe="*")
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def connect(url: str | None = None, *, fresh: bool = False) -> redis.Redis:

@@ -1,0 +1,533 @@
+"""The stories the notebooks tell, built only from real transitions.
+
+Everything here calls the protocol's handles (:mod:`echomq_lab.jobs`); nothing writes a row or a
+set by hand. Time is always the SERVER's clock (its ``TIME``), the clock the scripts use for
+leases and run-at: a story that waits for a lease to expire polls the server, not the host.
+
+- :func:`reset` empties one queue (its four sets and its rows) and nothing else.
+- :func:`sample_row` builds the course's sample row, whose current token is 2.
+- :class:`Transitions` runs one named transition on the job it follows and says what it wrote.
+- :class:`TwoWorkers` is the two-workers-one-job story as a step machine.
+- :class:`Worker` is a worker that holds at most one job and its token (the free-play lab).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import redis
+
+from echomq_lab import branded, errors, jobs, keyspace
+from echomq_lab.connection import reaching
+from echomq_lab.snapshot import Row
+
+#: Short leases keep a reader waiting about a second, not a minute.
+DEFAULT_LEASE_MS = 1500
+#: The lease a story's second worker takes: long enough that nothing reaps it meanwhile.
+HOLD_MS = 600_000
+#: How long a wait for the server clock may take beyond the time it should need.
+WAIT_SLACK_S = 30.0
+
+TRANSITIONS: tuple[str, ...] = (
+    "enqueue",
+    "claim",
+    "schedule",
+    "retry",
+    "promote",
+    "reap",
+    "reprocess",
+    "complete",
+    "extend",
+)
+#: The transitions that present the job's token (the fenced ones).
+FENCED = frozenset({"complete", "retry", "extend"})
+#: Where a job is before it exists and after it is retired (for the diagram).
+START, RETIRED = "start", "completed"
+
+
+# -- the queue and the server clock ------------------------------------------------------------
+
+
+def reset(conn: redis.Redis, queue: str) -> int:
+    """Delete every key of ``queue`` (its four sets and its rows); return how many went.
+
+    Only keys under ``emq:{queue}:`` are touched: other queues and the ``{emq}:`` reserve stay.
+    """
+    pattern = keyspace.base(queue) + "*"
+    with reaching(conn):
+        found = list(conn.scan_iter(match=pattern, count=500))
+        if found:
+            conn.delete(*found)
+    return len(found)
+
+
+def server_now_ms(conn: redis.Redis) -> int:
+    """The server's clock in ms, computed the way the scripts compute it from ``TIME``."""
+    with reaching(conn):
+        seconds, micros = conn.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def wait_for_server(conn: redis.Redis, until_ms: int, *, poll_s: float = 0.05) -> int:
+    """Block until the server's clock reads at least ``until_ms``; return the server's now.
+
+    The host's clock is never trusted: the sleep is only a pause between two reads of the
+    server's ``TIME``. Raises TimeoutError if the server clock does not get there in time.
+    """
+    now = server_now_ms(conn)
+    limit = time.monotonic() + max(0, until_ms - now) / 1000 + WAIT_SLACK_S
+    while now < until_ms:
+        if time.monotonic() > limit:
+            raise TimeoutError(f"the server clock did not reach {until_ms} (it reads {now})")
+        time.sleep(min(poll_s, max(0.001, (until_ms - now) / 1000)))
+        now = server_now_ms(conn)
+    return now
+
+
+def lease_deadline(conn: redis.Redis, queue: str, job_id: str) -> int | None:
+    """The job's lease deadline (its score in active), or None if it holds no lease."""
+    with reaching(conn):
+        score = conn.zscore(keyspace.queue_key(queue, "active"), job_id)
+    return None if score is None else int(score)
+
+
+def wait_out_lease(conn: redis.Redis, queue: str, job_id: str) -> int:
+    """Wait until the job's lease has expired on the server clock; return the server's now.
+
+    Raises ValueError when the job holds no lease (nothing to wait for).
+    """
+    deadline = lease_deadline(conn, queue, job_id)
+    if deadline is None:
+        raise ValueError(f"job {job_id} holds no lease in queue {queue!r}: nothing to wait for")
+    return wait_for_server(conn, deadline)
+
+
+def _state(row: Row | None) -> str:
+    if row is None:
+        return RETIRED
+    return row.get(b"state", b"?").decode("utf-8", "replace")
+
+
+def _shown(value: bytes) -> str:
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def wrote(before: Row | None, after: Row | None) -> str:
+    """What a transition wrote to a row, e.g. ``state=active, attempts=1``.
+
+    A deleted row reads ``deleted the row``; dropped fields read ``dropped last_error``.
+    """
+    if after is None:
+        return "deleted the row" if before is not None else "wrote no row"
+    before = before or {}
+    parts = [
+        f"{k.decode('utf-8', 'replace')}={_shown(v)}"
+        for k, v in after.items()
+        if k != b"payload" and before.get(k) != v
+    ]
+    if b"payload" in after and before.get(b"payload") != after[b"payload"]:
+        parts.append(f"payload ({len(after[b'payload'])} bytes)")
+    parts += [f"dropped {k.decode('utf-8', 'replace')}" for k in before if k not in after]
+    return ", ".join(sorted(parts, key=_field_rank)) if parts else "nothing"
+
+
+def _field_rank(part: str) -> tuple[int, str]:
+    for i, name in enumerate(("state", "attempts", "payload")):
+        if part.startswith(name):
+            return (i, part)
+    return (3, part)
+
+
+# -- the sample row ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SampleRow:
+    """The course's sample row: one job whose current token is 2 and whose token 1 is stale."""
+
+    job_id: str
+    token: int
+    stale_token: int
+
+
+def sample_row(
+    conn: redis.Redis,
+    queue: str,
+    *,
+    lease_ms: int = 300,
+    hold_ms: int = HOLD_MS,
+    payload: bytes | str = b'{"report": "march"}',
+) -> SampleRow:
+    """Build the sample row by real transitions only; the queue is emptied first.
+
+    enqueue → claim (token 1, a lease of ``lease_ms``) → wait until that lease has expired on
+    the server clock → reap (back to pending) → claim again (token 2, held for ``hold_ms``).
+    """
+    jobs._lease(lease_ms)
+    jobs._lease(hold_ms)
+    reset(conn, queue)
+    job_id = branded.mint("JOB")
+    jobs.enqueue(conn, queue, job_id, payload)
+    first = jobs.claim(conn, queue, lease_ms)
+    if first is None or first.id != job_id:
+        raise RuntimeError(f"the first claim in {queue!r} did not take {job_id}: {first}")
+    wait_out_lease(conn, queue, job_id)
+    if jobs.reap(conn, queue) != 1:
+        raise RuntimeError(f"the reap in {queue!r} did not return {job_id}")
+    second = jobs.claim(conn, queue, hold_ms)
+    if second is None or second.id != job_id:
+        raise RuntimeError(f"the second claim in {queue!r} did not take {job_id}: {second}")
+    return SampleRow(job_id, second.token, first.token)
+
+
+# -- one transition at a time ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A transition that ran: its name, the job, the state before and after, and a message."""
+
+    name: str
+    job_id: str | None
+    before: str
+    after: str
+    message: str
+
+
+@dataclass
+class Transitions:
+    """Run any transition on the job it follows, keeping that job's id and its last token.
+
+    ``enqueue`` and ``schedule`` mint a new job and follow it; ``claim`` follows whatever job it
+    took (the oldest pending) and keeps its token; ``complete``, ``retry`` and ``extend``
+    present that token; ``promote`` and ``reap`` act on the whole queue. Refusals propagate as
+    the library raises them (``EchoMQError``, ``ValueError``, ``TypeError``) with nothing changed.
+    """
+
+    conn: redis.Redis
+    queue: str
+    lease_ms: int = DEFAULT_LEASE_MS
+    delay_ms: int = 1000
+    max_attempts: int = 3
+    payload: bytes | str = b'{"report": "march"}'
+    job_id: str | None = None
+    token: int | None = None
+    history: list[Taken] = field(default_factory=list)
+
+    def _need_job(self) -> str:
+        if self.job_id is None:
+            raise ValueError("no job yet: run enqueue (or schedule) first")
+        return self.job_id
+
+    def _need_token(self) -> tuple[str, int]:
+        job_id = self._need_job()
+        if self.token is None:
+            raise ValueError(f"no token held for {job_id}: run claim first")
+        return job_id, self.token
+
+    def run(self, name: str) -> Taken:
+        """Run transition ``name``; return what happened. Unknown names raise ValueError."""
+        if name not in TRANSITIONS:
+            raise ValueError(f"unknown transition {name!r}: pick one of {', '.join(TRANSITIONS)}")
+        q, conn = self.queue, self.conn
+        followed = self.job_id
+        before_row = jobs.record(conn, q, followed) if followed else None
+        before = _state(before_row) if followed else START
+        if name in ("enqueue", "schedule"):
+            new_id = branded.mint("JOB")
+            if name == "enqueue":
+                jobs.enqueue(conn, q, new_id, self.payload)
+            else:
+                jobs.enqueue_in(conn, q, new_id, self.payload, self.delay_ms)
+            self.job_id, self.token = new_id, None
+            row = jobs.record(conn, q, new_id)
+            call = "enqueue" if name == "enqueue" else f"enqueue_in ({self.delay_ms} ms)"
+            return self._done(name, new_id, START, row, f"{call} wrote {wrote(None, row)}")
+        if name == "claim":
+            claimed = jobs.claim(conn, q, self.lease_ms)
+            if claimed is None:
+                return self._done(name, followed, before, before_row,
+                                  "claim found nothing pending (it returned None)")
+            if claimed.id != followed:
+                before_row = None
+                before = "pending"
+            self.job_id, self.token = claimed.id, claimed.token
+            row = jobs.record(conn, q, claimed.id)
+            note = "" if claimed.id == followed else f" (it took the oldest pending, {claimed.id})"
+            msg = f"claim wrote {wrote(before_row, row)} (token {claimed.token}){note}"
+            return self._done(name, claimed.id, before, row, msg)
+        if name in ("promote", "reap"):
+            count = jobs.promote(conn, q) if name == "promote" else jobs.reap(conn, q)
+            row = jobs.record(conn, q, followed) if followed else None
+            what = "due job" if name == "promote" else "expired lease"
+            msg = f"{name} moved {count} {what}{'' if count == 1 else 's'} to pending"
+            if followed and before_row != row:
+                msg += f"; it wrote {wrote(before_row, row)}"
+            elif count == 0:
+                msg += self._why_nothing(name)
+            return self._done(name, followed, before, row, msg)
+        if name == "reprocess":
+            job_id = self._need_job()
+            jobs.reprocess(conn, q, job_id)
+            row = jobs.record(conn, q, job_id)
+            msg = f"reprocess wrote {wrote(before_row, row)}"
+            return self._done(name, job_id, before, row, msg)
+        job_id, token = self._need_token()
+        if name == "complete":
+            jobs.complete(conn, q, job_id, token)
+            msg = f"complete with token {token} deleted the row: the job is retired"
+            return self._done(name, job_id, before, None, msg)
+        if name == "retry":
+            outcome = jobs.retry(conn, q, job_id, token, self.delay_ms, self.max_attempts,
+                                 f"try {token} failed")
+            row = jobs.record(conn, q, job_id)
+            msg = f"retry with token {token} wrote {wrote(before_row, row)}"
+            if outcome == "dead":
+                msg += f" (attempts reached max_attempts={self.max_attempts})"
+            return self._done(name, job_id, before, row, msg)
+        # extend
+        jobs.extend(conn, q, job_id, token, self.lease_ms)
+        row = jobs.record(conn, q, job_id)
+        msg = (f"extend with token {token} re-scored the lease to server now + {self.lease_ms} ms;"
+               " the row is unchanged")
+        return self._done(name, job_id, before, row, msg)
+
+    def _why_nothing(self, name: str) -> str:
+        """Why a promote or reap moved nothing, with the followed job's time left if it has one."""
+        kind = "schedule" if name == "promote" else "active"
+        score = None
+        if self.job_id is not None:
+            with reaching(self.conn):
+                score = self.conn.zscore(keyspace.queue_key(self.queue, kind), self.job_id)
+        if score is None:
+            return " (nothing was due yet)" if name == "promote" else " (no lease had expired)"
+        left = int(score) - server_now_ms(self.conn)
+        if name == "promote":
+            return f" (nothing was due yet: {self.job_id} is due in {left} ms)"
+        return f" (no lease had expired: {self.job_id} expires in {left} ms)"
+
+    def _done(self, name: str, job_id: str | None, before: str, row: Row | None,
+              message: str) -> Taken:
+        after = _state(row) if job_id else before
+        taken = Taken(name, job_id, before, after, message)
+        self.history.append(taken)
+        return taken
+
+
+# -- two workers, one job ----------------------------------------------------------------------
+
+#: The steps of the two-workers story, in order, with what each one does.
+STEPS: tuple[tuple[str, str], ...] = (
+    ("a_claims", "A claims the job (token 1, a short lease)"),
+    ("a_stalls", "A stalls: its lease runs out on the server clock"),
+    ("reaper_returns", "the reaper returns the job to pending"),
+    ("b_claims", "B claims the job (token 2)"),
+    ("a_completes", "A wakes up and completes with token 1"),
+    ("b_completes", "B completes with token 2"),
+)
+STEP_NAMES: tuple[str, ...] = tuple(name for name, _ in STEPS)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One step of the story: what was done, what the server answered, and if it refused."""
+
+    step: str
+    title: str
+    message: str
+    refused: bool = False
+
+
+@dataclass
+class TwoWorkers:
+    """Two workers, one job: a step machine the two-workers widget drives.
+
+    :meth:`start` empties the queue and enqueues one job; :meth:`step` runs the next step (and
+    only the next one). Worker A's lease is ``lease_ms``; worker B holds its lease long.
+    """
+
+    conn: redis.Redis
+    queue: str
+    lease_ms: int = DEFAULT_LEASE_MS
+    payload: bytes | str = b'{"report": "march"}'
+    job_id: str = ""
+    token_a: int | None = None
+    token_b: int | None = None
+    done: list[StepResult] = field(default_factory=list)
+
+    def start(self) -> str:
+        """Empty the queue, enqueue one fresh job, and rewind to the first step; return its id."""
+        jobs._lease(self.lease_ms)
+        reset(self.conn, self.queue)
+        self.job_id = branded.mint("JOB")
+        jobs.enqueue(self.conn, self.queue, self.job_id, self.payload)
+        self.token_a = self.token_b = None
+        self.done = []
+        return self.job_id
+
+    @property
+    def next_step(self) -> str | None:
+        """The name of the step that may run now, or None when the story is over."""
+        if not self.job_id:
+            return None
+        return STEP_NAMES[len(self.done)] if len(self.done) < len(STEPS) else None
+
+    def step(self, name: str) -> StepResult:
+        """Run step ``name``; it must be :attr:`next_step` (ValueError otherwise)."""
+        if name not in STEP_NAMES:
+            raise ValueError(f"unknown step {name!r}: the steps are {', '.join(STEP_NAMES)}")
+        if name != self.next_step:
+            nxt = self.next_step or "none (the story is over: start again)"
+            raise ValueError(f"step {name!r} is not next; the next step is {nxt}")
+        title = dict(STEPS)[name]
+        result = getattr(self, "_" + name)(title)
+        assert isinstance(result, StepResult)
+        self.done.append(result)
+        return result
+
+    def _claim(self, who: str, lease_ms: int) -> int:
+        claimed = jobs.claim(self.conn, self.queue, lease_ms)
+        if claimed is None or claimed.id != self.job_id:
+            raise RuntimeError(f"{who}'s claim did not take {self.job_id}: {claimed}")
+        return claimed.token
+
+    def _a_claims(self, title: str) -> StepResult:
+        self.token_a = self._claim("A", self.lease_ms)
+        return StepResult("a_claims", title,
+                          f"A holds token {self.token_a}; its lease is {self.lease_ms} ms")
+
+    def _a_stalls(self, title: str) -> StepResult:
+        wait_out_lease(self.conn, self.queue, self.job_id)
+        return StepResult("a_stalls", title,
+                          "the server clock passed A's deadline; A still believes it holds the job")
+
+    def _reaper_returns(self, title: str) -> StepResult:
+        count = jobs.reap(self.conn, self.queue)
+        row = jobs.record(self.conn, self.queue, self.job_id)
+        return StepResult("reaper_returns", title,
+                          f"reap returned {count} job to pending; state={_state(row)}, "
+                          f"attempts={_shown((row or {}).get(b'attempts', b'?'))} (untouched)")
+
+    def _b_claims(self, title: str) -> StepResult:
+        self.token_b = self._claim("B", HOLD_MS)
+        return StepResult("b_claims", title,
+                          f"B holds token {self.token_b}; the row's attempts is now "
+                          f"{self.token_b}, so A's token {self.token_a} is stale")
+
+    def _complete(self, step: str, title: str, who: str, token: int | None) -> StepResult:
+        assert token is not None
+        try:
+            jobs.complete(self.conn, self.queue, self.job_id, token)
+        except errors.EchoMQError as exc:
+            return StepResult(step, title, f"{who} refused: {exc} (the row is untouched)",
+                              refused=True)
+        return StepResult(step, title,
+                          f"{who} completed with token {token}: the row and the lease are gone")
+
+    def _a_completes(self, title: str) -> StepResult:
+        return self._complete("a_completes", title, "A", self.token_a)
+
+    def _b_completes(self, title: str) -> StepResult:
+        return self._complete("b_completes", title, "B", self.token_b)
+
+
+# -- a worker for free play --------------------------------------------------------------------
+
+
+@dataclass
+class Worker:
+    """A worker that holds at most one job and the token its claim minted.
+
+    Its methods call the handles and return a one-line account. A refusal propagates (nothing
+    changes on the server); a stale or gone job is then let go, the way a real worker would.
+    """
+
+    conn: redis.Redis
+    queue: str
+    name: str
+    held: jobs.Claimed | None = None
+
+    def holding(self) -> str:
+        """What the worker holds, e.g. ``holds JOB… with token 2`` or ``holds nothing``."""
+        if self.held is None:
+            return "holds nothing"
+        return f"holds {self.held.id} with token {self.held.token}"
+
+    def _need(self) -> jobs.Claimed:
+        if self.held is None:
+            raise ValueError(f"worker {self.name} holds no job: claim first")
+        return self.held
+
+    def claim(self, lease_ms: int) -> str:
+        if self.held is not None:
+            raise ValueError(
+                f"worker {self.name} already holds {self.held.id}; complete, retry or drop it first"
+            )
+        claimed = jobs.claim(self.conn, self.queue, lease_ms)
+        if claimed is None:
+            return f"worker {self.name}: nothing pending"
+        self.held = claimed
+        return (f"worker {self.name} claimed {claimed.id}: token {claimed.token},"
+                f" lease {lease_ms} ms")
+
+    def complete(self) -> str:
+        held = self._need()
+        try:
+            jobs.complete(self.conn, self.queue, held.id, held.token)
+        except (errors.StaleToken, errors.JobGone):
+            self.held = None
+            raise
+        self.held = None
+        return f"worker {self.name} completed {held.id} with token {held.token}: the row is gone"
+
+    def retry(self, delay_ms: int, max_attempts: int) -> str:
+        held = self._need()
+        try:
+            outcome = jobs.retry(self.conn, self.queue, held.id, held.token, delay_ms,
+                                 max_attempts, f"worker {self.name} gave up on try {held.token}")
+        except (errors.StaleToken, errors.JobGone):
+            self.held = None
+            raise
+        self.held = None
+        return f"worker {self.name} retried {held.id} with token {held.token}: {outcome}"
+
+    def extend(self, lease_ms: int) -> str:
+        held = self._need()
+        try:
+            jobs.extend(self.conn, self.queue, held.id, held.token, lease_ms)
+        except (errors.StaleToken, errors.JobGone):
+            self.held = None
+            raise
+        return (f"worker {self.name} extended {held.id} with token {held.token}: "
+                f"lease = server now + {lease_ms} ms")
+
+    def drop(self) -> str:
+        """Forget the held job without telling the server (a crash, as far as it knows)."""
+        held, self.held = self.held, None
+        return f"worker {self.name} dropped {held.id if held else 'nothing'}"
+
+
+__all__ = [
+    "DEFAULT_LEASE_MS",
+    "STEPS",
+    "STEP_NAMES",
+    "TRANSITIONS",
+    "SampleRow",
+    "StepResult",
+    "Taken",
+    "Transitions",
+    "TwoWorkers",
+    "Worker",
+    "lease_deadline",
+    "reset",
+    "sample_row",
+    "server_now_ms",
+    "wait_for_server",
+    "wait_out_lease",
+    "wrote",
+]

@@ -1,0 +1,166 @@
+"""StateDiagram: the job lifecycle as an inline SVG, the transition just taken lit.
+
+Nodes are the four states a row can hold (pending, active, scheduled, dead) plus ``completed``,
+the retired end where the row no longer exists; each is filled with its colour from
+:mod:`echomq_lab.widgets.style`. Edges carry the transition names. :meth:`StateDiagram.update`
+marks the current state and lights the edge of the transition just taken.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import ipywidgets as W  # type: ignore[import-untyped]
+
+from echomq_lab.stories import RETIRED, START
+from echomq_lab.widgets import style
+from echomq_lab.widgets.record_view import Panel
+
+NODE_W, NODE_H = 110, 36
+#: Centre of each node in the SVG's coordinates.
+NODES: dict[str, tuple[int, int]] = {
+    "pending": (190, 160),
+    "scheduled": (340, 50),
+    "active": (490, 160),
+    "dead": (340, 270),
+    RETIRED: (670, 160),
+}
+STATES = tuple(NODES)
+DIM, LIT = "#a0a0a0", "#111111"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One drawn transition: the transition names it stands for, its ends, and its geometry."""
+
+    label: str
+    names: tuple[str, ...]
+    source: str
+    target: str
+    path: str
+    label_at: tuple[int, int]
+
+
+EDGES: tuple[Edge, ...] = (
+    Edge("enqueue", ("enqueue",), START, "pending", "M 50 160 L 133 160", (92, 150)),
+    Edge("enqueue_in / enqueue_at", ("schedule", "enqueue_in", "enqueue_at"), START, "scheduled",
+         "M 47 152 L 283 56", (160, 96)),
+    Edge("claim", ("claim",), "pending", "active", "M 245 151 L 433 151", (339, 144)),
+    Edge("reap", ("reap",), "active", "pending", "M 435 170 L 247 170", (339, 186)),
+    Edge("retry", ("retry",), "active", "scheduled", "M 458 136 L 372 71", (432, 96)),
+    Edge("retry (at the cap)", ("retry",), "active", "dead", "M 458 184 L 372 249", (470, 226)),
+    Edge("promote", ("promote",), "scheduled", "pending", "M 310 68 L 220 139", (298, 114)),
+    Edge("reprocess", ("reprocess",), "dead", "pending", "M 308 252 L 220 182", (222, 232)),
+    Edge("complete", ("complete",), "active", RETIRED, "M 551 160 L 612 160", (582, 150)),
+    Edge("extend", ("extend",), "active", "active",
+         "M 500 135 C 485 90, 550 90, 532 133", (517, 88)),
+)
+
+
+def find_edge(name: str, source: str, target: str) -> Edge | None:
+    """The drawn edge for transition ``name`` taken from ``source`` to ``target``, if any."""
+    for edge in EDGES:
+        if name in edge.names and edge.source == source and edge.target == target:
+            return edge
+    return None
+
+
+def _marker(mid: str, colour: str, size: int) -> str:
+    return (
+        f'<marker id="{mid}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="{size}" '
+        f'markerHeight="{size}" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
+        f'<path d="M 0 0 L 10 5 L 0 10 z" '
+        f'fill="{colour}"/></marker>'
+    )
+
+
+def render_svg(current: str | None, lit: Edge | None) -> str:
+    """The diagram as SVG text, ``current`` ringed and ``lit`` drawn bold."""
+    parts = [
+        '<svg class="emq-diagram" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 740 310" '
+        'width="100%" style="max-width:740px;font-family:sans-serif;font-size:12px">',
+        "<defs>" + _marker("emq-arrow-dim", DIM, 9) + _marker("emq-arrow-lit", LIT, 13) + "</defs>",
+        f'<circle cx="40" cy="160" r="9" fill="{style.MUTED}"/>',
+        f'<text x="40" y="185" text-anchor="middle" fill="{style.MUTED}">new</text>',
+    ]
+    for edge in EDGES:
+        on = edge is lit
+        colour, width = (LIT, 3.5) if on else (DIM, 1.5)
+        marker = "emq-arrow-lit" if on else "emq-arrow-dim"
+        cls = "emq-edge emq-edge-lit" if on else "emq-edge"
+        parts.append(
+            f'<path class="{cls}" data-transition="{html.escape(edge.label)}" d="{edge.path}" '
+            f'fill="none" stroke="{colour}" stroke-width="{width}" '
+            f'marker-end="url(#{marker})"/>'
+        )
+        x, y = edge.label_at
+        weight = "bold" if on else "normal"
+        turn = ' transform="rotate(-22 160 96)"' if edge.source == START and y < 150 else ""
+        parts.append(
+            f'<text x="{x}" y="{y}"{turn} text-anchor="middle" font-weight="{weight}" '
+            f'fill="{LIT if on else "#555555"}">{html.escape(edge.label)}</text>'
+        )
+    for state, (cx, cy) in NODES.items():
+        x, y = cx - NODE_W // 2, cy - NODE_H // 2
+        colour = style.STATE_COLOURS[state]
+        if state == current:
+            parts.append(
+                f'<rect class="emq-current" x="{x - 6}" y="{y - 6}" width="{NODE_W + 12}" '
+                f'height="{NODE_H + 12}" rx="12" fill="none" stroke="{LIT}" stroke-width="2.5" '
+                'stroke-dasharray="5 3"/>'
+            )
+        parts.append(
+            f'<rect class="emq-node emq-node-{state}" x="{x}" y="{y}" width="{NODE_W}" '
+            f'height="{NODE_H}" rx="8" fill="{colour}"/>'
+        )
+        parts.append(
+            f'<text x="{cx}" y="{cy + 4}" text-anchor="middle" fill="white" '
+            f'font-family="monospace" font-size="13">{state}</text>'
+        )
+    cx, cy = NODES[RETIRED]
+    parts.append(
+        f'<text x="{cx}" y="{cy + NODE_H}" text-anchor="middle" fill="{style.MUTED}">'
+        "(the row is deleted)</text>"
+    )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+class StateDiagram(Panel):
+    """The lifecycle diagram. ``update(current, taken)`` rings the state and lights the edge.
+
+    ``taken`` is ``(transition, before, after)`` with states named as in :data:`NODES`
+    (``start`` before an enqueue, ``completed`` after a complete); a transition that moved
+    nothing lights no edge.
+    """
+
+    def __init__(self, current: str | None = None) -> None:
+        self.current: str | None = None
+        self.taken: tuple[str, str, str] | None = None
+        self.lit: Edge | None = None
+        self.svg = W.HTML(layout=W.Layout(width="100%"))
+        self.widget = W.VBox([self.svg], layout=W.Layout(width="100%", max_width="760px"))
+        self.widget.add_class("emq-state-diagram")
+        self.update(current)
+
+    def update(self, current: str | None, taken: tuple[str, str, str] | None = None) -> None:
+        """Ring ``current`` (None: no job) and light the edge of ``taken`` if it is drawn."""
+        if current is not None and current not in NODES:
+            raise ValueError(f"unknown state {current!r}: expected one of {', '.join(NODES)}")
+        self.current = current
+        self.taken = taken
+        self.lit = find_edge(*taken) if taken is not None else None
+        self.svg.value = render_svg(current, self.lit)
+
+    def text(self) -> str:
+        """The current state and the transition just taken, in words."""
+        where = self.current or "no job"
+        line = f"state diagram: current state = {where}"
+        if self.taken is not None:
+            name, before, after = self.taken
+            if self.lit is not None:
+                line += f"; lit: {self.lit.label} ({before} -> {after})"
+            else:
+                line += f"; {name} moved nothing ({before})"
+        return line

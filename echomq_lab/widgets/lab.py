@@ -1,0 +1,161 @@
+"""LabPanel: free play with two or three workers on one queue, the sets and the verdict in view.
+
+Each worker (:class:`echomq_lab.stories.Worker`) holds at most one job and its token and has
+claim / complete / retry / extend / drop buttons and its own lease slider. The queue has an
+enqueue button, a reaper and a promoter. After every press the four sets and the ``check()``
+verdict are redrawn from one snapshot, so a reader can try to make the row and the sets
+disagree, and see that no sequence of presses does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import ipywidgets as W  # type: ignore[import-untyped]
+import redis
+
+from echomq_lab import branded, jobs
+from echomq_lab.stories import DEFAULT_LEASE_MS, Worker
+from echomq_lab.widgets import style
+from echomq_lab.widgets.record_view import Panel
+from echomq_lab.widgets.sets_view import SetsView
+
+WORKER_ACTIONS = ("claim", "complete", "retry", "extend", "drop")
+
+
+class WorkerCard:
+    """One worker's controls: what it holds, a lease slider and its action buttons."""
+
+    def __init__(self, worker: Worker, lease_ms: int) -> None:
+        self.worker = worker
+        self.lease = W.IntSlider(value=lease_ms, min=100, max=10_000, step=100,
+                                 description="lease ms", continuous_update=False,
+                                 layout=W.Layout(width="95%"))
+        self.holding = W.HTML()
+        self.buttons = {
+            action: W.Button(description=action, layout=W.Layout(width="auto"))
+            for action in WORKER_ACTIONS
+        }
+        self.widget = W.VBox(
+            [W.HTML(f"<b>worker {worker.name}</b>"), self.holding, self.lease,
+             W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap"))],
+            layout=W.Layout(border=f"1px solid {style.MUTED}", padding="4px", margin="2px",
+                            flex="1 1 250px", max_width="340px"),
+        )
+        self.draw()
+
+    def draw(self) -> None:
+        held = self.worker.held
+        self.holding.value = (
+            f"<span style='font-family:monospace'>{self.worker.holding()}</span>"
+            if held else f"<span style='color:{style.MUTED}'>holds nothing</span>"
+        )
+        for action in ("complete", "retry", "extend", "drop"):
+            self.buttons[action].disabled = held is None
+
+
+class LabPanel(Panel):
+    """Free play: ``workers`` (2 or 3 names) on one queue.
+
+    ``buttons`` holds ``"enqueue"``, ``"reap"``, ``"promote"``, ``"refresh"`` and, for each
+    worker, ``"<name>.claim"``, ``"<name>.complete"``, ``"<name>.retry"``, ``"<name>.extend"``,
+    ``"<name>.drop"``. ``cards[name].lease`` is that worker's lease slider; ``delay`` and
+    ``max_attempts`` are what retry uses.
+    """
+
+    def __init__(
+        self,
+        conn: redis.Redis,
+        queue: str,
+        *,
+        workers: Sequence[str] = ("A", "B"),
+        lease_ms: int = DEFAULT_LEASE_MS,
+        payload: str = '{"report": "march"}',
+    ) -> None:
+        if not 1 <= len(workers) <= 3 or len(set(workers)) != len(workers):
+            raise ValueError(f"give one to three distinct worker names, not {list(workers)!r}")
+        self.conn, self.queue = conn, queue
+        self.cards = {name: WorkerCard(Worker(conn, queue, name), lease_ms) for name in workers}
+        self.payload = W.Text(value=payload, description="payload")
+        self.delay = W.IntText(value=1000, description="retry delay",
+                               layout=W.Layout(width="190px"))
+        self.max_attempts = W.IntText(value=3, description="max tries",
+                                      layout=W.Layout(width="190px"))
+        self.buttons: dict[str, W.Button] = {
+            "enqueue": W.Button(description="enqueue", icon="plus", button_style="primary"),
+            "reap": W.Button(description="reaper: reap", icon="undo"),
+            "promote": W.Button(description="promoter: promote", icon="arrow-up"),
+            "refresh": W.Button(description="refresh", icon="refresh"),
+        }
+        for button in self.buttons.values():
+            button.layout.width = "auto"
+        self.buttons["enqueue"].on_click(lambda _b: self._act(self._enqueue))
+        self.buttons["reap"].on_click(lambda _b: self._act(self._reap))
+        self.buttons["promote"].on_click(lambda _b: self._act(self._promote))
+        self.buttons["refresh"].on_click(lambda _b: self._draw())
+        for name, card in self.cards.items():
+            for action, button in card.buttons.items():
+                self.buttons[f"{name}.{action}"] = button
+                button.on_click(lambda _b, c=card, a=action: self._act(self._worker_action(c, a)))
+        self.message = W.HTML()
+        self.sets = SetsView(conn, queue)
+        self.widget = W.VBox(
+            [
+                W.HBox([self.buttons["enqueue"], self.payload]),
+                W.HBox([self.buttons["reap"], self.buttons["promote"], self.buttons["refresh"],
+                        self.delay, self.max_attempts], layout=W.Layout(flex_flow="row wrap")),
+                W.HBox([c.widget for c in self.cards.values()],
+                       layout=W.Layout(flex_flow="row wrap")),
+                self.message,
+                self.sets.widget,
+            ]
+        )
+        self.widget.add_class("emq-lab-panel")
+        self._draw()
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def _enqueue(self) -> str:
+        job_id = branded.mint("JOB")
+        outcome = jobs.enqueue(self.conn, self.queue, job_id, self.payload.value)
+        return f"enqueue {job_id}: {outcome}"
+
+    def _reap(self) -> str:
+        return f"the reaper returned {jobs.reap(self.conn, self.queue)} expired lease(s) to pending"
+
+    def _promote(self) -> str:
+        count = jobs.promote(self.conn, self.queue)
+        return f"the promoter moved {count} due job(s) to pending"
+
+    def _worker_action(self, card: WorkerCard, action: str) -> Callable[[], str]:
+        worker = card.worker
+
+        def run() -> str:
+            if action == "claim":
+                return worker.claim(card.lease.value)
+            if action == "complete":
+                return worker.complete()
+            if action == "retry":
+                return worker.retry(self.delay.value, self.max_attempts.value)
+            if action == "extend":
+                return worker.extend(card.lease.value)
+            return worker.drop()
+
+        return run
+
+    def _act(self, action: Callable[[], str]) -> None:
+        self._safely(self.message, action)
+        self._draw()
+
+    def _draw(self) -> None:
+        for card in self.cards.values():
+            card.draw()
+        self.sets.refresh()
+
+    def text(self) -> str:
+        """Each worker's holding, the last message, the sets and the verdict, as plain text."""
+        lines = [f"worker {n}: {c.worker.holding()}" for n, c in self.cards.items()]
+        if self.last_message:
+            lines.append(f"[{'ok' if self.last_ok else 'refused'}] {self.last_message}")
+        lines.append(self.sets.text())
+        return "\n".join(lines)

@@ -1,0 +1,237 @@
+"""RecordView: one job's row as a table of fields, with what changed since the last look lit.
+
+The view reads the row through the library (``jobs.record``, or a row out of a snapshot the
+caller already took) and renders it; it never writes. A row that is gone (completed, or never
+enqueued) is said in words. The payload is shown safely: escaped, and as a bytes repr when it
+is not UTF-8.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as W  # type: ignore[import-untyped]
+import redis
+
+from echomq_lab import errors, jobs
+from echomq_lab.snapshot import Row, Snapshot
+from echomq_lab.widgets import style
+
+#: The three protocol fields, in the order the views list them; extra fields follow, sorted.
+FIELD_ORDER = (b"state", b"attempts", b"payload")
+#: How many characters of a payload the view shows before it elides the rest.
+PAYLOAD_SHOWN = 120
+GONE = "no row (completed or never enqueued)"
+
+
+class Panel:
+    """What every panel shares: a root ``widget``, a text rendering, and display by delegation.
+
+    ``display(panel)`` (or a panel as a cell's last expression) shows ``panel.widget``; the
+    plain-text part of the bundle is :meth:`text`, so a frontend without the widget manager
+    (and nbval) sees what the panel shows, not a widget repr.
+    """
+
+    widget: W.Box
+    #: The one-line status the panel shows last (empty before any action), and whether it was ok.
+    last_message: str = ""
+    last_ok: bool = True
+
+    def text(self) -> str:  # pragma: no cover - every panel overrides it
+        raise NotImplementedError
+
+    def _say(self, line: W.HTML, text: str, ok: bool) -> None:
+        """Show ``text`` on the panel's message line (green when ok, red when refused)."""
+        self.last_message, self.last_ok = text, ok
+        line.value = style.message_html(text, ok)
+
+    def _safely(self, line: W.HTML, action: Callable[[], str]) -> bool:
+        """Run a button's ``action``; show its account, or the refusal as one line.
+
+        A protocol refusal or a bad input never becomes a traceback: the server was not changed
+        (the library refuses before writing), and the message says why.
+        """
+        try:
+            text = action()
+        except (errors.EchoMQError, ValueError, TypeError, RuntimeError, TimeoutError) as exc:
+            self._say(line, style.one_line(exc), ok=False)
+            return False
+        self._say(line, text, ok=True)
+        return True
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle: dict[str, Any] = dict(self.widget._repr_mimebundle_(**kwargs))
+        bundle["text/plain"] = self.text()
+        return bundle
+
+
+def show_value(value: bytes, limit: int = PAYLOAD_SHOWN) -> str:
+    """A field value as text: decoded when it is UTF-8, a bytes repr when it is not.
+
+    Long values are cut at ``limit`` characters with the total length said.
+    """
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        text = repr(value)
+    if len(text) > limit:
+        text = f"{text[:limit]}… ({len(value)} bytes)"
+    return text
+
+
+def ordered_fields(row: Row) -> list[bytes]:
+    """The row's field names: the protocol fields first, any others after, sorted."""
+    head = [f for f in FIELD_ORDER if f in row]
+    return head + sorted(f for f in row if f not in FIELD_ORDER)
+
+
+def changed_fields(before: Row | None, after: Row | None) -> set[bytes]:
+    """The fields of ``after`` that are new or hold a different value than in ``before``."""
+    if before is None or after is None:
+        return set()
+    return {f for f, v in after.items() if before.get(f) != v}
+
+
+class RecordView(Panel):
+    """The row of one job in ``queue``, re-read on :meth:`refresh`.
+
+    Fields that changed since the previous render of the same job are highlighted
+    (``style.CHANGED_BG``); fields that disappeared are listed as removed. :meth:`show` switches
+    to another job and starts a fresh comparison.
+    """
+
+    def __init__(self, conn: redis.Redis, queue: str, job_id: str | None = None) -> None:
+        self.conn = conn
+        self.queue = queue
+        self.job_id: str | None = None
+        self.row: Row | None = None
+        self.changed: set[bytes] = set()
+        self.removed: set[bytes] = set()
+        self.title = W.HTML()
+        self.table = W.HTML()
+        self.widget = W.VBox([self.title, self.table], layout=W.Layout(min_width="320px"))
+        self.widget.add_class("emq-record-view")
+        if job_id is not None:
+            self.show(job_id)
+        else:
+            self._render()
+
+    def show(self, job_id: str | None, snap: Snapshot | None = None) -> Row | None:
+        """Switch to ``job_id`` (None: no job yet) and render it with nothing highlighted."""
+        self.job_id = job_id
+        self.row = None
+        self.changed, self.removed = set(), set()
+        if job_id is None:
+            self._render()
+            return None
+        self.row = self._read(job_id, snap)
+        self._render()
+        return self.row
+
+    def refresh(self, job_id: str | None = None, snap: Snapshot | None = None) -> Row | None:
+        """Re-read the row (from ``snap`` when given) and light the fields that changed.
+
+        A different ``job_id`` switches job, like :meth:`show`.
+        """
+        if job_id is not None and job_id != self.job_id:
+            return self.show(job_id, snap)
+        if self.job_id is None:
+            self._render()
+            return None
+        before = self.row
+        self.row = self._read(self.job_id, snap)
+        self.changed = changed_fields(before, self.row)
+        self.removed = set(before) - set(self.row) if before and self.row else set()
+        self._render()
+        return self.row
+
+    def _read(self, job_id: str, snap: Snapshot | None) -> Row | None:
+        if snap is not None:
+            row = snap.rows.get(job_id)
+            return dict(row) if row is not None else None
+        return jobs.record(self.conn, self.queue, job_id)
+
+    @property
+    def state(self) -> str | None:
+        """The row's state, or None when there is no row."""
+        if self.row is None:
+            return None
+        return self.row.get(b"state", b"").decode("utf-8", "replace")
+
+    # -- rendering --------------------------------------------------------------------------
+
+    def _render(self) -> None:
+        if self.job_id is None:
+            self.title.value = '<b>the row</b> <span style="color:#888">no job yet</span>'
+            self.table.value = ""
+            return
+        badge = style.state_badge(self.state) if self.state is not None else ""
+        self.title.value = (
+            f'<b>the row</b> <code>emq:{{{html.escape(self.queue)}}}:job:'
+            f"{html.escape(self.job_id)}</code> {badge}"
+        )
+        if self.row is None:
+            self.table.value = (
+                f'<div class="emq-gone" style="color:{style.MUTED};font-style:italic">'
+                f"{GONE}</div>"
+            )
+            return
+        lines = []
+        for name in ordered_fields(self.row):
+            value = self.row[name]
+            lit = name in self.changed
+            bg = f"background:{style.CHANGED_BG};" if lit else ""
+            cell = html.escape(show_value(value))
+            if name == b"state":
+                cell = style.state_badge(value.decode("utf-8", "replace"))
+            mark = ' <span class="emq-changed-mark" title="changed">●</span>' if lit else ""
+            cls = ' class="emq-changed"' if lit else ""
+            lines.append(
+                f'<tr{cls} style="{bg}">'
+                f'<td style="padding:2px 8px;font-family:monospace">'
+                f"{html.escape(show_value(name))}{mark}</td>"
+                f'<td style="padding:2px 8px;font-family:monospace">{cell}</td></tr>'
+            )
+        for name in sorted(self.removed):
+            lines.append(
+                f'<tr class="emq-removed" style="background:{style.CHANGED_BG};color:#888">'
+                f'<td style="padding:2px 8px;font-family:monospace">'
+                f"<s>{html.escape(show_value(name))}</s></td>"
+                '<td style="padding:2px 8px;font-style:italic">removed</td></tr>'
+            )
+        self.table.value = (
+            '<table class="emq-row" style="border-collapse:collapse">'
+            '<tr><th style="text-align:left;padding:2px 8px">field</th>'
+            '<th style="text-align:left;padding:2px 8px">value</th></tr>'
+            + "".join(lines)
+            + "</table>"
+        )
+
+    def text(self) -> str:
+        """What the view shows, as plain text; changed fields end with ``(changed)``."""
+        if self.job_id is None:
+            return "the row: no job yet"
+        head = f"the row emq:{{{self.queue}}}:job:{self.job_id}"
+        if self.row is None:
+            return f"{head}\n  {GONE}"
+        out = [head]
+        for name in ordered_fields(self.row):
+            label = show_value(name)
+            note = "  (changed)" if name in self.changed else ""
+            value = show_value(self.row[name])
+            if name == b"payload":
+                value = repr(self.row[name]) if _is_binary(self.row[name]) else repr(value)
+            out.append(f"  {label:<10} {value}{note}")
+        for name in sorted(self.removed):
+            out.append(f"  {show_value(name):<10} (removed)")
+        return "\n".join(out)
+
+
+def _is_binary(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False

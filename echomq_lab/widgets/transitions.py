@@ -1,0 +1,133 @@
+"""TransitionPanel: pick a transition, run the real script, and watch the row, sets and diagram.
+
+The panel follows one job (the one enqueue or schedule made, or whichever job claim took) and
+keeps the token its last claim minted; :class:`echomq_lab.stories.Transitions` does the work.
+After each run the record view, the sets view and the state diagram are redrawn from one
+snapshot, and a message line says what the script wrote.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as W  # type: ignore[import-untyped]
+import redis
+
+from echomq_lab.stories import DEFAULT_LEASE_MS, RETIRED, TRANSITIONS, Transitions
+from echomq_lab.widgets import style
+from echomq_lab.widgets.diagram import StateDiagram
+from echomq_lab.widgets.record_view import Panel, RecordView
+from echomq_lab.widgets.sets_view import SetsView
+
+
+class TransitionPanel(Panel):
+    """A transition picker with a Run button over a record view, a sets view and a diagram.
+
+    ``picker.value`` names the transition; ``buttons["run"].click()`` runs it. ``lease``,
+    ``delay`` and ``max_attempts`` are the integer inputs the transitions read (a bad value is
+    refused by the library and shown as one line; nothing changes).
+    """
+
+    def __init__(
+        self,
+        conn: redis.Redis,
+        queue: str,
+        *,
+        lease_ms: int = DEFAULT_LEASE_MS,
+        delay_ms: int = 1000,
+        max_attempts: int = 3,
+    ) -> None:
+        self.conn, self.queue = conn, queue
+        self.runner = Transitions(conn, queue)
+        self.picker = W.ToggleButtons(
+            options=list(TRANSITIONS), value="enqueue", description="transition",
+            style={"button_width": "96px"},
+        )
+        self.lease = W.IntText(value=lease_ms, description="lease ms", layout=_small())
+        self.delay = W.IntText(value=delay_ms, description="delay ms", layout=_small())
+        self.max_attempts = W.IntText(value=max_attempts, description="max tries",
+                                      layout=_small())
+        self.buttons = {"run": W.Button(description="Run", button_style="primary", icon="play")}
+        self.buttons["run"].on_click(lambda _b: self._run())
+        self.following = W.HTML()
+        self.message = W.HTML()
+        self.record = RecordView(conn, queue)
+        self.sets = SetsView(conn, queue)
+        self.diagram = StateDiagram()
+        self.widget = W.VBox(
+            [
+                self.picker,
+                W.HBox([self.lease, self.delay, self.max_attempts, self.buttons["run"]]),
+                self.message,
+                self.following,
+                self.diagram.widget,
+                W.HBox([self.record.widget, self.sets.widget],
+                       layout=W.Layout(flex_flow="row wrap", align_items="flex-start")),
+            ]
+        )
+        self.widget.add_class("emq-transition-panel")
+        self._draw()
+
+    def press(self, name: str) -> str:
+        """Pick ``name`` and press Run, as a reader would; return the message line's text."""
+        self.picker.value = name
+        self.buttons["run"].click()
+        return self.last_message
+
+    def _run(self) -> None:
+        name = str(self.picker.value)
+        self.runner.lease_ms = self.lease.value
+        self.runner.delay_ms = self.delay.value
+        self.runner.max_attempts = self.max_attempts.value
+        taken = None
+
+        def act() -> str:
+            nonlocal taken
+            taken = self.runner.run(name)
+            return taken.message
+
+        self._safely(self.message, act)
+        if taken is not None:
+            self._draw((taken.name, taken.before, taken.after))
+        else:
+            self._draw()
+
+    def _draw(self, taken: tuple[str, str, str] | None = None) -> None:
+        job_id = self.runner.job_id
+        self.sets.highlight = job_id
+        snap = self.sets.refresh()
+        if job_id is not None:
+            self.record.refresh(job_id, snap=snap)
+            current = self.record.state or RETIRED
+        else:
+            self.record.show(None)
+            current = None
+        self.diagram.update(current, taken)
+        token = self.runner.token
+        if job_id is None:
+            self.following.value = f'<span style="color:{style.MUTED}">following no job yet</span>'
+        else:
+            held = f"token {token}" if token is not None else "no token yet"
+            self.following.value = (
+                f"following <code>{job_id}</code> · {held} · state "
+                f"{style.state_badge(current or RETIRED)}"
+            )
+
+    def following_text(self) -> str:
+        """Which job the panel follows and the token it holds, in words."""
+        job_id, token = self.runner.job_id, self.runner.token
+        if job_id is None:
+            return "following no job yet"
+        held = f"token {token}" if token is not None else "no token yet"
+        return f"following {job_id} ({held})"
+
+    def text(self) -> str:
+        """The message line, the job followed, the row, the diagram and the sets."""
+        mark = "ok" if self.last_ok else "refused"
+        head = f"[{mark}] {self.last_message}" if self.last_message else "(nothing run yet)"
+        return "\n".join(
+            [head, self.following_text(), self.record.text(), self.diagram.text(),
+             self.sets.text()]
+        )
+
+
+def _small() -> W.Layout:
+    return W.Layout(width="190px")

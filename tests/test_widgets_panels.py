@@ -1,0 +1,247 @@
+"""The panels, headless: buttons pressed with ``.click()`` on a fresh embedded server.
+
+Every test checks both sides: what the panel renders (``text()`` and key bits of its HTML) and
+what the server holds (``jobs.record``, ``snapshot``). Bad input must show one line and change
+nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from echomq_lab import connect, jobs
+from echomq_lab.snapshot import Snapshot, check, snapshot
+from echomq_lab.stories import STEP_NAMES, wait_out_lease
+from echomq_lab.widgets import FencePanel, LabPanel, TransitionPanel, TwoWorkersStory, style
+
+Q = "panels"
+
+
+@pytest.fixture
+def fresh() -> redis.Redis:
+    return connect(fresh=True)
+
+
+def same(a: Snapshot, b: Snapshot) -> bool:
+    """Two snapshots hold the same sets and rows (the clock aside)."""
+    return a.sets == b.sets and a.rows == b.rows
+
+
+def test_transition_panel_runs_the_real_handles(fresh: redis.Redis) -> None:
+    panel = TransitionPanel(fresh, Q, lease_ms=60_000)
+    assert panel.text().startswith("(nothing run yet)\nfollowing no job yet")
+
+    assert panel.press("enqueue").startswith("enqueue wrote state=pending, attempts=0")
+    job_id = panel.runner.job_id
+    assert job_id is not None and jobs.record(fresh, Q, job_id) is not None
+
+    panel.picker.value = "claim"
+    panel.buttons["run"].click()
+    assert panel.last_ok and panel.last_message == "claim wrote state=active, attempts=1 (token 1)"
+    row = jobs.record(fresh, Q, job_id)
+    assert row is not None and row[b"state"] == b"active" and row[b"attempts"] == b"1"
+    assert panel.record.changed == {b"state", b"attempts"}
+    assert 'class="emq-changed"' in panel.record.table.value
+    assert panel.diagram.current == "active"
+    assert 'data-transition="claim"' in panel.diagram.svg.value.split("emq-edge-lit")[1]
+    assert style.STATE_COLOURS["active"] in panel.following.value
+    text = panel.text()
+    assert f"following {job_id} (token 1)" in text
+    assert f"active:   {job_id} (expires in" in text
+    assert "check(): no drift" in text
+    assert "emq-ok" in panel.message.value
+
+    panel.delay.value = 0
+    panel.max_attempts.value = 1
+    assert panel.press("retry").startswith("retry with token 1 wrote state=dead")
+    assert snapshot(fresh, Q).members("dead") == [job_id]
+    assert panel.press("reprocess") == "reprocess wrote state=pending, dropped last_error"
+    assert panel.press("claim") == "claim wrote state=active, attempts=2 (token 2)"
+    assert panel.press("complete").startswith("complete with token 2 deleted the row")
+    assert jobs.record(fresh, Q, job_id) is None
+    assert panel.diagram.current == "completed"
+    assert "no row (completed or never enqueued)" in panel.text()
+    assert check(fresh, Q) == []
+
+
+def test_transition_panel_bad_input_changes_nothing(fresh: redis.Redis) -> None:
+    panel = TransitionPanel(fresh, Q)
+    panel.press("enqueue")
+    before = snapshot(fresh, Q)
+    panel.lease.value = 0
+    assert panel.press("claim") == "ValueError: lease_ms must be between 1 and 31536000000, got 0"
+    assert not panel.last_ok
+    assert "emq-refused" in panel.message.value and "Traceback" not in panel.message.value
+    assert panel.message.value.count("\n") == 0
+    assert same(before, snapshot(fresh, Q))
+    assert panel.press("complete") == (
+        f"ValueError: no token held for {panel.runner.job_id}: run claim first"
+    )
+    assert panel.press("reprocess") == "EMQSTATE: the job is pending, not dead"
+    assert same(before, snapshot(fresh, Q))
+    assert panel.text().startswith("[refused] EMQSTATE: the job is pending, not dead")
+
+
+def test_transition_panel_stale_token_is_refused(fresh: redis.Redis) -> None:
+    panel = TransitionPanel(fresh, Q, lease_ms=60_000)
+    panel.press("enqueue")
+    panel.press("claim")
+    panel.runner.token = 5  # as if the panel held an older lease's token
+    before = snapshot(fresh, Q)
+    assert panel.press("extend") == "EMQSTALE: token 5 is stale, the row's attempts is 1"
+    assert same(before, snapshot(fresh, Q))
+    assert panel.record.changed == set()
+
+
+def test_fence_panel_refuses_the_stale_token_and_accepts_the_live_one(fresh: redis.Redis) -> None:
+    panel = FencePanel(fresh, Q, lease_ms=80)
+    assert panel.sample is not None
+    job_id = panel.sample.job_id
+    row = jobs.record(fresh, Q, job_id)
+    assert row is not None and row[b"attempts"] == b"2" and row[b"state"] == b"active"
+    assert panel.header_text() == f"sample row {job_id}: the row's attempts is 2"
+
+    panel.token.value = 1
+    panel.buttons["complete"].click()
+    assert panel.last_message == (
+        "EMQSTALE: token 1 is stale, the row's attempts is 2 (the row is untouched)"
+    )
+    assert "emq-refused" in panel.message.value
+    assert jobs.record(fresh, Q, job_id) == row
+    assert snapshot(fresh, Q).members("active") == [job_id]
+    assert "attempts   2\n" in panel.text() and "(changed)" not in panel.text()
+
+    before = snapshot(fresh, Q)
+    panel.token.value = 0
+    panel.buttons["complete"].click()
+    assert panel.last_message.startswith("ValueError: token must be between 1 and")
+    assert same(before, snapshot(fresh, Q))
+
+    panel.token.value = 2
+    panel.buttons["complete"].click()
+    assert panel.last_ok and panel.last_message.startswith("token 2 accepted")
+    assert jobs.record(fresh, Q, job_id) is None
+    assert snapshot(fresh, Q).members("active") == []
+    assert panel.header_text().endswith("the row is gone")
+    assert "no row (completed or never enqueued)" in panel.text()
+
+    panel.buttons["complete"].click()
+    assert panel.last_message.startswith("EMQGONE")
+
+    panel.buttons["rebuild"].click()
+    assert panel.sample.job_id != job_id
+    new_row = jobs.record(fresh, Q, panel.sample.job_id)
+    assert new_row is not None and new_row[b"attempts"] == b"2"
+    assert check(fresh, Q) == []
+
+
+def test_fence_panel_without_a_row_says_so(fresh: redis.Redis) -> None:
+    panel = FencePanel(fresh, Q, build=False)
+    panel.buttons["complete"].click()
+    assert panel.last_message == "ValueError: no sample row yet: press rebuild"
+    assert panel.header_text() == "no sample row yet"
+    assert snapshot(fresh, Q).rows == {}
+
+
+def test_two_workers_story_buttons_follow_the_story(fresh: redis.Redis) -> None:
+    story = TwoWorkersStory(fresh, Q, lease_ms=80)
+    job_id = story.story.job_id
+    enabled = [k for k, b in story.buttons.items() if not b.disabled]
+    assert enabled == ["a_claims", "restart"]
+
+    story.buttons["b_claims"].click()  # out of turn: refused, nothing changes
+    assert story.last_message == (
+        "ValueError: step 'b_claims' is not next; the next step is a_claims"
+    )
+    assert jobs.record(fresh, Q, job_id) == {
+        b"state": b"pending", b"attempts": b"0", b"payload": b'{"report": "march"}'
+    }
+
+    for step in STEP_NAMES:
+        assert not story.buttons[step].disabled
+        story.buttons[step].click()
+        assert story.buttons[step].disabled
+        if step == "b_claims":
+            row = jobs.record(fresh, Q, job_id)
+            assert row is not None and row[b"attempts"] == b"2"
+            assert story.record.changed == {b"state", b"attempts"}
+        if step == "a_completes":
+            assert not story.last_ok
+            assert story.last_message.startswith(
+                "A refused: EMQSTALE: token 1 is stale, the row's attempts is 2"
+            )
+            assert "emq-refused" in story.message.value
+            assert jobs.record(fresh, Q, job_id) == row
+            assert story.record.changed == set()
+    assert story.last_ok
+    assert jobs.record(fresh, Q, job_id) is None
+    text = story.text()
+    assert "5. A wakes up and completes with token 1 [refused] A refused: EMQSTALE" in text
+    assert "6. B completes with token 2 [done]" in text
+    assert "no row (completed or never enqueued)" in text
+    assert [k for k, b in story.buttons.items() if not b.disabled] == ["restart"]
+
+    story.buttons["restart"].click()
+    assert story.story.job_id != job_id
+    assert snapshot(fresh, Q).members("pending") == [story.story.job_id]
+
+
+def test_lab_panel_free_play(fresh: redis.Redis) -> None:
+    lab = LabPanel(fresh, Q, workers=("A", "B", "C"), lease_ms=100)
+    assert {"enqueue", "reap", "promote", "A.claim", "C.extend", "B.drop"} <= set(lab.buttons)
+    lab.buttons["enqueue"].click()
+    job_id = snapshot(fresh, Q).members("pending")[0]
+    lab.buttons["A.claim"].click()
+    assert lab.cards["A"].worker.holding() == f"holds {job_id} with token 1"
+    assert not lab.cards["A"].buttons["complete"].disabled
+    lab.buttons["B.claim"].click()
+    assert lab.last_message == "worker B: nothing pending"
+
+    # A's lease runs out; the reaper returns the job; B takes it with token 2
+    wait_out_lease(fresh, Q, job_id)
+    lab.buttons["reap"].click()
+    assert lab.last_message == "the reaper returned 1 expired lease(s) to pending"
+    lab.cards["B"].lease.value = 5000
+    lab.buttons["B.claim"].click()
+    assert lab.cards["B"].worker.holding() == f"holds {job_id} with token 2"
+    before = snapshot(fresh, Q)
+    lab.buttons["A.complete"].click()
+    assert lab.last_message == "EMQSTALE: token 1 is stale, the row's attempts is 2"
+    assert same(before, snapshot(fresh, Q))
+    assert lab.cards["A"].worker.held is None and lab.cards["A"].buttons["complete"].disabled
+    lab.max_attempts.value = 2
+    lab.delay.value = 0
+    lab.buttons["B.retry"].click()
+    assert lab.last_message == f"worker B retried {job_id} with token 2: dead"
+    assert snapshot(fresh, Q).members("dead") == [job_id]
+    text = lab.text()
+    assert text.splitlines()[:3] == [
+        "worker A: holds nothing", "worker B: holds nothing", "worker C: holds nothing"
+    ]
+    assert f"dead:     {job_id}" in text and text.endswith("check(): no drift")
+
+
+def test_lab_panel_bad_input_changes_nothing(fresh: redis.Redis) -> None:
+    lab = LabPanel(fresh, Q)
+    lab.buttons["enqueue"].click()
+    lab.buttons["A.claim"].click()
+    before = snapshot(fresh, Q)
+    lab.delay.value = -5
+    lab.buttons["A.retry"].click()
+    assert lab.last_message == "ValueError: delay_ms must be between 0 and 31536000000, got -5"
+    assert same(before, snapshot(fresh, Q))
+    lab.buttons["B.complete"].click()
+    assert lab.last_message == "ValueError: worker B holds no job: claim first"
+    lab.payload.value = ""
+    lab.buttons["enqueue"].click()
+    assert lab.last_ok  # an empty payload is still a payload
+    with pytest.raises(ValueError, match="one to three distinct"):
+        LabPanel(fresh, Q, workers=("A", "A"))
+
+
+def test_panels_display_as_their_widget(fresh: redis.Redis) -> None:
+    panel = TransitionPanel(fresh, Q)
+    bundle = panel._repr_mimebundle_()
+    assert bundle["text/plain"] == panel.text()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == panel.widget.model_id

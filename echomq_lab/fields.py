@@ -1,0 +1,371 @@
+"""The three fields of a job row, as data: what each holds, how it starts, what it is for, and
+which transitions write it (and how) or read it.
+
+The table here is what the field picker renders; it is kept honest two ways. :func:`mentions`
+scans the library's own Lua scripts for every command that names a field, so a test can check
+that the scripts which write or read a field are exactly the ones the table lists; and the
+values the table says a transition writes are checked against rows reached by real runs.
+
+The module also carries the payload's round trip (:func:`round_trip`: a payload through a real
+enqueue and claim, compared byte for byte) and the samples the notebooks send through it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import redis
+
+from echomq_lab import branded, jobs, keyspace
+from echomq_lab.connection import reaching
+from echomq_lab.scripts import NAMES, load
+
+FieldName = Literal["state", "attempts", "payload"]
+#: The protocol fields of a row, in the order every view lists them.
+FIELD_NAMES: tuple[FieldName, ...] = ("state", "attempts", "payload")
+
+#: The scripts that are transitions of the protocol (``snapshot`` is the lab's read-only view).
+TRANSITION_SCRIPTS: tuple[str, ...] = tuple(n for n in NAMES if n != "snapshot")
+
+#: The one transition that ends a row: it deletes the whole hash, every field with it.
+RETIRED_BY = "complete"
+
+#: Redis commands that change a hash field, and those that only read one.
+WRITE_COMMANDS = frozenset({"HSET", "HINCRBY", "HDEL"})
+READ_COMMANDS = frozenset({"HGET"})
+
+
+@dataclass(frozen=True)
+class Write:
+    """One way a transition writes a field.
+
+    ``script`` is the Lua file; ``handles`` the Python handles that run it; ``command`` the
+    Redis command; ``value`` the bytes written when they are fixed (None when they depend on
+    the call: the caller's payload, or attempts + 1); ``when`` the condition, if any.
+    """
+
+    script: str
+    handles: tuple[str, ...]
+    command: str
+    value: bytes | None
+    how: str
+    when: str = ""
+
+    @property
+    def what(self) -> str:
+        """The write in words: the value written (when fixed) and how, e.g.
+        ``'pending': for each due job``."""
+        if self.value is None:
+            return self.how
+        return f"{self.value.decode('utf-8', 'replace')!r}: {self.how}"
+
+
+@dataclass(frozen=True)
+class Read:
+    """One place a script reads a field, and what it does with what it read."""
+
+    script: str
+    command: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Field:
+    """Everything the course says about one field of the row."""
+
+    name: str
+    holds: str
+    initial: bytes | None  # None: the caller's bytes
+    initial_text: str
+    role: str
+    writes: tuple[Write, ...]
+    reads: tuple[Read, ...]
+
+    @property
+    def writers(self) -> tuple[str, ...]:
+        """The scripts that write this field, in protocol order, each once."""
+        return tuple(dict.fromkeys(w.script for w in self.writes))
+
+    @property
+    def readers(self) -> tuple[str, ...]:
+        """The scripts that read this field, in protocol order, each once."""
+        return tuple(dict.fromkeys(r.script for r in self.reads))
+
+    @property
+    def untouched_by(self) -> tuple[str, ...]:
+        """Transitions that never write this field (``complete`` aside: it deletes the row)."""
+        return tuple(t for t in TRANSITION_SCRIPTS if t not in self.writers and t != RETIRED_BY)
+
+
+FIELDS: dict[str, Field] = {
+    "state": Field(
+        name="state",
+        holds="where the job is in its lifecycle: pending, scheduled, active or dead",
+        initial=b"pending",
+        initial_text="pending ('scheduled' when enqueued for later)",
+        role=(
+            "the lifecycle position; every transition rewrites it inside the same script that "
+            "moves the id between sets, so it never disagrees with the set that holds the job"
+        ),
+        writes=(
+            Write("enqueue", ("enqueue",), "HSET", b"pending",
+                  "in the one HSET that writes all three fields"),
+            Write("enqueue_later", ("enqueue_at", "enqueue_in"), "HSET", b"scheduled",
+                  "in the same three-field HSET, for a job enqueued for later"),
+            Write("claim", ("claim",), "HSET", b"active", "as it leases the job"),
+            Write("retry", ("retry",), "HSET", b"scheduled",
+                  "for another try later", when="attempts below the cap"),
+            Write("retry", ("retry",), "HSET", b"dead",
+                  "into the morgue (the dead set)", when="attempts at the cap"),
+            Write("promote", ("promote",), "HSET", b"pending", "for each due job"),
+            Write("reap", ("reap",), "HSET", b"pending",
+                  "for each expired lease"),
+            Write("reprocess", ("reprocess",), "HSET", b"pending",
+                  "for a dead job sent back"),
+        ),
+        reads=(
+            Read("reprocess", "HGET", "names the state in its EMQSTATE refusal"),
+        ),
+    ),
+    "attempts": Field(
+        name="attempts",
+        holds="how many times the job has been claimed",
+        initial=b"0",
+        initial_text="0",
+        role=(
+            "the retry count and the fencing token at once: claim adds one and hands the new "
+            "value to the worker; complete, retry and extend refuse a token that no longer "
+            "matches (EMQSTALE)"
+        ),
+        writes=(
+            Write("enqueue", ("enqueue",), "HSET", b"0", "in the three-field HSET"),
+            Write("enqueue_later", ("enqueue_at", "enqueue_in"), "HSET", b"0",
+                  "in the three-field HSET"),
+            Write("claim", ("claim",), "HINCRBY", None,
+                  "+1; the new value is the worker's token"),
+        ),
+        reads=(
+            Read("complete", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
+            Read("retry", "HGET", "compares it with the token, then with the attempts cap"),
+            Read("extend", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
+        ),
+    ),
+    "payload": Field(
+        name="payload",
+        holds="the caller's bytes: the job's cargo",
+        initial=None,
+        initial_text="the caller's bytes, verbatim",
+        role=(
+            "opaque cargo: stored verbatim by enqueue, handed back verbatim by claim, and "
+            "never looked at by any script; binary-safe"
+        ),
+        writes=(
+            Write("enqueue", ("enqueue",), "HSET", None, "the caller's bytes, verbatim"),
+            Write("enqueue_later", ("enqueue_at", "enqueue_in"), "HSET", None,
+                  "the caller's bytes, verbatim"),
+        ),
+        reads=(
+            Read("claim", "HGET", "hands it to the worker untouched, never inspects it"),
+        ),
+    ),
+}
+
+#: A field that is not part of a newborn row: it appears only when a transition needs it.
+EXTRA_FIELDS: dict[str, Field] = {
+    "last_error": Field(
+        name="last_error",
+        holds="the error text of the last failed try",
+        initial=None,
+        initial_text="(absent: a new row has only the three fields)",
+        role="a note for people; no script reads it",
+        writes=(
+            Write("retry", ("retry",), "HSET", None, "the caller's error text"),
+            Write("reprocess", ("reprocess",), "HDEL", None, "removed: the job starts over"),
+        ),
+        reads=(),
+    ),
+}
+
+
+def field(name: str) -> Field:
+    """The entry of field ``name`` (one of the three, or an extra field such as last_error)."""
+    if name in FIELDS:
+        return FIELDS[name]
+    if name in EXTRA_FIELDS:
+        return EXTRA_FIELDS[name]
+    known = ", ".join([*FIELDS, *EXTRA_FIELDS])
+    raise KeyError(f"no field named {name!r}: the row's fields are {known}")
+
+
+def newborn_row(payload: bytes) -> dict[bytes, bytes]:
+    """The row enqueue writes for ``payload``: exactly the three fields, at their initial values."""
+    return {
+        b"state": FIELDS["state"].initial or b"",
+        b"attempts": FIELDS["attempts"].initial or b"",
+        b"payload": payload,
+    }
+
+
+# -- what the scripts actually say ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mention:
+    """One line of a protocol script that names a field in a Redis command."""
+
+    script: str
+    line_no: int
+    command: str
+    line: str
+
+    @property
+    def access(self) -> str:
+        """``write`` or ``read``, from the command."""
+        return "write" if self.command in WRITE_COMMANDS else "read"
+
+    def __str__(self) -> str:
+        return f"{self.script}.lua:{self.line_no}  {self.command:<7} {self.line}"
+
+
+_CALL = re.compile(r"redis\.call\('([A-Za-z]+)'")
+
+
+def mentions(name: str, scripts: tuple[str, ...] = NAMES) -> list[Mention]:
+    """Every code line (comments skipped) of the protocol scripts that names field ``name``.
+
+    A line counts when it holds ``'name'`` as a quoted Lua string inside a ``redis.call``.
+    """
+    quoted = f"'{name}'"
+    found: list[Mention] = []
+    for script in scripts:
+        for no, line in enumerate(load(script).source.splitlines(), start=1):
+            code = line.strip()
+            if code.startswith("--") or quoted not in code:
+                continue
+            call = _CALL.search(code)
+            if call is None:
+                continue
+            found.append(Mention(script, no, call.group(1).upper(), code))
+    return found
+
+
+def scripts_that(name: str, access: str) -> tuple[str, ...]:
+    """The scripts whose source writes (``access="write"``) or reads field ``name``."""
+    if access not in ("write", "read"):
+        raise ValueError(f"access must be 'write' or 'read', not {access!r}")
+    return tuple(dict.fromkeys(m.script for m in mentions(name) if m.access == access))
+
+
+def _pending_count(conn: redis.Redis, queue: str) -> int:
+    with reaching(conn):
+        return int(conn.zcard(keyspace.queue_key(queue, "pending")))
+
+
+def _require_no_pending(conn: redis.Redis, queue: str, what: str) -> None:
+    waiting = _pending_count(conn, queue)
+    if waiting:
+        raise ValueError(
+            f"{what} claims the job it enqueues, so it needs a queue with nothing pending; "
+            f"queue {queue!r} has {waiting} pending job(s)"
+        )
+
+
+# -- the payload round trip -----------------------------------------------------------------
+
+#: A few payloads to send through the protocol: (label, bytes).
+SAMPLE_PAYLOADS: tuple[tuple[str, bytes], ...] = (
+    ("JSON", b'{"to": "ada@example.com", "tries": [1, 2], "ok": true}'),
+    ("plain text", "Grüße aus Köln ☕".encode()),
+    ("a number", b"0042.50"),
+    ("binary: NUL and invalid UTF-8", b"\x00\xff\xfeEMQ\x00\x80\xc3("),
+    ("looks like a row", b"state=dead attempts=99"),
+    ("looks like Lua", b"redis.call('FLUSHALL')"),
+    ("empty", b""),
+)
+ROUND_TRIP_LEASE_MS = 60_000
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    """One payload through the protocol: what was sent, what the row held, what claim returned."""
+
+    label: str
+    job_id: str
+    sent: bytes
+    stored: bytes | None
+    returned: bytes
+    token: int
+
+    @property
+    def equal(self) -> bool:
+        """True when the row held, and claim returned, exactly the bytes that were sent."""
+        return self.sent == self.stored == self.returned
+
+
+def round_trip(
+    conn: redis.Redis, queue: str, payload: bytes | str, label: str = "payload"
+) -> RoundTrip:
+    """Send ``payload`` through a real enqueue and claim, then complete the job.
+
+    Records the bytes sent, the bytes the row held (read with HGET before the claim) and the
+    bytes claim returned. The job is completed at the end, so nothing of it remains. Needs a
+    queue with nothing pending; otherwise ValueError and nothing is written. A ``str`` is sent
+    as its UTF-8 bytes.
+    """
+    keyspace.check_queue(queue)
+    if isinstance(payload, str):
+        sent = payload.encode("utf-8")
+    elif isinstance(payload, bytes):
+        sent = payload
+    else:
+        raise TypeError(f"payload must be bytes or str, not {type(payload).__name__}")
+    _require_no_pending(conn, queue, "a round trip")
+    job_id = branded.mint("JOB")
+    jobs.enqueue(conn, queue, job_id, sent)
+    with reaching(conn):
+        stored: bytes | None = conn.hget(keyspace.job_key(queue, job_id), "payload")  # type: ignore[assignment]
+    claimed = jobs.claim(conn, queue, ROUND_TRIP_LEASE_MS)
+    if claimed is None or claimed.id != job_id:
+        got = "nothing" if claimed is None else claimed.id
+        raise RuntimeError(f"expected to claim {job_id} from {queue!r}, got {got}")
+    jobs.complete(conn, queue, job_id, claimed.token)
+    return RoundTrip(label, job_id, sent, stored, claimed.payload, claimed.token)
+
+
+_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{2}|[\\0nrt])|\\(.?)", re.DOTALL)
+_SIMPLE = {"\\": b"\\", "0": b"\x00", "n": b"\n", "r": b"\r", "t": b"\t"}
+
+
+def parse_escapes(text: str) -> bytes:
+    r"""``text`` as UTF-8 bytes, with ``\xNN``, ``\0``, ``\n``, ``\r``, ``\t`` and ``\\`` decoded.
+
+    Any other backslash sequence is refused with ValueError, so a typo never sends bytes the
+    reader did not mean.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    out = bytearray()
+    pos = 0
+    for m in _ESCAPE.finditer(text):
+        out += text[pos : m.start()].encode("utf-8")
+        if m.group(1) is None:
+            raise ValueError(_escape_problem(text, m.start(), m.group(2)))
+        code = m.group(1)
+        out += bytes([int(code[1:], 16)]) if code.startswith("x") else _SIMPLE[code]
+        pos = m.end()
+    out += text[pos:].encode("utf-8")
+    return bytes(out)
+
+
+def _escape_problem(text: str, at: int, after: str) -> str:
+    """One line saying what is wrong with the backslash at position ``at``."""
+    if after == "":
+        return f"a lone backslash at position {at}: write \\\\ for a backslash"
+    if after == "x":
+        return f"bad escape {text[at : at + 4]} at position {at}: \\x needs two hex digits"
+    return (
+        f"unknown escape \\{after} at position {at}: use \\xNN, \\0, \\n, \\r, \\t "
+        "or \\\\"
+    )

@@ -16,6 +16,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import fakeredis
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from echomq_lab import errors
 
@@ -67,8 +69,14 @@ def connect(url: str | None = None, *, fresh: bool = False) -> redis.Redis:
     if fresh:
         raise ValueError("fresh=True makes an embedded server; it cannot be combined with a URL")
     try:
+        # No silent resends: a script whose reply was lost may have run, and running it again
+        # (say, a second claim) is the caller's decision, so a lost connection surfaces at once.
         conn = redis.Redis.from_url(
-            url, decode_responses=False, socket_connect_timeout=3, socket_timeout=10
+            url,
+            decode_responses=False,
+            socket_connect_timeout=3,
+            socket_timeout=10,
+            retry=Retry(NoBackoff(), 0),
         )
     except ValueError as exc:
         raise ValueError(f"bad server URL {redact(url)!r}: {exc}") from None

@@ -8,6 +8,7 @@ views never show a half-applied transition. :func:`check` lists every place wher
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import redis
@@ -44,9 +45,14 @@ class Snapshot:
         """The ids in set ``name``, lowest score first."""
         return [job_id for job_id, _ in self.sets[name]]
 
+    @cached_property
+    def _scores(self) -> dict[SetName, dict[str, int]]:
+        """Each set as {id: score}, built once so look-ups stay O(1) on large queues."""
+        return {name: dict(pairs) for name, pairs in self.sets.items()}
+
     def score(self, name: SetName, job_id: str) -> int | None:
         """The score of ``job_id`` in set ``name``, or None if it is not a member."""
-        return dict(self.sets[name]).get(job_id)
+        return self._scores[name].get(job_id)
 
     def holders(self, job_id: str) -> list[SetName]:
         """The names of the sets that hold ``job_id``."""

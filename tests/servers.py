@@ -14,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -47,6 +48,8 @@ class RunningServer:
     version: str
     binary: str
     workdir: Path
+    #: The full command line the process was started with (to relaunch it on the same port).
+    argv: list[str] = field(default_factory=list)
     _stopped: bool = field(default=False, repr=False)
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -178,8 +181,14 @@ def _wait_for_ping(proc: subprocess.Popen[bytes], port: int, deadline: float) ->
         client.close()
 
 
-def _launch(kind: Kind, binary: str, version: str, timeout: float) -> RunningServer:
-    """Start one server process on a fresh port; raise ServerStartError on failure."""
+def _launch(
+    kind: Kind, binary: str, version: str, timeout: float, extra_args: Sequence[str] = ()
+) -> RunningServer:
+    """Start one server process on a fresh port; raise ServerStartError on failure.
+
+    ``extra_args`` are appended to the command line, so they override the defaults
+    (e.g. ``["--appendonly", "yes", "--appendfsync", "always"]``).
+    """
     port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix=f"echomq-{kind}-{port}-"))
     log_path = workdir / "server.log"
@@ -192,6 +201,7 @@ def _launch(kind: Kind, binary: str, version: str, timeout: float) -> RunningSer
         "--dir", str(workdir),
         "--protected-mode", "no",
         "--daemonize", "no",
+        *extra_args,
     ]  # fmt: skip
     with log_path.open("wb") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
@@ -203,6 +213,7 @@ def _launch(kind: Kind, binary: str, version: str, timeout: float) -> RunningSer
         version=version,
         binary=binary,
         workdir=workdir,
+        argv=argv,
     )
     if _wait_for_ping(proc, port, time.monotonic() + timeout):
         atexit.register(server.stop)
@@ -214,8 +225,12 @@ def _launch(kind: Kind, binary: str, version: str, timeout: float) -> RunningSer
     raise ServerStartError(f"{kind}-server on port {port} {state}; log tail:\n{tail}")
 
 
-def start_server(kind: Kind, timeout: float = START_TIMEOUT_S) -> RunningServer:
+def start_server(
+    kind: Kind, timeout: float = START_TIMEOUT_S, extra_args: Sequence[str] = ()
+) -> RunningServer:
     """Start a ``kind`` server on a free 127.0.0.1 port and wait until it answers PING.
+
+    ``extra_args`` go at the end of the server's command line (they win over the defaults).
 
     Retries on a new port if the chosen one was taken in the meantime. Raises
     ServerStartError if no usable binary exists or the server never comes up;
@@ -228,7 +243,7 @@ def start_server(kind: Kind, timeout: float = START_TIMEOUT_S) -> RunningServer:
     last_error: ServerStartError | None = None
     for _ in range(_PORT_ATTEMPTS):
         try:
-            return _launch(kind, binary, version, timeout)
+            return _launch(kind, binary, version, timeout, extra_args)
         except ServerStartError as exc:
             last_error = exc
             if "Address already in use" not in str(exc):

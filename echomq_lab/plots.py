@@ -1,0 +1,100 @@
+"""Pictures of a simulation run: every worker's leases on one timeline, and the verdicts.
+
+:func:`lease_timeline` draws one row per worker and one bar per lease, from the claim to the
+settle, coloured by how the lease ended. A lease the fence cut off (its settle was refused) is
+hatched and ends in a cross; a thin tick marks its deadline, so the stall past it shows. A lease
+that ran a job a second time starts with a ring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from echomq_lab.simulate import Lease
+from echomq_lab.widgets.style import MUTED, STATE_COLOURS, message_html
+
+#: How a lease ended -> its colour on the timeline.
+OUTCOME_COLOURS: dict[str, str] = {
+    "completed": STATE_COLOURS["completed"],
+    "retried": STATE_COLOURS["scheduled"],
+    "dead": STATE_COLOURS["dead"],
+    "refused": STATE_COLOURS["active"],
+    "lost": MUTED,
+}
+OUTCOME_LABELS: dict[str, str] = {
+    "completed": "completed",
+    "retried": "failed, retried",
+    "dead": "failed at the cap: dead",
+    "refused": "stalled; settle refused (stale token)",
+    "lost": "abandoned (reply lost or run stopped)",
+}
+
+
+def _worker_order(names: Sequence[str]) -> list[str]:
+    def key(name: str) -> tuple[int, str]:
+        digits = name.lstrip("w")
+        return (int(digits), name) if digits.isdigit() else (1 << 30, name)
+
+    return sorted(set(names), key=key)
+
+
+def lease_timeline(
+    leases: Sequence[Lease], ax: Axes | None = None, *, title: str | None = None
+) -> Axes:
+    """Draw ``leases`` on ``ax`` (a new figure's axes if None): one row per worker."""
+    if ax is None:
+        ax = Figure(figsize=(10, 4)).add_subplot()
+    workers = _worker_order([lease.worker for lease in leases])
+    row = {name: i for i, name in enumerate(workers)}
+    height = 0.6
+    for lease in leases:
+        y = row[lease.worker]
+        colour = OUTCOME_COLOURS.get(lease.outcome, MUTED)
+        refused = lease.outcome == "refused"
+        ax.broken_barh(
+            [(lease.start, max(lease.end - lease.start, 0.0005))],
+            (y - height / 2, height),
+            facecolors=colour,
+            edgecolors="black" if refused else colour,
+            linewidth=0.4,
+            hatch="///" if refused else None,
+        )
+        if refused:
+            deadline = lease.start + lease.lease_ms / 1000
+            ax.plot([deadline, deadline], [y - height / 2, y + height / 2], color="black",
+                    linewidth=0.8)
+            ax.plot([lease.end], [y], marker="x", color="black", markersize=6)
+        if lease.ran_again:
+            ax.plot([lease.start], [y], marker="o", markerfacecolor="none",
+                    markeredgecolor="black", markersize=6)
+    ax.set_yticks(range(len(workers)), list(workers))
+    ax.set_ylabel("worker")
+    ax.set_ylim(-0.7, len(workers) - 0.3)
+    ax.invert_yaxis()
+    ax.margins(x=0.01)
+    ax.set_xlabel("seconds since the run began")
+    ax.set_title(title or "Each worker's leases, claim to settle")
+    used = [name for name in OUTCOME_COLOURS if any(le.outcome == name for le in leases)]
+    handles: list[Patch | Line2D] = [
+        Patch(facecolor=OUTCOME_COLOURS[name], label=OUTCOME_LABELS[name],
+              hatch="///" if name == "refused" else None,
+              edgecolor="black" if name == "refused" else OUTCOME_COLOURS[name])
+        for name in used
+    ]
+    handles.append(Line2D([], [], color="black", marker="|", linestyle="none", markersize=9,
+                          label="the stalled lease's deadline"))
+    handles.append(Line2D([], [], color="black", marker="o", markerfacecolor="none",
+                          linestyle="none", label="the job runs again"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3,
+              fontsize="small", frameon=False)
+    return ax
+
+
+def verdicts_html(verdicts: Mapping[str, bool]) -> str:
+    """The audit's verdicts as HTML lines: a green tick for each that held, a red cross if not."""
+    return "".join(message_html(name, ok) for name, ok in verdicts.items())

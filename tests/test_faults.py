@@ -1,0 +1,125 @@
+"""Faults: the server is killed with SIGKILL in the middle of a run and started again.
+
+With an append-only file fsynced on every write, no enqueued job is lost and the ledger's
+invariants hold; the workers see the server go away, back off and carry on. Restarted without
+persistence, the run reports the loss plainly and still ends (it does not hang).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from servers import RunningServer, ServerStartError, start_server
+
+from echomq_lab.simulate import Result, Settings, Simulation
+
+pytestmark = pytest.mark.slow  # a few seconds each; still part of `make test`
+
+AOF = ["--appendonly", "yes", "--appendfsync", "always"]
+NO_PERSISTENCE = ["--save", "", "--appendonly", "no"]
+JOBS = 400
+KILL_AFTER = 120  # jobs finished before the kill
+
+
+def start(extra: list[str]) -> RunningServer:
+    try:
+        return start_server("valkey", extra_args=extra)
+    except ServerStartError as exc:
+        reason = f"valkey unavailable for the fault tests: {exc}"
+        if os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0"):
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def aof_server() -> Iterator[RunningServer]:
+    server = start(AOF)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def volatile_server() -> Iterator[RunningServer]:
+    server = start(NO_PERSISTENCE)
+    yield server
+    server.stop()
+
+
+def kill_and_restart(server: RunningServer, down_for: float = 0.3) -> None:
+    """SIGKILL the server, wait, start it again with the same command line, port and dir."""
+    os.kill(server.proc.pid, signal.SIGKILL)
+    server.proc.wait(timeout=10)
+    time.sleep(down_for)  # the workers find it gone and back off
+    with (server.workdir / "restart.log").open("wb") as log:
+        server.proc = subprocess.Popen(
+            server.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+        )
+    client = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=1)
+    try:
+        for _ in range(200):
+            try:
+                if client.ping():
+                    return
+            except (redis.ConnectionError, redis.TimeoutError):
+                pass
+            time.sleep(0.05)
+    finally:
+        client.close()
+    raise AssertionError(f"the restarted server never answered PING on port {server.port}")
+
+
+def run_with_a_crash(server: RunningServer, seed: int) -> Result:
+    settings = Settings(jobs=JOBS, workers=4, lease_ms=(20, 60), seed=seed, timeout_s=60)
+    sim = Simulation(settings, url=server.url)
+    results: list[Result] = []
+    failures: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            results.append(sim.run())
+        except BaseException as exc:  # pragma: no cover - reported below
+            failures.append(exc)
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    for _ in range(6000):  # wait (bounded) until the run is well under way
+        if sim.finished >= KILL_AFTER or not thread.is_alive():
+            break
+        time.sleep(0.01)
+    assert thread.is_alive() and sim.finished >= KILL_AFTER, "the run never got under way"
+    kill_and_restart(server)
+    thread.join(timeout=settings.timeout_s + 30)
+    assert not thread.is_alive(), "the run did not end after its timeout"
+    assert not failures, failures
+    return results[0]
+
+
+def test_kill_9_with_fsynced_aof_loses_nothing(aof_server: RunningServer) -> None:
+    result = run_with_a_crash(aof_server, seed=21)
+    assert result.violations == [], "\n".join(result.violations[:20])
+    assert result.completed + result.dead == JOBS
+    assert result.lost_jobs == 0 and result.unfinished_jobs == 0
+    # The crash really happened and the workers rode it out.
+    assert result.restarts_seen == 1
+    assert result.connection_errors > 0
+    assert not result.timed_out
+
+
+def test_restart_without_persistence_reports_the_loss(volatile_server: RunningServer) -> None:
+    result = run_with_a_crash(volatile_server, seed=22)
+    assert not result.timed_out, "the run should end on its own once nothing is left"
+    assert result.restarts_seen == 1
+    assert result.lost_jobs > 0
+    assert result.completed + result.dead + result.lost_jobs == JOBS
+    assert len(result.violations) == 1, result.violations
+    assert result.violations[0].startswith(
+        f"{result.lost_jobs} jobs vanished: the server restarted without persistence"
+    )
+    assert result.verdicts["every job completed exactly once or dead"] is False

@@ -1,0 +1,272 @@
+"""The load lab: a short run holds every invariant on each backend, and the audit can fail."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from echomq_lab import simulate
+from echomq_lab.simulate import (
+    V_CLEAN,
+    V_DRIFT,
+    V_FINAL,
+    V_ONCE,
+    V_STALE,
+    V_TOKENS,
+    Call,
+    Result,
+    Sample,
+    Settings,
+    audit,
+)
+from echomq_lab.snapshot import Drift, Snapshot
+
+# Short leases keep a run of a few hundred jobs to a few seconds; the stalls still overrun them.
+SHORT = dict(jobs=300, workers=4, stall=0.2, fail=0.1, lease_ms=(20, 60), seed=7, timeout_s=120)
+
+
+def assert_fence_held(result: Result, jobs: int) -> None:
+    assert result.violations == [], "\n".join(result.violations[:20])
+    assert all(result.verdicts.values())
+    assert result.completed + result.dead == jobs
+    assert result.lost_jobs == 0 and result.unfinished_jobs == 0
+    # The fence was really exercised: leases stalled past their deadline and were refused.
+    assert result.stalls > 0
+    assert result.refusals > 0
+    assert result.duplicates > 0
+    assert result.drift_samples > 0
+    assert not result.timed_out
+
+
+def test_short_run_embedded() -> None:
+    result = simulate.simulate(**SHORT)  # type: ignore[arg-type]
+    assert_fence_held(result, 300)
+    assert result.connection_errors == 0
+    assert result.claims >= 300
+
+
+def test_short_run_on_valkey(valkey_url: str) -> None:
+    result = simulate.simulate(url=valkey_url, **SHORT)  # type: ignore[arg-type]
+    assert_fence_held(result, 300)
+    assert result.server.startswith("valkey ")
+
+
+# ------------------------------------------------------------------ the checker can fail
+
+
+@pytest.fixture(scope="module")
+def run() -> Result:
+    """One embedded run with many stalls, whose ledger the tests below doctor."""
+    result = simulate.simulate(
+        jobs=80, workers=3, stall=0.4, fail=0.2, lease_ms=(15, 30), seed=11, timeout_s=120
+    )
+    assert result.violations == []
+    assert result.refusals > 0 and result.dead + result.completed == 80
+    return result
+
+
+def final_of(result: Result) -> Snapshot:
+    """The run's end state, rebuilt from what the audit saw (the dead rows only)."""
+    dead = sorted(
+        c.job_id for c in result.ledger
+        if c.verb == "retry" and c.outcome == "accepted" and c.reply == "dead"
+    )  # fmt: skip
+    rows = {j: {b"state": b"dead", b"attempts": b"1", b"payload": b""} for j in dead}
+    sets: dict = {"pending": [], "active": [], "schedule": [], "dead": [(j, 0) for j in dead]}
+    return Snapshot(result.queue, 0, sets, rows)
+
+
+def doctored(result: Result, change: Callable[[list[Call]], list[Call]]) -> list[str]:
+    return audit(change(list(result.ledger)), final_of(result)).violations
+
+
+def first(calls: list[Call], pred: Callable[[Call], bool]) -> Call:
+    return next(c for c in calls if pred(c))
+
+
+def is_complete(c: Call) -> bool:
+    return c.verb == "complete" and c.outcome == "accepted"
+
+
+def is_refusal(c: Call) -> bool:
+    return c.outcome == "refused"
+
+
+def test_the_untouched_ledger_passes(run: Result) -> None:
+    assert audit(run.ledger, final_of(run)).violations == []
+
+
+def test_two_accepted_completes_of_one_job_are_caught(run: Result) -> None:
+    def twice(calls: list[Call]) -> list[Call]:
+        c = first(calls, is_complete)
+        return calls + [dataclasses.replace(c, seq=len(calls), actor="w99")]
+
+    found = doctored(run, twice)
+    assert any("was completed 2 times" in v for v in found), found
+
+
+def test_a_complete_with_a_non_final_token_is_caught(run: Result) -> None:
+    # A job whose first lease was cut off: pretend the stale lease's complete was accepted
+    # instead of the live one's.
+    refused = first(run.ledger, lambda c: is_refusal(c) and c.verb == "complete")
+
+    def stale_wins(calls: list[Call]) -> list[Call]:
+        out = []
+        for c in calls:
+            if c.job_id == refused.job_id and is_complete(c):
+                continue  # the live lease's complete is dropped...
+            if c is refused:
+                c = dataclasses.replace(c, outcome="accepted", reply="completed", detail="")
+            out.append(c)
+        return out
+
+    found = audit(stale_wins(list(run.ledger)), final_of(run))
+    assert found.problems.get(V_FINAL), found.violations
+    assert any(refused.job_id in v and "final token" in v for v in found.problems[V_FINAL])
+
+
+def test_a_refusal_with_no_reap_behind_it_is_caught(run: Result) -> None:
+    found = audit([c for c in run.ledger if c.verb != "reap"], final_of(run))
+    assert len(found.problems.get(V_STALE, [])) == run.refusals
+    assert "no reap returned any job" in found.problems[V_STALE][0]
+
+
+def test_a_refusal_before_the_lease_could_expire_is_caught(run: Result) -> None:
+    refused = first(run.ledger, is_refusal)
+    claim = first(
+        run.ledger,
+        lambda c: c.verb == "claim" and c.job_id == refused.job_id and c.token == refused.token,
+    )
+    early = dataclasses.replace(refused, ended=claim.ended + 0.001)
+    calls = [early if c is refused else c for c in run.ledger]
+    problems = audit(calls, final_of(run)).problems.get(V_STALE, [])
+    assert any("could not have expired yet" in v for v in problems), problems
+
+
+def test_a_refusal_of_another_class_is_caught(run: Result) -> None:
+    refused = first(run.ledger, is_refusal)
+    wrong = dataclasses.replace(refused, reply="EMQSTATE", detail="the job is active, not dead")
+    calls = [wrong if c is refused else c for c in run.ledger]
+    problems = audit(calls, final_of(run)).problems.get(V_STALE, [])
+    assert any("EMQSTATE" in v for v in problems), problems
+
+
+def test_one_token_handed_to_two_leases_is_caught(run: Result) -> None:
+    claim = first(run.ledger, lambda c: c.verb == "claim" and c.outcome == "accepted")
+    calls = list(run.ledger) + [dataclasses.replace(claim, seq=-1, actor="w42")]
+    problems = audit(calls, final_of(run)).problems.get(V_TOKENS, [])
+    assert problems == [f"job {claim.job_id}: token {claim.token} was handed to {claim.actor}, w42"]
+
+
+def test_a_vanished_job_is_caught(run: Result) -> None:
+    done = first(run.ledger, is_complete)
+    calls = [c for c in run.ledger if not (c.job_id == done.job_id and c.verb != "enqueue")]
+    found = audit(calls, final_of(run))
+    assert found.lost == [done.job_id]
+    assert found.problems[V_ONCE] == [
+        "1 jobs vanished: they are neither completed, dead, nor on the server"
+    ]
+
+
+def test_drift_and_leftovers_are_caught(run: Result) -> None:
+    job = first(run.ledger, is_complete).job_id
+    drift = Drift("state-mismatch", job, "has state 'active' but is in pending")
+    final = final_of(run)
+    final.sets["pending"].append((job, 0))
+    final.rows[job] = {b"state": b"pending", b"attempts": b"1", b"payload": b""}
+    found = audit(run.ledger, final, [Sample(0.5, (drift,))])
+    assert found.problems[V_DRIFT] == [f"drift at 0.500 s: {drift}"]
+    assert any("left in pending" in v for v in found.problems[V_CLEAN])
+    assert any("rows left behind" in v for v in found.problems[V_CLEAN])
+
+
+def test_leases_cover_every_claim(run: Result) -> None:
+    leases = run.leases()
+    assert len(leases) == run.claims
+    outcomes = {lease.outcome for lease in leases}
+    assert {"completed", "refused"} <= outcomes
+    assert sum(lease.outcome == "refused" for lease in leases) == run.refusals
+    assert any(lease.ran_again for lease in leases)
+    assert all(lease.end >= lease.start for lease in leases)
+
+
+# ------------------------------------------------------------------------ settings, command
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("jobs", 0, ValueError),
+        ("workers", 1.5, TypeError),
+        ("stall", 1.5, ValueError),
+        ("lease_ms", (0, 10), ValueError),
+        ("lease_ms", (50, 10), ValueError),
+        ("queue", "bad queue", ValueError),
+        ("timeout_s", 0, ValueError),
+    ],
+)
+def test_bad_settings_are_refused(field: str, value: object, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        simulate.Simulation(Settings(**{field: value}))  # type: ignore[arg-type]
+
+
+def test_command_writes_the_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "sub" / "sim.json"
+    code = simulate.main(
+        ["--jobs", "40", "--workers", "2", "--lease-ms", "20", "40", "--seed", "3",
+         "--out", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    figures = json.loads(out.read_text())
+    assert figures["jobs"] == 40 and figures["workers"] == 2
+    assert figures["completed"] + figures["dead"] == 40
+    assert figures["violations"] == [] and figures["violation_count"] == 0
+    assert all(figures["verdicts"].values())
+    assert figures["settings"]["seed"] == 3
+    printed = capsys.readouterr().out
+    assert "violations: 0" in printed and f"wrote {out}" in printed
+
+
+def test_command_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert simulate.main(["--jobs", "0"]) == 2
+    assert "simulate:" in capsys.readouterr().err
+
+
+def test_a_job_that_ran_twice_tells_its_story(run: Result) -> None:
+    leases = run.leases()
+    twice = simulate.ran_twice(leases)
+    assert twice
+    assert simulate.lease_story(leases, twice[0]) == [
+        "token 1: claimed; stalled past its lease; its settle was refused: the token was stale",
+        "token 2: claimed; worked within its lease; its complete was accepted: the job is retired",
+    ]
+
+
+def test_lab_url_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ECHOMQ_REDIS_URL", raising=False)
+    assert simulate.lab_url() is None
+    monkeypatch.setenv("ECHOMQ_REDIS_URL", "redis://127.0.0.1:1/0")
+    assert simulate.lab_url() == "redis://127.0.0.1:1/0"
+
+
+def test_the_timeline_draws_one_bar_per_lease(run: Result) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.collections import PolyCollection
+
+    from echomq_lab.plots import lease_timeline, verdicts_html
+
+    leases = run.leases()
+    ax = lease_timeline(leases)
+    bars = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(bars) == len(leases)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["w0", "w1", "w2"]
+    crosses = [line for line in ax.lines if line.get_marker() == "x"]
+    assert len(crosses) == sum(lease.outcome == "refused" for lease in leases)
+    html = verdicts_html({"held": True, "broken": False})
+    assert "✓ held" in html and "✗ broken" in html

@@ -22,10 +22,10 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(PY) -m ruff check echomq_lab tests
+	$(PY) -m ruff check echomq_lab tests benchmarks
 
 typecheck: $(STAMP)
-	$(PY) -m mypy echomq_lab
+	$(PY) -m mypy echomq_lab benchmarks
 
 # The tests, and every notebook top to bottom under strict nbval (outputs must match a fresh run).
 NBVAL := --nbval --nbval-sanitize-with notebooks/sanitize.cfg

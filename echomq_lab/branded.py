@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import threading
 import time
 from typing import NamedTuple
@@ -60,8 +61,16 @@ def encode(ns: str, snowflake: int) -> str:
     return ns + "".join(reversed(digits))
 
 
+#: A well-formed id: 3 upper-case ASCII letters and 11 base62 characters.
+_WELL_FORMED = re.compile(r"[A-Z]{3}[0-9A-Za-z]{11}")
+#: The body of 2^63-1: fixed width and ASCII-ordered digits make text order numeric order.
+_MAX_BODY = "AzL8n0Y58m7"
+
+
 def _problem(job_id: object) -> str | None:
     """Why ``job_id`` is not a well-formed branded id, or None if it is."""
+    if type(job_id) is str and _WELL_FORMED.fullmatch(job_id) and job_id[3:] <= _MAX_BODY:
+        return None
     if not isinstance(job_id, str):
         return f"an id must be a str, not {type(job_id).__name__}"
     if len(job_id) != LENGTH:

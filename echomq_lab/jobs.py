@@ -67,7 +67,8 @@ def _text(name: str, value: object) -> bytes:
 
 
 def _keys(queue: str, *kinds: str) -> list[str]:
-    return [keyspace.queue_key(queue, k) for k in kinds]
+    base = keyspace.base(queue)  # validated once per queue name, then cached
+    return [base + k for k in kinds]  # kinds are this module's own set names
 
 
 def _row(queue: str, job_id: str) -> str:

@@ -7,9 +7,12 @@ The braces make the queue name the hashtag, so one queue's keys share one cluste
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Literal
 
 from redis.crc import key_slot
+
+from echomq_lab.branded import check
 
 SetName = Literal["pending", "active", "schedule", "dead"]
 SET_NAMES: tuple[SetName, ...] = ("pending", "active", "schedule", "dead")
@@ -31,9 +34,16 @@ def check_queue(queue: object) -> str:
     return queue
 
 
+@lru_cache(maxsize=1024)
+def _base(queue: str) -> str:
+    return f"emq:{{{check_queue(queue)}}}:"
+
+
 def base(queue: str) -> str:
     """The prefix every key of ``queue`` starts with: ``emq:{Q}:``."""
-    return f"emq:{{{check_queue(queue)}}}:"
+    if type(queue) is not str:  # only exact str is cached; anything else is refused as before
+        check_queue(queue)
+    return _base(queue)
 
 
 def queue_key(queue: str, kind: str) -> str:
@@ -50,9 +60,7 @@ def job_prefix(queue: str) -> str:
 
 def job_key(queue: str, job_id: str) -> str:
     """The row key ``emq:{Q}:job:<ID>`` of a well-formed branded id."""
-    from echomq_lab.branded import check
-
-    return job_prefix(queue) + check(job_id)
+    return base(queue) + "job:" + check(job_id)
 
 
 def slot(key: str | bytes) -> int:

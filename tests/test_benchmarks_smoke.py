@@ -1,0 +1,185 @@
+"""Smoke tests of the benchmarks: they run, their results have the promised shape, and every
+transition costs exactly one EVALSHA and one round trip. No assertion here reads a clock."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: `benchmarks`
+
+from benchmarks import run as bench  # noqa: E402
+from benchmarks.batch import enqueue_many  # noqa: E402
+from echomq_lab import branded, errors, jobs, keyspace  # noqa: E402
+
+#: The transitions the issue requires to be one EVALSHA each.
+REQUIRED = ("enqueue", "claim", "complete", "retry", "promote", "reap", "extend")
+
+TINY = bench.Sizes(
+    repeats=2, slices=2, noop_ops=5, cycle_ops=3, embedded_ops=2, pipe_ops=120,
+    rq_jobs=3, presses=4,
+)  # fmt: skip
+
+
+def test_every_transition_is_one_evalsha_and_one_round_trip(valkey_url: str) -> None:
+    counts = bench.commands_per_transition(valkey_url)
+    for name in (*REQUIRED, "reprocess", "enqueue_in", "enqueue_at"):
+        assert counts[name]["evalsha"] == 1, (name, counts[name])
+        assert counts[name]["round_trips"] == 1, (name, counts[name])
+        assert counts[name]["top_level"] == {"evalsha": 1}, (name, counts[name])
+    # The commands inside the script are counted apart: enqueue writes a row and a member.
+    assert counts["enqueue"]["nested"] == {"exists": 1, "hset": 1, "zadd": 1}
+    # After SCRIPT FLUSH the first call pays NOSCRIPT, SCRIPT LOAD and the EVALSHA again.
+    cold = counts["enqueue (cold cache)"]
+    assert cold["top_level"] == {"evalsha": 2, "script|load": 1}
+    assert cold["round_trips"] == 3
+
+
+def test_counting_client_counts_a_pipeline_as_one_round_trip(valkey_url: str) -> None:
+    client, trips = bench.counting_client(valkey_url)
+    try:
+        assert trips.count == 0  # the handshake is not counted
+        client.set("k", "v")
+        assert trips.count == 1
+        pipe = client.pipeline(transaction=False)
+        for _ in range(10):
+            pipe.get("k")
+        assert pipe.execute() == [b"v"] * 10
+        assert trips.count == 2
+    finally:
+        client.flushall()
+        client.close()
+
+
+def test_cycle_wire_cost_is_three_round_trips_per_job(valkey_url: str) -> None:
+    cost = bench.cycle_wire_cost(valkey_url, jobs_n=5)
+    assert cost["round_trips_per_job"] == 3
+    assert cost["evalsha_per_job"] == 3
+    # enqueue 3 + claim 6 + complete 4 commands inside the scripts, plus the 3 EVALSHAs.
+    assert cost["commands_per_job"] == 16
+
+
+def test_throughput_workloads_leave_no_job_behind(valkey_url: str) -> None:
+    figures = bench.bench_throughput(valkey_url, TINY)
+    assert set(figures) == {
+        "noop_evalsha",
+        "cycle_valkey",
+        "cycle_bare_evalsha",
+        "noop_evalsha_pipelined",
+        "enqueue_pipelined",
+        "cycle_embedded",
+    }
+    for figure in figures.values():
+        assert len(figure.values) == TINY.repeats
+        assert all(v > 0 for v in figure.values)
+        summary = figure.summary()
+        assert summary["min"] <= summary["median"] <= summary["max"]
+    conn = redis.Redis.from_url(valkey_url)
+    try:
+        # Every cycle completed its job: nothing of either cycle queue remains.
+        assert conn.keys("emq:{bench}:*") == []
+        assert conn.keys("emq:{bench-bare}:*") == []
+        pending = keyspace.queue_key("bench-pipe", "pending")
+        assert conn.zcard(pending) == TINY.pipe_ops * TINY.slices  # the last repeat's batch
+    finally:
+        conn.flushall()
+        conn.close()
+
+
+def test_rq_side_by_side_runs_every_job(valkey_url: str) -> None:
+    figure, detail = bench.bench_rq(valkey_url, TINY)
+    assert len(figure.values) == TINY.repeats
+    assert detail["worker"].startswith("rq.SimpleWorker")
+    # rq needs several commands and round trips per job; ours needs 3 round trips.
+    assert detail["round_trips_per_job"] > 3
+    assert detail["commands_per_job"] > detail["round_trips_per_job"]
+
+
+def test_widget_bench_presses_the_transition_panel() -> None:
+    result = bench.bench_widgets(TINY.presses)
+    assert result["presses"] == TINY.presses
+    assert result["median_ms"] <= result["p95_ms"] <= result["max_ms"]
+
+
+def test_main_quick_writes_json_and_prints_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "QUICK", TINY)
+    out = tmp_path / "results.json"
+    assert bench.main(["--quick", "--out", str(out)]) == 0
+    results = json.loads(out.read_text())
+    for key in ("uname_m", "cpu_model", "cores", "python", "redis_py", "valkey"):
+        assert results["machine"][key], key
+    assert results["quick"] is True
+    names = [t["name"] for t in results["targets"]]
+    assert names == [
+        "cycle vs limit / 3",
+        "pipelined enqueue vs its limit",
+        "cycle vs python-rq",
+        "EVALSHA per transition",
+        "embedded cycle vs Valkey",
+        "click-to-render p95",
+        "nbval suite",
+    ]
+    by_name = {t["name"]: t for t in results["targets"]}
+    assert by_name["EVALSHA per transition"]["met"] is True
+    assert by_name["nbval suite"]["met"] is None  # not asked for
+    for name in REQUIRED:
+        assert results["commands_per_transition"][name]["evalsha"] == 1
+    assert set(results["busy"]) >= {"load_avg_before", "cpu_others_pct_of_all_cores"}
+    printed = capsys.readouterr().out
+    assert "EVALSHA per transition" in printed
+    assert str(out) in printed
+
+
+# -- enqueue_many: the pipelined batch the benchmark measures ----------------------------------
+
+
+def test_enqueue_many_writes_what_enqueue_writes(conn: redis.Redis) -> None:
+    ids = [branded.mint() for _ in range(5)]
+    single = branded.mint()
+    jobs.enqueue(conn, "q", single, b"\x00bytes")
+    replies = enqueue_many(conn, "q", [(i, b"\x00bytes") for i in ids] + [(single, b"x")], 2)
+    assert replies == ["enqueued"] * 5 + ["duplicate"]
+    assert jobs.record(conn, "q", ids[0]) == jobs.record(conn, "q", single)
+    assert jobs.record(conn, "q", single) == {
+        b"state": b"pending",
+        b"attempts": b"0",
+        b"payload": b"\x00bytes",
+    }
+    assert jobs.browse(conn, "q", 10) == sorted([*ids, single], reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("bad", "exc"),
+    [
+        (("JOB123", b"p"), ValueError),
+        ((42, b"p"), TypeError),
+        (("ORD0000000000A", b"p"), errors.KindRefused),
+        (("JOB0000000000A", 42), TypeError),
+    ],
+)
+def test_enqueue_many_refuses_bad_input_before_sending(
+    conn: redis.Redis, bad: tuple[object, object], exc: type[Exception]
+) -> None:
+    good = branded.mint()
+    with pytest.raises(exc):
+        enqueue_many(conn, "q", [(good, b"p"), bad])  # type: ignore[list-item]
+    assert jobs.record(conn, "q", good) is None  # the good item before it was not sent either
+
+
+@pytest.mark.parametrize("batch", [0, -1, 10_001, True, 2.0])
+def test_enqueue_many_refuses_a_bad_batch(conn: redis.Redis, batch: object) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        enqueue_many(conn, "q", [(branded.mint(), b"p")], batch)  # type: ignore[arg-type]
+
+
+def test_enqueue_many_recovers_from_an_empty_script_cache(conn: redis.Redis) -> None:
+    conn.script_flush()
+    ids = [branded.mint() for _ in range(3)]
+    assert enqueue_many(conn, "q", [(i, b"p") for i in ids], 2) == ["enqueued"] * 3
+    assert all(jobs.record(conn, "q", i) is not None for i in ids)

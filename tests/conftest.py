@@ -119,6 +119,14 @@ def conn(backend_name: str, request: pytest.FixtureRequest) -> Iterator[redis.Re
         client.close()
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Count the tests that ask for a real server directly (not through ``conn``)."""
+    names = getattr(item, "fixturenames", ())
+    for kind in ("valkey", "redis"):
+        if f"{kind}_url" in names or f"{kind}_server" in names:
+            _REPORT[kind].tests += 1
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print one line per backend: how many tests used it, or why it was skipped."""
     terminalreporter.section("echomq backends")

@@ -44,7 +44,7 @@ lab: $(STAMP)
 	@echo "Opening JupyterLab on notebooks/ (start with 00-the-record-hash.ipynb)."
 	@echo "Server: $${ECHOMQ_REDIS_URL:-embedded fakeredis (set ECHOMQ_REDIS_URL for a real one)}"
 	$(PY) -m jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks $(LAB_ARGS) \
-		00-the-record-hash.ipynb
+		notebooks/00-the-record-hash.ipynb
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run

@@ -1,0 +1,459 @@
+"""The benchmark report: tables, recomputed verdicts and charts from a results file.
+
+Synthetic results built here pin the arithmetic (medians, the limit / 3, each goal's edge);
+the committed ``benchmarks/results.json`` must read cleanly and its verdicts, recomputed,
+must equal the ones the benchmark stored. The live command count runs on every backend.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+import echomq_lab
+from echomq_lab import benchreport as br
+from echomq_lab import branded, jobs, keyspace
+from echomq_lab.widgets.style import MUTED
+
+TRANSITIONS = (
+    "enqueue", "claim", "extend", "complete", "retry", "promote", "reap", "reprocess",
+    "enqueue_in", "enqueue_at",
+)  # fmt: skip
+
+
+def _figure(unit: str, values: list[float]) -> dict[str, Any]:
+    ordered = sorted(values)
+    return {
+        "unit": unit,
+        "median": ordered[len(ordered) // 2],
+        "min": ordered[0],
+        "max": ordered[-1],
+        "values": values,
+        "note": f"synthetic {unit}",
+    }
+
+
+def _ratio(median: float, low: float, high: float) -> dict[str, Any]:
+    return {"median": median, "min": low, "max": high, "values": [low, median, high], "note": ""}
+
+
+def _one(nested: dict[str, int]) -> dict[str, Any]:
+    return {"evalsha": 1, "round_trips": 1, "top_level": {"evalsha": 1}, "nested": nested}
+
+
+def _results() -> dict[str, Any]:
+    """A small, complete results dict with round numbers."""
+    cpt = {name: _one({"hset": 1, "zadd": 1}) for name in TRANSITIONS}
+    cpt["enqueue (cold cache)"] = {
+        "evalsha": 2,
+        "round_trips": 3,
+        "top_level": {"evalsha": 2, "script|load": 1},
+        "nested": {"hset": 1},
+    }
+    return {
+        "date": "2030-01-02T03:04:05+00:00",
+        "quick": False,
+        "machine": {
+            "uname_m": "x86_64",
+            "cpu_model": "Test CPU",
+            "cores": 4,
+            "python": "3.11.0",
+            "redis_py": "8.1.0",
+            "fakeredis": "2.41.0",
+            "rq": "3.0.0",
+            "valkey": "8.1.8",
+            "redis_py_parser": "pure Python",
+        },  # fmt: skip
+        "figures": {
+            "noop_evalsha": _figure("round trips/s", [9000.0, 6000.0, 12000.0]),
+            "cycle_valkey": _figure("jobs/s", [2000.0, 1500.0, 2500.0]),
+            "cycle_bare_evalsha": _figure("jobs/s", [2400.0, 2100.0, 2700.0]),
+            "cycle_embedded": _figure("jobs/s", [800.0, 700.0, 900.0]),
+            "rq_cycle": _figure("jobs/s", [150.0, 100.0, 200.0]),
+        },
+        "ratios": {
+            "cycle_vs_limit_over_3": _ratio(0.95, 0.9, 1.0),
+            "pipelined_enqueue_vs_limit": _ratio(0.85, 0.8, 0.9),
+            "embedded_vs_valkey": _ratio(0.4, 0.3, 0.5),
+            "cycle_vs_rq": _ratio(13.0, 10.0, 16.0),
+        },
+        "cpu_estimates": {"cycle_vs_limit_over_3": 0.97, "cycle_vs_rq": 12.5},
+        "wire": {
+            "echomq": {"round_trips_per_job": 3.0, "commands_per_job": 16.0},
+            "rq": {
+                "round_trips_per_job": 22.0,
+                "commands_per_job": 65.0,
+                "jobs_per_repeat": 100,
+                "last_commandstats_delta": {"expire": 1700, "hset": 1600, "multi": 600},
+            },
+        },
+        "commands_per_transition": cpt,
+        "widgets": {"p95_ms": 8.0},
+        "notebooks": {"wall_s": 30.0, "exit_code": 0},
+        "busy": {
+            "load_avg_before": [1.5, 1.0, 1.0],
+            "cpu_busy_pct_of_all_cores": 40.0,
+            "cpu_ours_pct_of_all_cores": 30.0,
+            "cpu_others_pct_of_all_cores": 10.0,
+            "cores": 4,
+        },
+    }
+
+
+def _by_name(rows: list[br.TargetRow]) -> dict[str, br.TargetRow]:
+    return {t.name: t for t in rows}
+
+
+# ------------------------------------------------------------------------------ the tables
+
+
+def test_figure_rows_keep_the_file_order_and_summaries() -> None:
+    rows = br.figure_rows(_results())
+    assert [r.key for r in rows] == [
+        "noop_evalsha", "cycle_valkey", "cycle_bare_evalsha", "cycle_embedded", "rq_cycle",
+    ]  # fmt: skip
+    limit = rows[0]
+    assert (limit.label, limit.unit) == ("no-op EVALSHA (the limit)", "round trips/s")
+    assert (limit.median, limit.min, limit.max, limit.repeats) == (9000.0, 6000.0, 12000.0, 3)
+    assert rows[-1].label == "python-rq job cycle"
+
+
+def test_an_unknown_figure_keeps_its_own_name() -> None:
+    results = _results()
+    results["figures"]["something_new"] = _figure("ops/s", [1.0, 2.0, 3.0])
+    assert br.figure_rows(results)[-1].label == "something_new"
+
+
+def test_ratio_rows_carry_the_cpu_estimate_when_recorded() -> None:
+    rows = {r.key: r for r in br.ratio_rows(_results())}
+    assert rows["cycle_vs_limit_over_3"].cpu_estimate == 0.97
+    assert rows["embedded_vs_valkey"].cpu_estimate is None
+    assert (rows["cycle_vs_rq"].median, rows["cycle_vs_rq"].min) == (13.0, 10.0)
+
+
+def test_text_tables_show_every_row() -> None:
+    rep = br.report(_results())
+    text = br.figures_text(rep)
+    assert "no-op EVALSHA (the limit)" in text and "9,000" in text and "12,000" in text
+    assert "cycle / (limit / 3)" in text and "0.97" in text
+    assert br.wire_text(rep).splitlines()[2:] == [
+        "echomq cycle            3.00     16.00",
+        "python-rq              22.00     65.00",
+    ]
+    lines = br.transitions_text(rep).splitlines()
+    assert len(lines) == 2 + len(TRANSITIONS) + 1
+    assert "script|load" in lines[-1]
+
+
+def test_machine_and_busy_lines() -> None:
+    rep = br.report(_results())
+    assert rep.machine.startswith("x86_64 Test CPU, 4 cores; Python 3.11.0;")
+    assert "Valkey 8.1.8" in rep.machine and "(pure Python parser)" in rep.machine
+    assert rep.busy == (
+        "load average 1.50 at the start; CPU 40.0% busy over 4 cores: 30.0% this run, "
+        "10.0% other processes"
+    )
+    results = _results()
+    del results["busy"]
+    assert br.report(results).busy == "how busy the machine was: not recorded"
+
+
+def test_server_time_line() -> None:
+    results = _results()
+    assert br.report(results).server_time == "server time inside the scripts: not recorded"
+    results["wire"]["echomq"].update(server_us_per_job=55.88, server_us_per_3_noops=4.31)
+    assert br.report(results).server_time == (
+        "server time inside the scripts, per job: 55.9 us for enqueue + claim + complete, "
+        "4.3 us for three no-op scripts"
+    )
+
+
+def test_rq_commands_per_job_most_frequent_first() -> None:
+    assert br.report(_results()).rq_commands == [("expire", 17.0), ("hset", 16.0), ("multi", 6.0)]
+
+
+# -------------------------------------------------------------------------------- verdicts
+
+
+def test_targets_are_judged_from_the_numbers() -> None:
+    rows = br.targets(_results())
+    assert [t.name for t in rows] == [
+        "cycle vs limit / 3",
+        "pipelined enqueue vs its limit",
+        "cycle vs python-rq",
+        "EVALSHA per transition",
+        "embedded cycle vs Valkey",
+        "click-to-render p95",
+        "nbval suite",
+    ]
+    t = _by_name(rows)
+    assert t["cycle vs limit / 3"] == br.TargetRow(
+        "cycle vs limit / 3", ">= 0.90", "0.95 (CPU est. 0.97)", True
+    )
+    # Exactly at the goal is met; the embedded ratio (0.40) is below its 0.60.
+    assert t["pipelined enqueue vs its limit"].met is True
+    assert t["embedded cycle vs Valkey"] == br.TargetRow(
+        "embedded cycle vs Valkey", ">= 0.60", "0.40", False
+    )
+    assert t["cycle vs python-rq"].got == "13.0x (CPU est. 12.5x)"
+    assert t["EVALSHA per transition"] == br.TargetRow(
+        "EVALSHA per transition", "exactly 1", "1 for all 10", True
+    )
+    assert t["click-to-render p95"].got == "8.0 ms" and t["click-to-render p95"].met
+    assert t["nbval suite"].got == "30.0 s (exit 0)" and t["nbval suite"].met
+
+
+@pytest.mark.parametrize(
+    ("median", "met"), [(0.9, True), (0.8999, False), (1.7, True), (0.0, False)]
+)
+def test_a_ratio_goal_edge(median: float, met: bool) -> None:
+    results = _results()
+    results["ratios"]["cycle_vs_limit_over_3"]["median"] = median
+    assert _by_name(br.targets(results))["cycle vs limit / 3"].met is met
+
+
+def test_a_transition_with_two_requests_fails_the_evalsha_goal() -> None:
+    results = _results()
+    results["commands_per_transition"]["claim"]["round_trips"] = 2
+    results["commands_per_transition"]["reap"]["top_level"] = {"evalsha": 1, "time": 1}
+    target = _by_name(br.targets(results))["EVALSHA per transition"]
+    assert target == br.TargetRow(
+        "EVALSHA per transition", "exactly 1", "not 1 for claim, reap", False
+    )
+
+
+def test_click_and_nbval_goals_are_strict_and_may_be_unmeasured() -> None:
+    results = _results()
+    results["widgets"] = {"p95_ms": 50.0}
+    results["notebooks"] = {"wall_s": 20.0, "exit_code": 1}
+    t = _by_name(br.targets(results))
+    assert t["click-to-render p95"].met is False
+    assert t["nbval suite"] == br.TargetRow(
+        "nbval suite", "< 60 s, passing", "20.0 s (exit 1)", False
+    )
+    del results["widgets"], results["notebooks"]
+    t = _by_name(br.targets(results))
+    assert (t["click-to-render p95"].got, t["click-to-render p95"].met) == ("not measured", None)
+    assert t["nbval suite"].met is None
+
+
+def test_without_rq_the_rq_goal_bar_and_wire_row_are_left_out() -> None:
+    results = _results()
+    del results["figures"]["rq_cycle"], results["ratios"]["cycle_vs_rq"], results["wire"]["rq"]
+    rep = br.report(results)
+    assert "cycle vs python-rq" not in _by_name(rep.targets)
+    assert [b.label for b in rep.bars] == ["no-op limit ÷ 3", "our cycle", "bare EVALSHA",
+                                           "embedded"]  # fmt: skip
+    assert [w.who for w in rep.wire] == ["echomq cycle"]
+    assert rep.rq_commands == []
+
+
+def test_verdicts_agree_notices_a_stored_verdict_that_differs() -> None:
+    results = _results()
+    results["targets"] = [
+        {"name": t.name, "goal": t.goal, "got": t.got, "met": t.met} for t in br.targets(results)
+    ]
+    assert br.report(results).verdicts_agree
+    results["targets"][4]["met"] = True  # the embedded ratio was 0.40: not met
+    assert not br.report(results).verdicts_agree
+
+
+def test_targets_html_colours_each_verdict() -> None:
+    html = br.targets_html(
+        [
+            br.TargetRow("a", ">= 1", "2", True),
+            br.TargetRow("b <c>", ">= 1", "0", False),
+            br.TargetRow("d", "< 5", "not measured", None),
+        ]
+    )
+    parts = html.split("</div>")[:-1]
+    assert len(parts) == 3
+    assert "emq-ok" in parts[0] and "✓ a: goal &gt;= 1, got 2" in parts[0]
+    assert "emq-refused" in parts[1] and "b &lt;c&gt;" in parts[1]
+    assert "emq-unmeasured" in parts[2] and MUTED in parts[2]
+
+
+# ------------------------------------------------------------------------------- bad input
+
+
+def test_a_missing_file_is_one_clear_line(tmp_path: Path) -> None:
+    where = tmp_path / "nothing" / "results.json"
+    with pytest.raises(br.ResultsMissing) as info:
+        br.read(where)
+    message = str(info.value)
+    assert "\n" not in message and str(where) in message and "make bench" in message
+    assert not where.parent.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [("{not json", "not a JSON results file"), ("[1, 2]", "JSON list, not an object")],
+)
+def test_a_file_that_is_not_a_results_object_is_refused(
+    tmp_path: Path, text: str, needle: str
+) -> None:
+    where = tmp_path / "results.json"
+    where.write_text(text)
+    with pytest.raises(br.ResultsInvalid, match=needle):
+        br.read(where)
+    assert where.read_text() == text
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "needle"),
+    [
+        (("figures",), None, "the results lack figures"),
+        (("figures", "cycle_valkey", "median"), "fast", r"figures\.cycle_valkey\.median"),
+        (("figures", "cycle_valkey", "max"), float("nan"), "finite"),
+        (("ratios", "cycle_vs_rq", "median"), True, r"ratios\.cycle_vs_rq\.median"),
+        (("wire", "echomq"), None, r"the results lack wire\.echomq"),
+        (("commands_per_transition",), [1], "commands_per_transition should be an object"),
+        (("date",), 20300102, "date should be str"),
+    ],
+)
+def test_a_results_dict_with_a_hole_is_refused(
+    path: tuple[str, ...], value: object, needle: str
+) -> None:
+    results = _results()
+    before = copy.deepcopy(results)
+    target = results
+    for key in path[:-1]:
+        target = target[key]
+    if value is None:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    damaged = copy.deepcopy(results)
+    with pytest.raises(br.ResultsInvalid, match=needle):
+        br.report(results)
+    assert results == damaged and results != before
+
+
+def test_report_refuses_a_non_object() -> None:
+    with pytest.raises(br.ResultsInvalid, match="not list"):
+        br.report([])  # type: ignore[arg-type]
+
+
+# -------------------------------------------------------------------------- the committed file
+
+
+def test_the_committed_results_read_cleanly_and_verdicts_agree() -> None:
+    assert br.DEFAULT_PATH.is_file(), f"{br.DEFAULT_PATH} is missing: run `make bench`"
+    raw = json.loads(br.DEFAULT_PATH.read_text())
+    rep = br.read()
+    assert rep.date == raw["date"]
+    assert f"Valkey {raw['machine']['valkey']}" in rep.machine
+    assert [f.key for f in rep.figures] == list(raw["figures"])
+    for row in rep.figures:
+        assert row.min <= row.median <= row.max
+        assert row.median == raw["figures"][row.key]["median"]
+    assert [r.key for r in rep.ratios] == list(raw["ratios"])
+    stored = [br.TargetRow(t["name"], t["goal"], t["got"], t["met"]) for t in raw["targets"]]
+    assert rep.stored_targets == stored
+    assert rep.targets == stored, "recomputed verdicts differ from the benchmark's own"
+    assert rep.verdicts_agree
+    warm = [t for t in rep.transitions if "cold" not in t.name]
+    assert {t.name for t in warm} == set(TRANSITIONS)
+    assert all(t.evalsha == 1 and t.round_trips == 1 for t in warm)
+
+
+# ------------------------------------------------------------------------------------ charts
+
+
+def _bars(ax: Any) -> list[Rectangle]:
+    return [p for p in ax.patches if isinstance(p, Rectangle)]
+
+
+def test_throughput_chart_draws_one_bar_per_contender() -> None:
+    rep = br.report(_results())
+    ax = br.throughput_chart(rep)
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ["no-op limit ÷ 3", "our cycle", "bare EVALSHA", "embedded", "python-rq"]
+    heights = [b.get_height() for b in _bars(ax)]
+    assert heights == pytest.approx([3000.0, 2000.0, 2400.0, 800.0, 150.0])
+    assert rep.bars[0].low == pytest.approx(2000.0) and rep.bars[0].high == pytest.approx(4000.0)
+    assert [t.get_text() for t in ax.texts] == ["3,000", "2,000", "2,400", "800", "150"]
+    assert "jobs/s" in ax.get_ylabel() and "2030-01-02" in ax.get_title()
+    colours = {b.get_facecolor() for b in _bars(ax)}
+    assert len(colours) == 5
+
+
+def test_throughput_chart_draws_on_given_axes() -> None:
+    ax = Figure().add_subplot()
+    assert br.throughput_chart(br.report(_results()), ax) is ax
+    assert len(_bars(ax)) == 5
+
+
+def test_wire_chart_pairs_ours_with_rq() -> None:
+    ax = br.wire_chart(br.report(_results()))
+    heights = [b.get_height() for b in _bars(ax)]
+    assert heights == pytest.approx([3.0, 16.0, 22.0, 65.0])
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "round trips per job",
+        "commands per job",
+    ]
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == ["echomq cycle", "python-rq"]
+
+
+def test_charts_of_the_committed_results() -> None:
+    rep = br.read()
+    ax = br.throughput_chart(rep)
+    assert len(_bars(ax)) == len(rep.bars) == 5
+    assert _bars(ax)[0].get_height() == pytest.approx(rep.figures[0].median / 3)
+
+
+# ------------------------------------------------------------------------------ live counting
+
+
+def test_calls_text() -> None:
+    assert br.calls_text([]) == "no request"
+    assert br.calls_text(["EVALSHA"]) == "1 EVALSHA"
+    assert br.calls_text(["EVALSHA", "SCRIPT LOAD", "EVALSHA"]) == (
+        "3 requests: EVALSHA, SCRIPT LOAD, EVALSHA"
+    )
+
+
+def test_counting_sees_the_cold_cache_once_then_one_evalsha() -> None:
+    conn = echomq_lab.connect(fresh=True)
+    queue = "count-cold"
+    with br.counting(conn) as cold:
+        jobs.enqueue(conn, queue, branded.mint(), b"a")
+    with br.counting(conn) as warm:
+        jobs.enqueue(conn, queue, branded.mint(), b"b")
+    assert cold == ["EVALSHA", "SCRIPT LOAD", "EVALSHA"]
+    assert warm == ["EVALSHA"]
+
+
+def test_counting_restores_the_client_even_after_an_error(conn: redis.Redis) -> None:
+    conn.hset("count-a-hash", "f", "v")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"), br.counting(conn) as calls:
+        conn.incr("count-a-hash")  # a hash is not a counter: the server refuses
+    assert calls == ["INCRBY"]
+    assert "execute_command" not in vars(conn)
+    with br.counting(conn) as after:
+        pass
+    conn.ping()
+    assert after == []
+
+
+def test_every_transition_is_one_evalsha_live(conn: redis.Redis) -> None:
+    queue = "count-live"
+    traced = br.transition_calls(conn, queue)
+    assert {t.name.split(" ")[0] for t in traced} == set(TRANSITIONS)
+    assert all(t.calls == ("EVALSHA",) for t in traced), [t.line() for t in traced]
+    assert [t.reply for t in traced] == [
+        "enqueued", "token 1", "lease pushed back", "scheduled", "1 moved", "token 2",
+        "1 returned", "token 3", "dead", "pending", "token 4", "completed", "scheduled",
+        "scheduled",
+    ]  # fmt: skip
+    assert traced[0].line() == "enqueue:                1 EVALSHA       -> enqueued"
+    assert list(conn.scan_iter(match=keyspace.base(queue) + "*")) == []

@@ -8,6 +8,7 @@ server runs on a free loopback port with a random token, from a temporary copy o
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -19,6 +20,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 CHROMIUM_ARGS = [
@@ -31,7 +36,19 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-QUIET_SETTINGS = '{"fetchNews": "false", "checkForUpdates": false}'
+#: User settings the test server starts with: no news popup; every cell attached to the page
+#: (so locators see all of them and a screenshot holds real heights); no blank space after the
+#: last cell (so the notebook's scroll height is its content).
+LAB_SETTINGS: dict[tuple[str, str], str] = {
+    ("apputils-extension", "notification"): '{"fetchNews": "false", "checkForUpdates": false}',
+    ("notebook-extension", "tracker"): '{"windowingMode": "none", "scrollPastEnd": false}',
+}
+#: A cell output on stderr; JupyterLab draws a traceback (an ``error`` output) this way too.
+STDERR_OUTPUT = (
+    '.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+)
+#: The scrolling area of the notebook on show.
+NOTEBOOK_SCROLLER = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer"
 
 
 def chromium_path() -> tuple[str | None, str]:
@@ -61,8 +78,15 @@ class Lab:
     proc: subprocess.Popen[bytes]
     log: Path
 
-    def notebook_url(self, name: str) -> str:
-        return f"{self.url}/lab/tree/{name}?token={self.token}"
+    def notebook_url(self, name: str, workspace: str | None = None) -> str:
+        """The URL opening notebook ``name``; with ``workspace``, alone in a fresh workspace.
+
+        Each browser tab on the default workspace would restore the notebooks other tabs
+        opened; a workspace of its own (reset on load) shows this notebook only.
+        """
+        if workspace is None:
+            return f"{self.url}/lab/tree/{name}?token={self.token}"
+        return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?token={self.token}&reset"
 
 
 @contextmanager
@@ -81,9 +105,10 @@ def jupyter_lab(notebooks: Path, workdir: Path) -> Iterator[Lab]:
     ):
         env[var] = str(workdir / sub)
         (workdir / sub).mkdir(parents=True, exist_ok=True)
-    notify = workdir / "settings" / "@jupyterlab" / "apputils-extension"
-    notify.mkdir(parents=True)
-    (notify / "notification.jupyterlab-settings").write_text(QUIET_SETTINGS)
+    for (extension, plugin), settings in LAB_SETTINGS.items():
+        folder = workdir / "settings" / "@jupyterlab" / extension
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{plugin}.jupyterlab-settings").write_text(settings)
     # The kernel must be the interpreter running the tests (it has echomq_lab installed).
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     port, token = free_port(), secrets.token_hex(16)
@@ -121,11 +146,24 @@ def _wait_ready(lab: Lab, timeout: float = 60) -> None:
     raise RuntimeError(f"jupyter lab did not answer in {timeout} s:\n{lab.log.read_text()[-2000:]}")
 
 
-def run_all(page: object, cells: int, timeout_ms: int = 120_000) -> None:
-    """Open Run ▸ Run All Cells and wait until every code cell has run and the kernel is idle."""
+class NotebookRunError(AssertionError):
+    """A cell raised during Run All: the message holds its traceback as the page shows it."""
+
+
+def _page(page: object) -> Page:
     from playwright.sync_api import Page
 
-    assert isinstance(page, Page)
+    assert isinstance(page, Page), f"expected a Playwright Page, got {type(page).__name__}"
+    return page
+
+
+def run_all(page: object, cells: int, timeout_ms: int = 120_000) -> None:
+    """Clear all outputs, Run ▸ Run All Cells, and wait until every code cell has run.
+
+    Waits for the kernel to be idle before and after. A cell that raises stops Run All; that is
+    reported at once as :class:`NotebookRunError` with the traceback, not as a timeout.
+    """
+    page = _page(page)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_ms)
     page.get_by_text("| Idle").first.wait_for(timeout=timeout_ms)
     page.wait_for_function(
@@ -140,21 +178,92 @@ def run_all(page: object, cells: int, timeout_ms: int = 120_000) -> None:
         timeout=timeout_ms,
     )
     menu(page, "Run", "runmenu:run-all")
-    # Every code cell's prompt shows a number once it has run: no empty or busy prompt left.
-    page.wait_for_function(
+    # Run All marks every code cell queued ([*]) at once; each shows its number once it has run.
+    # A cell that raises stops the run: then nothing is queued any more, yet some prompts are
+    # blank, and the last numbered cell holds the traceback.
+    outcome = page.wait_for_function(
         """() => {
-            const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+            const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+                .map(p => p.textContent);
+            if (prompts.length === 0 || prompts.some(t => t.includes('*'))) return false;
+            const ran = prompts.filter(t => /\\[\\d+\\]/.test(t)).length;
+            if (ran === prompts.length) return 'done';
+            return ran > 0 ? 'halted' : false;
         }""",
         timeout=timeout_ms,
-    )
+    ).json_value()
+    if outcome == "halted":
+        ran = page.locator(".jp-CodeCell").filter(
+            has=page.locator(".jp-InputPrompt", has_text=re.compile(r"\[\d+\]"))
+        )
+        raise NotebookRunError(
+            f"Run All stopped at a cell that raised:\n{ran.last.inner_text()[-3000:]}"
+        )
     page.get_by_text("| Idle").first.wait_for(timeout=timeout_ms)
 
 
 def menu(page: object, label: str, command: str) -> None:
     """Open the menu-bar menu ``label`` and click its item for ``command``."""
-    from playwright.sync_api import Page
-
-    assert isinstance(page, Page)
+    page = _page(page)
     page.locator(".lm-MenuBar-itemLabel", has_text=label).first.click()
     page.locator(f".lm-Menu-item[data-command='{command}']").click()
+
+
+def hide_sidebar(page: object) -> None:
+    """Collapse the left sidebar (the file browser) if it is open: Ctrl+B, as a reader would."""
+    page = _page(page)
+    stack = page.locator("#jp-left-stack")
+    if stack.is_visible():
+        page.keyboard.press("Control+b")
+        stack.wait_for(state="hidden", timeout=10_000)
+
+
+def _scroller_heights(page: Page) -> tuple[int, int]:
+    client, scroll = page.evaluate(
+        f"""() => {{
+            const o = document.querySelector('{NOTEBOOK_SCROLLER}');
+            return o ? [o.clientHeight, o.scrollHeight] : [0, 0];
+        }}"""
+    )
+    return int(client), int(scroll)
+
+
+def notebook_screenshot(page: object, path: Path, max_height: int = 16_000) -> Path:
+    """Save the whole notebook on show as one PNG (up to ``max_height`` px tall).
+
+    The notebook scrolls inside the page, so a page screenshot would hold one screenful: the
+    window is grown until the notebook fits, shot, and put back to its size.
+    """
+    page = _page(page)
+    size = page.viewport_size
+    assert size is not None, "the page has no fixed viewport"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    height = size["height"]
+    try:
+        for _ in range(6):  # a taller window can reflow the notebook: grow until it fits
+            client, scroll = _scroller_heights(page)
+            if scroll <= client or height >= max_height:
+                break
+            grown = min(max_height, height + scroll - client) - height
+            height += grown
+            page.set_viewport_size({"width": size["width"], "height": height})
+            page.wait_for_function(  # the notebook's area grows with the window
+                f"""() => {{
+                    const o = document.querySelector('{NOTEBOOK_SCROLLER}');
+                    return o && o.clientHeight >= {client + grown - 40};
+                }}""",
+                timeout=10_000,
+            )
+        page.evaluate(
+            f"() => {{ const o = document.querySelector('{NOTEBOOK_SCROLLER}');"
+            " if (o) o.scrollTop = 0; }"
+        )
+        page.screenshot(path=str(path))
+    finally:
+        page.set_viewport_size(size)
+        page.wait_for_function(
+            f"() => {{ const o = document.querySelector('{NOTEBOOK_SCROLLER}');"
+            f" return !o || o.clientHeight < {size['height']}; }}",
+            timeout=10_000,
+        )
+    return path

@@ -1,0 +1,459 @@
+"""The notebooks in a real JupyterLab, driven by headless Chromium: run them, click the widgets.
+
+One JupyterLab (on a temporary copy of ``notebooks/``) and one browser serve every test. Each
+notebook is opened in its own tab and workspace, its stored outputs are cleared, and Run All
+runs it live; what the tests then read and click is what the kernel just drew.
+
+- every notebook: no cell raises, no widget fails to render, each widget the stored notebook
+  shows is live again, a full screenshot is saved, and one safe button (see ``CLICKS``) changes
+  its panel;
+- 02 (the centre page): the transition panel and the fencing panel, clicked through;
+- 02 and 04: the two-workers story, step by step, down to the ``EMQSTALE`` refusal and the gone
+  row.
+
+Screenshots go to ``artifacts/screenshots/`` (or ``$ECHOMQ_SCREENSHOTS``). With
+``ECHOMQ_UPDATE_SCREENSHOT=1`` the end of 02's two-workers story is also copied to
+``docs/screenshot-02.png`` (the README image). Without a Chromium the tests skip, saying why;
+with ``ECHOMQ_REQUIRE_BACKENDS=1`` (CI) they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from browser import (
+    CHROMIUM_ARGS,
+    STDERR_OUTPUT,
+    Lab,
+    chromium_path,
+    hide_sidebar,
+    jupyter_lab,
+    notebook_screenshot,
+    run_all,
+)
+from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sync_playwright
+
+from echomq_lab.stories import STEPS
+from echomq_lab.widgets.record_view import GONE
+from echomq_lab.widgets.two_workers import BUTTON_LABELS
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(p.name for p in NOTEBOOKS_DIR.glob("*.ipynb"))
+CENTRE = "02-the-state-and-attempts.ipynb"
+STORY = "04-lab-two-workers-one-job.ipynb"
+README_SHOT = ROOT / "docs" / "screenshot-02.png"
+VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
+#: How long a click may take to show (the kernel may wait out a 1.5 s lease meanwhile).
+UPDATE_MS = 30_000
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+#: Inside the notebook on show: a widget that could not be drawn (the manager shows an error
+#: icon, "Click to show javascript error."), a widget drawn live in an output (and not such an
+#: error), and the widgets' buttons.
+BROKEN_WIDGET = ".jp-NotebookPanel:not(.lm-mod-hidden) .jupyter-widgets-error-widget"
+LIVE_WIDGET = (
+    ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output"
+    " > .jupyter-widgets:not(:has(.jupyter-widgets-error-widget))"
+)
+LIVE_BUTTONS = ".jp-NotebookPanel:not(.lm-mod-hidden) :is(.widget-button, .widget-toggle-button)"
+
+
+@dataclass(frozen=True)
+class Click:
+    """A safe click in a notebook: press ``presses`` in the panel ``panel`` (a CSS selector),
+    after which the panel shows ``shows`` (a text it did not show before)."""
+
+    panel: str
+    presses: tuple[str, ...]
+    shows: str
+
+
+#: One safe click per notebook that has buttons. A notebook with live buttons and no entry here
+#: fails its test: add one (a panel, the buttons to press, a text that then appears).
+CLICKS: dict[str, Click] = {
+    "00-the-record-hash.ipynb": Click(
+        ".emq-field-picker", ("state",), "where the job is in its lifecycle"),
+    "01-the-hash-and-its-fields.ipynb": Click(
+        ".emq-field-picker", ("payload",), "the caller's bytes"),
+    CENTRE: Click(
+        ".emq-transition-panel", ("enqueue", "Run"), "enqueue wrote state=pending, attempts=0"),
+    "03-the-payload.ipynb": Click(
+        ".emq-payload-round-trip", ("round-trip the samples",), "7 of 7 came back byte for byte"),
+    STORY: Click(".emq-lab-panel", ("enqueue",), ": enqueued"),
+}
+
+
+# -- the session: one JupyterLab, one browser, one tab per notebook ----------------------------
+
+
+def _required() -> bool:
+    """CI (``ECHOMQ_REQUIRE_BACKENDS=1``, as tests/conftest.py reads it) forbids skipping."""
+    return os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    path, why = chromium_path()
+    if path is None:
+        if _required():
+            pytest.fail(f"{why} (ECHOMQ_REQUIRE_BACKENDS=1 forbids skipping)", pytrace=False)
+        print(f"\nbrowser tests skipped: {why}")
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    folder = Path(os.environ.get("ECHOMQ_SCREENSHOTS") or ROOT / "artifacts" / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"\nbrowser screenshots: {folder}")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def lab(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    with jupyter_lab(NOTEBOOKS_DIR, tmp_path_factory.mktemp("jupyterlab")) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: str) -> Iterator[Browser]:
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="session")
+def ran(lab: Lab, browser: Browser, screenshots: Path) -> Iterator[Callable[[str], Page]]:
+    """``ran(name)``: the tab where notebook ``name`` was opened and run top to bottom.
+
+    The first call opens and runs it; later calls (from other tests) get the same tab. A run
+    that failed fails every later call for that notebook too (with a screenshot saved).
+    """
+    pages: dict[str, Page] = {}
+    failed: dict[str, str] = {}
+
+    def open_and_run(name: str) -> Page:
+        if name in failed:
+            pytest.fail(f"{name} did not run in JupyterLab: {failed[name]}", pytrace=False)
+        if name not in pages:
+            page = browser.new_page(viewport=VIEWPORT)
+            pages[name] = page
+            try:
+                page.goto(lab.notebook_url(name, workspace=f"test-{len(pages)}"))
+                run_all(page, cell_count(name))
+                hide_sidebar(page)  # for the screenshots
+            except Exception as exc:
+                shot = screenshots / f"{Path(name).stem}-failed.png"
+                page.screenshot(path=str(shot))
+                failed[name] = f"{type(exc).__name__} (screenshot {shot})"
+                raise
+        return pages[name]
+
+    yield open_and_run
+    for page in pages.values():
+        page.close()
+
+
+def cell_count(name: str) -> int:
+    return len(json.loads((NOTEBOOKS_DIR / name).read_text())["cells"])
+
+
+def stored_widgets(name: str) -> int:
+    """How many outputs of the stored notebook are widgets (they must all come back live)."""
+    cells = json.loads((NOTEBOOKS_DIR / name).read_text())["cells"]
+    return sum(
+        WIDGET_MIME in out.get("data", {})
+        for cell in cells if cell["cell_type"] == "code"
+        for out in cell.get("outputs", [])
+    )
+
+
+def stored_stderr(name: str) -> int:
+    """How many outputs of the stored notebook are on stderr (tracebacks included)."""
+    cells = json.loads((NOTEBOOKS_DIR / name).read_text())["cells"]
+    return sum(
+        out.get("name") == "stderr" or out["output_type"] == "error"
+        for cell in cells if cell["cell_type"] == "code"
+        for out in cell.get("outputs", [])
+    )
+
+
+# -- reading and clicking a panel --------------------------------------------------------------
+
+
+def find_button(scope: Locator, label: str) -> Locator:
+    """The button (or toggle button) in ``scope`` whose text is exactly ``label``.
+
+    Not by accessible name: an icon's glyph (CSS content) is part of that name.
+    """
+    exact = re.compile(rf"^\s*{re.escape(label)}\s*$")
+    return scope.locator(":is(.widget-button, .widget-toggle-button)").filter(has_text=exact)
+
+
+def press(scope: Locator, label: str) -> None:
+    """Click the enabled button (or toggle button) labelled exactly ``label`` in ``scope``."""
+    button = find_button(scope, label)
+    expect(button, f"one button {label!r}").to_have_count(1)
+    expect(button, f"button {label!r} is enabled").to_be_enabled()
+    button.click()
+
+
+def field(view: Locator, name: str) -> Locator:
+    """The value cell of field ``name`` in a record view's table."""
+    label = view.page.locator("td:first-child", has_text=re.compile(rf"^{name}\b"))
+    return view.locator("table.emq-row tr", has=label).locator("td").nth(1)
+
+
+def expect_row(view: Locator, state: str, attempts: str) -> None:
+    expect(field(view, "state"), f"the row's state is {state}").to_have_text(
+        state, timeout=UPDATE_MS)
+    expect(field(view, "attempts"), f"the row's attempts is {attempts}").to_have_text(
+        attempts, timeout=UPDATE_MS)
+
+
+def expect_gone(view: Locator) -> None:
+    expect(view.locator(".emq-gone"), "the row is gone").to_have_text(GONE, timeout=UPDATE_MS)
+
+
+def expect_in_set(panel: Locator, job_id: str, where: str | None) -> None:
+    """``job_id`` is listed in set ``where`` and in no other set (``None``: in none)."""
+    for name in ("pending", "active", "schedule", "dead"):
+        column = panel.locator(f".emq-sets-view .emq-set-{name}")
+        if name == where:
+            expect(column, f"{job_id} is in {name}").to_contain_text(job_id, timeout=UPDATE_MS)
+        else:
+            expect(column, f"{job_id} is not in {name}").not_to_contain_text(
+                job_id, timeout=UPDATE_MS)
+    expect(panel.locator(".emq-sets-view"), "check() finds no drift").to_contain_text(
+        "check(): no drift")
+
+
+def message(panel: Locator) -> Locator:
+    """The panel's own message line (the first; a sets view's verdict line comes later)."""
+    return panel.locator(".emq-message").first
+
+
+def job_id_in(text: str) -> str:
+    found = re.search(r"\bJOB[0-9A-Za-z]+", text)
+    assert found, f"no job id in {text!r}"
+    return found.group(0)
+
+
+def no_widget_errors(page: Page, name: str) -> None:
+    """No widget failed to render, in either way the widget manager says it, and no traceback."""
+    assert page.get_by_text("Error displaying widget").count() == 0, (
+        f"{name}: 'Error displaying widget' in the page")
+    broken = page.locator(BROKEN_WIDGET).count()
+    assert broken == 0, f"{name}: {broken} widget(s) drawn as an error icon (a JavaScript error)"
+    stderr, stored = page.locator(STDERR_OUTPUT), stored_stderr(name)
+    assert stderr.count() == stored, (
+        f"{name}: {stderr.count()} outputs on stderr (a traceback or a warning), {stored} stored:"
+        f"\n{stderr.last.inner_text()[-3000:] if stderr.count() else ''}")
+
+
+# -- every notebook ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_live_and_a_button_works(
+    name: str, ran: Callable[[str], Page], screenshots: Path
+) -> None:
+    page = ran(name)
+    no_widget_errors(page, name)
+    live, stored = page.locator(LIVE_WIDGET).count(), stored_widgets(name)
+    assert live == stored, f"{name}: {stored} widget outputs stored, {live} drawn live"
+    shot = notebook_screenshot(page, screenshots / f"{Path(name).stem}.png")
+    print(f"\n{name}: {live} live widgets; screenshot {shot}")
+
+    buttons = page.locator(LIVE_BUTTONS).count()
+    click = CLICKS.get(name)
+    if click is None:
+        assert buttons == 0, (
+            f"{name} has {buttons} live buttons but no entry in CLICKS (tests/test_browser.py): "
+            "add a safe button to press and a text it makes the panel show")
+        return
+    assert buttons > 0, f"{name}: no live button drawn (expected the panel {click.panel})"
+    panel = page.locator(click.panel)
+    expect(panel, f"{name}: one {click.panel} panel").to_have_count(1)
+    assert click.shows not in panel.inner_text(), (
+        f"{name}: {click.shows!r} already shown before the click: the check would prove nothing")
+    for label in click.presses:
+        press(panel, label)
+    expect(panel, f"{name}: pressing {' then '.join(click.presses)}").to_contain_text(
+        click.shows, timeout=UPDATE_MS)
+    no_widget_errors(page, name)
+
+
+# -- 02, the centre page: transitions and the fencing check -------------------------------------
+
+
+def test_centre_transition_panel_writes_state_and_attempts(ran: Callable[[str], Page]) -> None:
+    page = ran(CENTRE)
+    panel = page.locator(".emq-transition-panel")
+    view = panel.locator(".emq-record-view")
+
+    press(panel, "enqueue")
+    press(panel, "Run")
+    expect(message(panel)).to_contain_text("enqueue wrote state=pending, attempts=0",
+                                           timeout=UPDATE_MS)
+    expect_row(view, "pending", "0")
+
+    # claim takes the oldest pending job (the notebook may have left one): a fresh one either way.
+    press(panel, "claim")
+    press(panel, "Run")
+    expect(message(panel)).to_contain_text(
+        re.compile(r"claim wrote state=active, attempts=1\b.* \(token 1\)"), timeout=UPDATE_MS)
+    expect_row(view, "active", "1")
+    job = job_id_in(panel.locator(".emq-record-view code").first.inner_text())
+    expect_in_set(panel, job, "active")
+
+    press(panel, "reprocess")
+    press(panel, "Run")
+    expect(message(panel)).to_contain_text("EMQSTATE", timeout=UPDATE_MS)
+    expect(panel.locator(".emq-message.emq-refused").first).to_be_visible()
+    expect_row(view, "active", "1")
+
+    press(panel, "complete")
+    press(panel, "Run")
+    expect(message(panel)).to_contain_text("complete with token 1 deleted the row",
+                                           timeout=UPDATE_MS)
+    expect_gone(view)
+    expect_in_set(panel, job, None)
+
+
+def set_token(panel: Locator, token: int) -> None:
+    box = panel.locator(".widget-text input[type='number']")
+    box.fill(str(token))
+    box.press("Enter")  # IntText sends its value on Enter (or on blur)
+
+
+def test_centre_fence_panel_refuses_the_stale_token(
+    ran: Callable[[str], Page], screenshots: Path
+) -> None:
+    page = ran(CENTRE)
+    fence = page.locator(".emq-fence-panel")
+    view = fence.locator(".emq-record-view")
+
+    old = message(fence).inner_text()
+    press(fence, "rebuild the sample row")
+    expect(message(fence), "rebuild built a new sample row").not_to_have_text(
+        old, timeout=UPDATE_MS)
+    expect(message(fence)).to_contain_text("claimed again (token 2)")
+    job = job_id_in(message(fence).inner_text())
+    expect(fence).to_contain_text(f"sample row {job}: the row's attempts is 2", timeout=UPDATE_MS)
+    expect_row(view, "active", "2")
+
+    set_token(fence, 1)
+    press(fence, "complete")
+    refusal = "EMQSTALE: token 1 is stale, the row's attempts is 2 (the row is untouched)"
+    expect(fence.locator(".emq-message.emq-refused").first).to_contain_text(
+        refusal, timeout=UPDATE_MS)
+    expect_row(view, "active", "2")
+    expect(view.locator("tr.emq-changed"), "the refusal changed no field").to_have_count(0)
+    expect_in_set(fence, job, "active")
+    cell = page.locator(".jp-CodeCell", has=fence)
+    cell.scroll_into_view_if_needed()
+    cell.screenshot(path=str(screenshots / "02-fence-refused.png"))
+
+    set_token(fence, 0)
+    press(fence, "complete")
+    expect(message(fence)).to_contain_text("ValueError: token must be between 1 and",
+                                           timeout=UPDATE_MS)
+    expect_row(view, "active", "2")
+
+    set_token(fence, 2)
+    press(fence, "complete")
+    expect(fence.locator(".emq-message.emq-ok").first).to_contain_text(
+        "token 2 accepted: complete deleted the row and its lease", timeout=UPDATE_MS)
+    expect_gone(view)
+    expect(fence).to_contain_text(f"sample row {job}: the row is gone", timeout=UPDATE_MS)
+    expect_in_set(fence, job, None)
+
+
+# -- 02 and 04: the two-workers story, step by step ---------------------------------------------
+
+#: For each step: what its message says, then the row (state, attempts) and the set holding the
+#: job afterwards (None, None, None: the row and its lease are gone).
+STORY_STEPS: dict[str, tuple[str, str | None, str | None, str | None]] = {
+    "a_claims": ("A holds token 1; its lease is 1500 ms", "active", "1", "active"),
+    "a_stalls": ("the server clock passed A's deadline", "active", "1", "active"),
+    "reaper_returns": ("reap returned 1 job to pending; state=pending, attempts=1", "pending", "1",
+                       "pending"),
+    "b_claims": ("B holds token 2; the row's attempts is now 2, so A's token 1 is stale",
+                 "active", "2", "active"),
+    "a_completes": ("A refused: EMQSTALE: token 1 is stale, the row's attempts is 2",
+                    "active", "2", "active"),
+    "b_completes": ("B completed with token 2: the row and the lease are gone", None, None, None),
+}
+
+
+@pytest.mark.parametrize("notebook", [CENTRE, STORY])
+def test_two_workers_story_step_by_step(
+    ran: Callable[[str], Page], screenshots: Path, notebook: str
+) -> None:
+    page = ran(notebook)
+    story = page.locator(".emq-two-workers")
+    expect(story).to_have_count(1)
+    view = story.locator(".emq-record-view")
+    log = story.locator("ol li")
+
+    # Run All already played the story to its end: start again, then press every step.
+    old = message(story).inner_text()
+    press(story, "start again")
+    expect(message(story)).not_to_have_text(old, timeout=UPDATE_MS)
+    expect(message(story)).to_contain_text("the queue is empty but for one job")
+    job = job_id_in(message(story).inner_text())
+    expect(view.locator("code")).to_contain_text(job, timeout=UPDATE_MS)
+    expect_row(view, "pending", "0")
+    expect_in_set(story, job, "pending")
+    expect(log.first).to_contain_text("← next", timeout=UPDATE_MS)
+
+    for i, (step, title) in enumerate(STEPS):
+        said, state, attempts, where = STORY_STEPS[step]
+        for other, _ in STEPS:  # only the next step's button can be pressed
+            it = find_button(story, BUTTON_LABELS[other])
+            if other == step:
+                expect(it, f"{other} is next").to_be_enabled(timeout=UPDATE_MS)
+            else:
+                expect(it, f"{other} waits while {step} is next").to_be_disabled()
+        press(story, BUTTON_LABELS[step])
+        mark = "✗ refused" if step == "a_completes" else "✓"
+        expect(log.nth(i), f"the log marks step {i + 1} done").to_contain_text(
+            f"{title} {mark}", timeout=UPDATE_MS)
+        expect(log.nth(i)).to_contain_text(said)
+        expect(message(story)).to_contain_text(said, timeout=UPDATE_MS)
+        if state is None:
+            expect_gone(view)
+        else:
+            assert attempts is not None
+            expect_row(view, state, attempts)
+        expect_in_set(story, job, where)
+        if step == "a_completes":
+            expect(story.locator(".emq-message.emq-refused").first).to_contain_text("EMQSTALE")
+            expect(view.locator("tr.emq-changed"), "the refusal changed no field").to_have_count(0)
+
+    # The story is over: every step is disabled, the refusal stays in the log.
+    for step, _ in STEPS:
+        expect(find_button(story, BUTTON_LABELS[step])).to_be_disabled()
+    expect(log.nth(4)).to_contain_text("EMQSTALE: token 1 is stale")
+    cell = page.locator(".jp-CodeCell", has=story)
+    cell.scroll_into_view_if_needed()
+    shot = screenshots / f"{notebook[:2]}-two-workers-story.png"
+    cell.screenshot(path=str(shot))
+    if notebook == CENTRE and os.environ.get("ECHOMQ_UPDATE_SCREENSHOT") == "1":
+        README_SHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, README_SHOT)
+        print(f"\nREADME screenshot updated: {README_SHOT}")

@@ -201,3 +201,36 @@ def test_every_transition_has_an_edge() -> None:
             "extend"} <= labels
     assert find_edge("retry", "active", "scheduled") is not None
     assert find_edge("claim", "active", "pending") is None
+
+
+def test_every_panel_survives_a_server_that_went_down() -> None:
+    """Stop the server under the panels: each press shows one EMQDOWN line, nothing raises."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from servers import start_server
+
+    from echomq_lab import connect
+    from echomq_lab.widgets import FencePanel, LabPanel, TransitionPanel, TwoWorkersStory
+
+    server = start_server("valkey")
+    try:
+        conn = connect(server.url)
+        fence = FencePanel(conn, "down-fence", lease_ms=50)
+        panels = (TransitionPanel(conn, "down-t"), TwoWorkersStory(conn, "down-s"),
+                  LabPanel(conn, "down-l"))
+    finally:
+        server.stop()
+    transitions, story, lab = panels
+    transitions.press("enqueue")
+    story.buttons["a_claims"].click()
+    lab.buttons["enqueue"].click()
+    lab.buttons["refresh"].click()
+    fence.token.value = 2
+    fence.buttons["complete"].click()
+    for panel in (transitions, story, lab, fence):
+        assert panel.last_message.startswith("EMQDOWN: cannot reach redis://127.0.0.1:"), (
+            panel.last_message)
+        assert "\n" not in panel.last_message
+    assert "EMQDOWN" in fence.sets.check_line.value

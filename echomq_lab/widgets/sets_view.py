@@ -13,6 +13,7 @@ import html
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
+from echomq_lab import errors
 from echomq_lab import snapshot as snapshot_mod
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.snapshot import Drift, Snapshot
@@ -84,9 +85,17 @@ class SetsView(Panel):
         self.refresh()
 
     def refresh(self, snap: Snapshot | None = None) -> Snapshot:
-        """Render from ``snap``, or from a fresh snapshot of the queue; return it."""
+        """Render from ``snap``, or from a fresh snapshot of the queue; return it.
+
+        If the server cannot be read, the verdict line says so in one line and the last
+        snapshot (or an empty one) is returned, so a panel's callback never ends in a traceback.
+        """
         if snap is None:
-            snap = snapshot_mod.snapshot(self.conn, self.queue)
+            try:
+                snap = snapshot_mod.snapshot(self.conn, self.queue)
+            except errors.EchoMQError as exc:
+                self.check_line.value = style.message_html(style.one_line(exc), ok=False)
+                return self.snap or Snapshot(self.queue, 0, {n: [] for n in SET_NAMES}, {})
         self.snap = snap
         self.drift = snapshot_mod.drifts(snap)
         for name in SET_NAMES:

@@ -967,8 +967,13 @@ class Simulation:
                                stalled=stalled, after_lost_reply=lost)
             return
 
-    def _loop(self, name: str, every_s: float, step: Callable[[redis.Redis], None]) -> None:
-        """Run ``step`` every ``every_s`` until the run stops, riding out a lost server."""
+    def _loop(
+        self, name: str, every_s: float, step: Callable[[redis.Redis], float | None]
+    ) -> None:
+        """Run ``step`` every ``every_s`` until the run stops, riding out a lost server.
+
+        A step may return a longer pause than ``every_s`` for the next round.
+        """
         rng = random.Random(f"{self.settings.seed}:{name}")
         backoff = _Backoff(rng)
         conn = self._client(name)
@@ -977,13 +982,13 @@ class Simulation:
         try:
             while not self._stop.is_set():
                 try:
-                    step(conn)
+                    pause = step(conn)
                 except errors.ServerUnavailable:
                     self._down(name)
                     backoff.wait(self._stop)
                     continue
                 backoff.reset()
-                self._stop.wait(every_s)
+                self._stop.wait(max(every_s, pause or 0.0))
         finally:
             conn.close()
 
@@ -1012,10 +1017,7 @@ class Simulation:
         self._loop(name, self.settings.promote_every_s, step)
 
     def _sampler(self, name: str, index: int) -> None:
-        pause = self.settings.sample_every_s
-
-        def step(conn: redis.Redis) -> None:
-            nonlocal pause
+        def step(conn: redis.Redis) -> float:
             began = time.monotonic()
             snap = snapshot(conn, self.queue)
             found = tuple(drifts(snap))
@@ -1024,25 +1026,9 @@ class Simulation:
                 self._samples.append(Sample(self.ledger.now(), found))
             self._watch_restarts(conn)
             # A snapshot blocks the server while it reads every row: keep it under ~10%.
-            pause = max(self.settings.sample_every_s, 10 * took)
+            return 10 * took
 
-        rng = random.Random(f"{self.settings.seed}:{name}")
-        backoff = _Backoff(rng)
-        conn = self._client(name)
-        if conn is None:
-            return
-        try:
-            while not self._stop.is_set():
-                try:
-                    step(conn)
-                except errors.ServerUnavailable:
-                    self._down(name)
-                    backoff.wait(self._stop)
-                    continue
-                backoff.reset()
-                self._stop.wait(pause)
-        finally:
-            conn.close()
+        self._loop(name, self.settings.sample_every_s, step)
 
 
 def lab_url() -> str | None:

@@ -248,9 +248,12 @@ def audit(
         ]
         # A complete whose reply was lost and whose resend found the row gone retired the job,
         # unless another lease's complete was accepted (then the resend met that one's work).
+        # Only the final token's complete can have landed: an older token's first attempt was
+        # refused by the fence, so a row it finds gone vanished some other way.
         finishing = list(accepted)
-        if not accepted and gone_after_lost:
-            finishing = [max(gone_after_lost, key=lambda c: c.token)]
+        landed = [c for c in gone_after_lost if c.token == final_token]
+        if not accepted and landed:
+            finishing = [landed[-1]]
             resolved += 1
         is_dead = bool(dead_calls) or job_id in final_dead
         if job_id in final_dead and not dead_calls:

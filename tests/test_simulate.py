@@ -172,6 +172,28 @@ def test_a_vanished_job_is_caught(run: Result) -> None:
     ]
 
 
+def test_a_stale_complete_whose_reply_was_lost_does_not_retire_the_job(run: Result) -> None:
+    """A job claimed twice vanishes (a restart without persistence) while the FIRST holder's
+    complete loses its reply and its resend finds the row gone. That complete carried the stale
+    token 1, so the fence had refused its first attempt: the job vanished, it was not retired."""
+    job = first(run.ledger, lambda c: c.verb == "claim" and c.outcome == "accepted"
+                and any(d.job_id == c.job_id and d.verb == "claim" and d.token == 2
+                        for d in run.ledger))
+
+    def vanish_after_second_claim(calls: list[Call]) -> list[Call]:
+        def kept(c: Call) -> bool:  # of this job: its enqueue and its first two claims only
+            return c.job_id != job.job_id or c.verb == "enqueue" or (
+                c.verb == "claim" and c.token <= 2)
+
+        lost = dataclasses.replace(job, seq=len(calls), verb="complete", token=1,
+                                   outcome="refused", reply="EMQGONE", after_lost_reply=True)
+        return [c for c in calls if kept(c)] + [lost]
+
+    found = audit(vanish_after_second_claim(list(run.ledger)), final_of(run))
+    assert found.lost == [job.job_id], found.violations
+    assert not found.problems.get(V_FINAL), found.problems.get(V_FINAL)
+
+
 def test_drift_and_leftovers_are_caught(run: Result) -> None:
     job = first(run.ledger, is_complete).job_id
     drift = Drift("state-mismatch", job, "has state 'active' but is in pending")

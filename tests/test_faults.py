@@ -110,6 +110,7 @@ def test_kill_9_with_fsynced_aof_loses_nothing(aof_server: RunningServer) -> Non
     assert result.restarts_seen == 1
     assert result.connection_errors > 0
     assert not result.timed_out
+    print(f"\nkill -9 with fsynced AOF: {figures(result)}")
 
 
 def test_restart_without_persistence_reports_the_loss(volatile_server: RunningServer) -> None:
@@ -123,3 +124,13 @@ def test_restart_without_persistence_reports_the_loss(volatile_server: RunningSe
         f"{result.lost_jobs} jobs vanished: the server restarted without persistence"
     )
     assert result.verdicts["every job completed exactly once or dead"] is False
+    print(f"\nrestart without persistence: {figures(result)}")
+
+
+def figures(result: Result) -> str:
+    """The run's figures in one line (shown with ``pytest -s``)."""
+    return (
+        f"{result.jobs} jobs, {result.completed} completed, {result.dead} dead, "
+        f"{result.lost_jobs} lost, {result.connection_errors} connection errors seen, "
+        f"{result.lost_replies} lost replies, {len(result.violations)} violation(s)"
+    )

@@ -28,6 +28,7 @@ table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import gc
 import json
@@ -48,7 +49,7 @@ import redis
 import echomq_lab
 from benchmarks.batch import enqueue_many
 from benchmarks.servers import RunningServer, start_server
-from echomq_lab import branded, jobs, keyspace
+from echomq_lab import benchreport, branded, jobs, keyspace
 from echomq_lab.scripts import NAMES, load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -819,75 +820,10 @@ class Busy:
 # Targets and the table
 
 
-@dataclass
-class Target:
-    """One goal of the issue, next to what was measured."""
-
-    name: str
-    goal: str
-    got: str
-    met: bool | None  # None: not measured in this run
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "goal": self.goal, "got": self.got, "met": self.met}
-
-
-def _ratio_target(
-    results: dict[str, Any], key: str, name: str, goal: float, fmt: str = "{:.2f}"
-) -> Target:
-    median = results["ratios"][key]["median"]
-    got = fmt.format(median)
-    est = results.get("cpu_estimates", {}).get(key)
-    if est is not None:
-        got += f" (CPU est. {fmt.format(est)})"
-    shown = f">= {fmt.format(goal)}"
-    return Target(name, shown, got, median >= goal)
-
-
-def targets(results: dict[str, Any]) -> list[Target]:
-    """The issue's goals, judged on wall-clock medians (ratios: median of per-repeat ratios).
-
-    Each ratio also shows its CPU-time estimate, for a machine that was busy.
-    """
-    out = [
-        _ratio_target(results, "cycle_vs_limit_over_3", "cycle vs limit / 3", 0.90),
-        _ratio_target(
-            results, "pipelined_enqueue_vs_limit", "pipelined enqueue vs its limit", 0.85
-        ),
-    ]
-    if "cycle_vs_rq" in results["ratios"]:
-        out.append(_ratio_target(results, "cycle_vs_rq", "cycle vs python-rq", 10, "{:.1f}x"))
-    cpt = results["commands_per_transition"]
-    warm = {k: v for k, v in cpt.items() if "cold" not in k}
-    bad = sorted(
-        k
-        for k, v in warm.items()
-        if v["evalsha"] != 1 or v["round_trips"] != 1 or v["top_level"] != {"evalsha": 1}
-    )
-    out.append(
-        Target(
-            "EVALSHA per transition",
-            "exactly 1",
-            f"1 for all {len(warm)}" if not bad else f"not 1 for {', '.join(bad)}",
-            not bad,
-        )
-    )
-    out.append(_ratio_target(results, "embedded_vs_valkey", "embedded cycle vs Valkey", 0.60))
-    w = results.get("widgets")
-    if w and "p95_ms" in w:
-        out.append(
-            Target("click-to-render p95", "< 50 ms", f"{w['p95_ms']:.1f} ms", w["p95_ms"] < 50)
-        )
-    else:
-        out.append(Target("click-to-render p95", "< 50 ms", "not measured", None))
-    nb = results.get("notebooks")
-    if nb:
-        ok = nb["exit_code"] == 0 and nb["wall_s"] < 60
-        got = f"{nb['wall_s']:.1f} s (exit {nb['exit_code']})"
-        out.append(Target("nbval suite", "< 60 s, passing", got, ok))
-    else:
-        out.append(Target("nbval suite", "< 60 s, passing", "not run (--with-notebooks)", None))
-    return out
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's goals judged on this run's numbers, by the library's own judge
+    (:func:`echomq_lab.benchreport.targets`, which notebook 06 uses too)."""
+    return [dataclasses.asdict(t) for t in benchreport.targets(results)]
 
 
 def _fmt(x: float) -> str:
@@ -1078,7 +1014,7 @@ def run(
     finally:
         server.stop()
     results["busy"] = busy.report()
-    results["targets"] = [t.as_dict() for t in targets(results)]
+    results["targets"] = targets(results)
     return results
 
 

@@ -42,7 +42,8 @@ def _int(name: str, value: object, low: int, high: int) -> int:
     return value
 
 
-def _lease(value: object) -> int:
+def check_lease(value: object) -> int:
+    """``value`` if it is a lease the protocol accepts (1 ms .. one year); raise otherwise."""
     return _int("lease_ms", value, 1, MAX_MS)
 
 
@@ -120,7 +121,7 @@ def claim(conn: redis.Redis, queue: str, lease_ms: int) -> Claimed | None:
 
     The returned token is the row's new ``attempts``; present it to complete, retry and extend.
     """
-    args: list[Arg] = [keyspace.job_prefix(queue), str(_lease(lease_ms))]
+    args: list[Arg] = [keyspace.job_prefix(queue), str(check_lease(lease_ms))]
     reply = load("claim")(conn, _keys(queue, "pending", "active"), args)
     if not reply:
         return None
@@ -198,7 +199,7 @@ def extend(conn: redis.Redis, queue: str, job_id: str, token: int, lease_ms: int
     is never put back in active), :class:`errors.JobGone` when the row does not exist.
     """
     keys = [*_keys(queue, "active"), _row(queue, job_id)]
-    args: list[Arg] = [job_id, str(_token(token)), str(_lease(lease_ms))]
+    args: list[Arg] = [job_id, str(_token(token)), str(check_lease(lease_ms))]
     reply = int(load("extend")(conn, keys, args))
     if reply == -1:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")

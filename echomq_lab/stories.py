@@ -168,8 +168,8 @@ def sample_row(
     enqueue → claim (token 1, a lease of ``lease_ms``) → wait until that lease has expired on
     the server clock → reap (back to pending) → claim again (token 2, held for ``hold_ms``).
     """
-    jobs._lease(lease_ms)
-    jobs._lease(hold_ms)
+    jobs.check_lease(lease_ms)
+    jobs.check_lease(hold_ms)
     reset(conn, queue)
     job_id = branded.mint("JOB")
     jobs.enqueue(conn, queue, job_id, payload)
@@ -362,7 +362,7 @@ class TwoWorkers:
 
     def start(self) -> str:
         """Empty the queue, enqueue one fresh job, and rewind to the first step; return its id."""
-        jobs._lease(self.lease_ms)
+        jobs.check_lease(self.lease_ms)
         reset(self.conn, self.queue)
         self.job_id = branded.mint("JOB")
         jobs.enqueue(self.conn, self.queue, self.job_id, self.payload)

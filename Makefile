@@ -5,7 +5,7 @@ PY          := $(VENV)/bin/python
 STAMP       := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: test lint typecheck pytest lab bench clean venv
+.PHONY: test lint typecheck pytest lab bench clean venv notebooks
 
 venv: $(STAMP)
 
@@ -45,6 +45,15 @@ lab: $(STAMP)
 	@echo "Server: $${ECHOMQ_REDIS_URL:-embedded fakeredis (set ECHOMQ_REDIS_URL for a real one)}"
 	$(PY) -m jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks $(LAB_ARGS) \
 		notebooks/00-the-record-hash.ipynb
+
+# Re-run every notebook and store its outputs and widget state (nbval compares against them).
+# Needed after changing a handle or script a notebook shows: its source is part of the output.
+notebooks: $(STAMP)
+	for nb in notebooks/*.ipynb; do \
+		env -u ECHOMQ_REDIS_URL $(PY) -m jupyter nbconvert --to notebook --execute --inplace \
+			--ExecutePreprocessor.store_widget_state=True \
+			--ExecutePreprocessor.record_timing=False "$$nb" || exit 1; \
+	done
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run

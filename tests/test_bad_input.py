@@ -28,6 +28,7 @@ from servers import ServerStartError, free_port, start_server
 from test_conformance import dump
 
 from echomq_lab import branded, connect, errors, jobs, snapshot
+from echomq_lab.benchreport import counting
 from echomq_lab.branded import ALPHABET, MAX_SNOWFLAKE, WIDTH
 from echomq_lab.jobs import MAX_MS, MAX_RUN_AT_MS
 from echomq_lab.scripts import NAMES, load
@@ -86,26 +87,17 @@ def server_untouched(
 ) -> Iterator[list[str]]:
     """Assert the keyspace is identical afterwards and exactly ``expect_sent`` was sent.
 
-    Sent commands are counted by wrapping the client's ``execute_command`` (works on every
-    backend, fakeredis included). On real servers ``INFO commandstats`` must also show the
-    sent commands plus the first INFO call itself, and nothing else but the read-only
-    commands a refusing script runs (the server counts commands run inside scripts too).
+    Sent commands are counted by :func:`echomq_lab.benchreport.counting`, which wraps the
+    client's ``execute_command`` (works on every backend, fakeredis included). On real
+    servers ``INFO commandstats`` must also show the sent commands plus the first INFO call
+    itself, and nothing else but the read-only commands a refusing script runs (the server
+    counts commands run inside scripts too).
     """
     before = dump(conn)
     real = backend_name != "fakeredis"
     stats_before = _command_stats(conn) if real else {}
-    sent: list[str] = []
-    original = conn.execute_command
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        sent.append(str(args[0]).upper())
-        return original(*args, **kwargs)
-
-    conn.execute_command = counting  # type: ignore[method-assign]
-    try:
+    with counting(conn) as sent:
         yield sent
-    finally:
-        del conn.execute_command
     assert sent == expect_sent
     if real:
         delta = {

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import fakeredis
@@ -101,10 +100,23 @@ def describe(conn: redis.Redis) -> str:
     return f"{scheme}://{auth}{host}:{port}/{db}"
 
 
-@contextmanager
-def reaching(conn: redis.Redis) -> Iterator[None]:
-    """Turn a lost connection inside the block into :class:`errors.ServerUnavailable`."""
-    try:
-        yield
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
-        raise errors.ServerUnavailable(f"cannot reach {describe(conn)}: {exc}") from None
+class reaching:  # noqa: N801 - used like a function: ``with reaching(conn): ...``
+    """Turn a lost connection inside the block into :class:`errors.ServerUnavailable`.
+
+    A small class rather than a generator context manager: every transition passes through
+    it, and this costs a few microseconds less per call.
+    """
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: redis.Redis) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is not None and isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+            raise errors.ServerUnavailable(f"cannot reach {describe(self.conn)}: {exc}") from None

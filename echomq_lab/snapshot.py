@@ -28,6 +28,14 @@ SET_OF_STATE: dict[str, SetName] = {
 Row = dict[bytes, bytes]
 
 
+def decoded(value: bytes) -> str:
+    """A field value as text: decoded when it is UTF-8, its bytes repr when it is not."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return repr(value)
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """One queue at one instant on the server clock.

@@ -20,7 +20,7 @@ import redis
 
 from echomq_lab import branded, errors, jobs, keyspace
 from echomq_lab.connection import reaching
-from echomq_lab.snapshot import Row
+from echomq_lab.snapshot import Row, decoded
 
 #: Short leases keep a reader waiting about a second, not a minute.
 DEFAULT_LEASE_MS = 1500
@@ -110,10 +110,7 @@ def _state(row: Row | None) -> str:
 
 
 def _shown(value: bytes) -> str:
-    try:
-        text = value.decode("utf-8")
-    except UnicodeDecodeError:
-        return repr(value)
+    text = decoded(value)
     return text if len(text) <= 40 else text[:40] + "…"
 
 

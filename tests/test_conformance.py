@@ -22,6 +22,7 @@ import redis
 
 from echomq_lab import branded, errors, jobs
 from echomq_lab.snapshot import Drift, check, drifts, snapshot
+from echomq_lab.stories import server_now_ms
 
 Q = "conformance"
 PENDING = f"emq:{{{Q}}}:pending"
@@ -64,10 +65,8 @@ def dump(conn: redis.Redis) -> dict[bytes, tuple[str, Any]]:
     return out
 
 
-def server_ms(conn: redis.Redis) -> int:
-    """The server's clock (TIME) in ms, the clock every script reads."""
-    seconds, micros = conn.time()
-    return int(seconds) * 1000 + int(micros) // 1000
+#: The server's clock (TIME) in ms, the clock every script reads: the library's own reading.
+server_ms = server_now_ms
 
 
 #: Slack (ms) around a bracketing pair of TIME reads; covers clock granularity only.

@@ -24,10 +24,7 @@ _MONO = "font-family:monospace"
 
 def value_text(value: bytes) -> str:
     """A field value as one line of text: a quoted string when UTF-8, a bytes repr when not."""
-    try:
-        return repr(value.decode("utf-8"))
-    except UnicodeDecodeError:
-        return repr(value)
+    return style.quoted(value)
 
 
 def _value_html(name: str, value: bytes) -> str:

@@ -35,11 +35,7 @@ def hex_text(data: bytes, limit: int = HEX_SHOWN) -> str:
 
 def as_text(data: bytes, limit: int = 60) -> str:
     """``data`` as a quoted string when it is UTF-8, or as a bytes literal when it is not."""
-    try:
-        shown = repr(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        shown = repr(data)
-    return shown if len(shown) <= limit else shown[:limit] + "…"
+    return style.quoted(data, limit)
 
 
 class PayloadRoundTrip(Panel):

@@ -16,7 +16,7 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import errors, jobs
-from echomq_lab.snapshot import Row, Snapshot
+from echomq_lab.snapshot import Row, Snapshot, decoded
 from echomq_lab.widgets import style
 
 #: The three protocol fields, in the order the views list them; extra fields follow, sorted.
@@ -72,10 +72,7 @@ def show_value(value: bytes, limit: int = PAYLOAD_SHOWN) -> str:
 
     Long values are cut at ``limit`` characters with the total length said.
     """
-    try:
-        text = value.decode("utf-8")
-    except UnicodeDecodeError:
-        text = repr(value)
+    text = decoded(value)
     if len(text) > limit:
         text = f"{text[:limit]}… ({len(value)} bytes)"
     return text

@@ -25,6 +25,16 @@ MUTED = "#888888"
 CHANGED_BG = "#fff3b0"
 
 
+def quoted(value: bytes, limit: int | None = None) -> str:
+    """``value`` as a quoted string when it is UTF-8, or as a bytes literal when it is not;
+    cut at ``limit`` characters (with "…") when a limit is given."""
+    try:
+        shown = repr(value.decode("utf-8"))
+    except UnicodeDecodeError:
+        shown = repr(value)
+    return shown if limit is None or len(shown) <= limit else shown[:limit] + "…"
+
+
 def state_badge(state: str) -> str:
     """An HTML pill naming ``state`` in its colour."""
     colour = STATE_COLOURS.get(state, MUTED)

@@ -50,7 +50,7 @@ import echomq_lab
 from benchmarks.batch import enqueue_many
 from benchmarks.servers import RunningServer, start_server
 from echomq_lab import benchreport, branded, jobs, keyspace
-from echomq_lab.scripts import NAMES, load
+from echomq_lab.scripts import load, names
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results.json"
@@ -544,7 +544,7 @@ def commands_per_transition(url: str, queue: str = "bench-cpt") -> dict[str, dic
     try:
         setup.flushall()
         setup.script_flush()
-        for name in NAMES:
+        for name in names():
             setup.script_load(load(name).source)
         first, second, third, fourth = (branded.mint() for _ in range(4))
 

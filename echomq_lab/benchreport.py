@@ -689,7 +689,7 @@ class Traced:
 
 def warm_up(conn: redis.Redis) -> None:
     """Load every protocol script on the server (idempotent), so no call meets NOSCRIPT."""
-    for name in scripts.NAMES:
+    for name in scripts.names():
         conn.script_load(scripts.load(name).source)
 
 

@@ -1,66 +1,85 @@
-"""Typed refusals of the EchoMQ protocol.
+"""Typed errors of the lab, split by who spoke.
 
-Every refusal a script can answer is an :class:`EchoMQError` subclass that carries the wire
-class (the first word of the script's error reply). Bad arguments never reach the server: they
-raise :class:`ValueError` or :class:`TypeError` in the host instead.
+- :class:`Refusal` and its subclasses are answers **the server gave**: a script replied with an
+  error whose first word is a wire class (``EMQSTALE``, ``EMQKIND``, ``EMQSTATE``).
+- :class:`HostCondition` and its subclasses are what **the host saw** on its own: the row it
+  asked about does not exist (:class:`JobGone`), or the server could not be reached
+  (:class:`ServerUnavailable`). They carry no wire class; their text is the lab's own words.
+
+Both branches share the root :class:`EchoMQError`, so ``except errors.Refusal`` never swallows a
+dead server. Bad arguments never reach the server: they raise :class:`ValueError` or
+:class:`TypeError` in the host instead.
 """
 
 from __future__ import annotations
 
 
 class EchoMQError(Exception):
-    """Base class of every refusal the protocol answers.
-
-    ``wire_class`` is the first word of the server's reply (``EMQSTALE``, ``EMQKIND``,
-    ``EMQSTATE``); ``detail`` is the rest of the one-line message.
-    """
-
-    wire_class: str = "EMQ"
+    """Root of every error the lab raises about the protocol; ``detail`` is the one-line text."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
 
     def __str__(self) -> str:
+        return self.detail
+
+
+class Refusal(EchoMQError):
+    """A script refused the call. ``wire_class`` is the first word of the server's reply."""
+
+    wire_class: str = "EMQ"
+
+    def __str__(self) -> str:
         return f"{self.wire_class}: {self.detail}"
 
 
-class StaleToken(EchoMQError):
+class StaleToken(Refusal):
     """The presented token is not the row's current ``attempts``, or its lease is gone."""
 
     wire_class = "EMQSTALE"
 
 
-class KindRefused(EchoMQError):
+class KindRefused(Refusal):
     """The enqueue script refused an id whose namespace is not ``JOB``."""
 
     wire_class = "EMQKIND"
 
 
-class WrongState(EchoMQError):
+class WrongState(Refusal):
     """The job is not in the state the verb needs (e.g. reprocess of a job that is not dead)."""
 
     wire_class = "EMQSTATE"
 
 
-class JobGone(EchoMQError):
+class HostCondition(EchoMQError):
+    """Something the host found, not a refusal the server answered.
+
+    ``label`` names the condition in plain words (``job gone``, ``server unreachable``); it is
+    never a wire class, and ``str()`` shows only the detail.
+    """
+
+    label: str = "host condition"
+
+
+class JobGone(HostCondition):
     """The job's row does not exist (never enqueued, or already completed)."""
 
-    wire_class = "EMQGONE"
+    label = "job gone"
 
 
-class ServerUnavailable(EchoMQError):
+class ServerUnavailable(HostCondition):
     """The server could not be reached; the message names the URL with its password hidden."""
 
-    wire_class = "EMQDOWN"
+    label = "server unreachable"
 
 
-WIRE_CLASSES: dict[str, type[EchoMQError]] = {
+WIRE_CLASSES: dict[str, type[Refusal]] = {
     cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState)
 }
 
 
-def from_reply(text: str) -> EchoMQError | None:
+def from_reply(text: str) -> Refusal | None:
     """Map a script's error reply to its typed refusal by the first word, or None if unknown.
 
     Servers may append `` script: <sha>, on @user_script:N.`` to the text; that tail is cut.
@@ -71,3 +90,8 @@ def from_reply(text: str) -> EchoMQError | None:
         return None
     detail = rest.split(" script: ", 1)[0].strip()
     return cls(detail)
+
+
+def kind_of(exc: EchoMQError) -> str:
+    """A short name for what happened: the wire class of a refusal, else the host's label."""
+    return exc.wire_class if isinstance(exc, Refusal) else getattr(exc, "label", "error")

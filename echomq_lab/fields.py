@@ -18,16 +18,16 @@ from typing import Literal
 
 import redis
 
-from echomq_lab import branded, jobs, keyspace
+from echomq_lab import branded, jobs, keyspace, transitions
 from echomq_lab.connection import reaching
-from echomq_lab.scripts import NAMES, load
+from echomq_lab.scripts import load, names
 
 FieldName = Literal["state", "attempts", "payload"]
 #: The protocol fields of a row, in the order every view lists them.
 FIELD_NAMES: tuple[FieldName, ...] = ("state", "attempts", "payload")
 
 #: The scripts that are transitions of the protocol (``snapshot`` is the lab's read-only view).
-TRANSITION_SCRIPTS: tuple[str, ...] = tuple(n for n in NAMES if n != "snapshot")
+TRANSITION_SCRIPTS: tuple[str, ...] = transitions.SCRIPTS
 
 #: The one transition that ends a row: it deletes the whole hash, every field with it.
 RETIRED_BY = "complete"
@@ -112,7 +112,7 @@ FIELDS: dict[str, Field] = {
         writes=(
             Write("enqueue", ("enqueue",), "HSET", b"pending",
                   "in the one HSET that writes all three fields"),
-            Write("enqueue_later", ("enqueue_at", "enqueue_in"), "HSET", b"scheduled",
+            Write("schedule", ("enqueue_at", "enqueue_in"), "HSET", b"scheduled",
                   "in the same three-field HSET, for a job enqueued for later"),
             Write("claim", ("claim",), "HSET", b"active", "as it leases the job"),
             Write("retry", ("retry",), "HSET", b"scheduled",
@@ -141,7 +141,7 @@ FIELDS: dict[str, Field] = {
         ),
         writes=(
             Write("enqueue", ("enqueue",), "HSET", b"0", "in the three-field HSET"),
-            Write("enqueue_later", ("enqueue_at", "enqueue_in"), "HSET", b"0",
+            Write("schedule", ("enqueue_at", "enqueue_in"), "HSET", b"0",
                   "in the three-field HSET"),
             Write("claim", ("claim",), "HINCRBY", None,
                   "+1; the new value is the worker's token"),
@@ -163,7 +163,7 @@ FIELDS: dict[str, Field] = {
         ),
         writes=(
             Write("enqueue", ("enqueue",), "HSET", None, "the caller's bytes, verbatim"),
-            Write("enqueue_later", ("enqueue_at", "enqueue_in"), "HSET", None,
+            Write("schedule", ("enqueue_at", "enqueue_in"), "HSET", None,
                   "the caller's bytes, verbatim"),
         ),
         reads=(
@@ -232,14 +232,14 @@ class Mention:
 _CALL = re.compile(r"redis\.call\('([A-Za-z]+)'")
 
 
-def mentions(name: str, scripts: tuple[str, ...] = NAMES) -> list[Mention]:
+def mentions(name: str, scripts: tuple[str, ...] | None = None) -> list[Mention]:
     """Every code line (comments skipped) of the protocol scripts that names field ``name``.
 
     A line counts when it holds ``'name'`` as a quoted Lua string inside a ``redis.call``.
     """
     quoted = f"'{name}'"
     found: list[Mention] = []
-    for script in scripts:
+    for script in names() if scripts is None else scripts:
         for no, line in enumerate(load(script).source.splitlines(), start=1):
             code = line.strip()
             if code.startswith("--") or quoted not in code:

@@ -89,12 +89,12 @@ def enqueue(
     return "enqueued" if reply == 1 else "duplicate"
 
 
-def _enqueue_later(
+def _schedule(
     conn: redis.Redis, queue: str, job_id: str, payload: Payload, mode: str, ms: int
 ) -> Literal["scheduled", "duplicate"]:
     row, data = _row(queue, job_id), _payload(payload)
     args: list[Arg] = [job_id, data, mode, str(ms)]
-    reply = load("enqueue_later")(conn, [row, *_keys(queue, "schedule")], args)
+    reply = load("schedule")(conn, [row, *_keys(queue, "schedule")], args)
     return "scheduled" if reply == 1 else "duplicate"
 
 
@@ -102,7 +102,7 @@ def enqueue_at(
     conn: redis.Redis, queue: str, job_id: str, payload: Payload, run_at_ms: int
 ) -> Literal["scheduled", "duplicate"]:
     """Write a new row in state ``scheduled``, due at ``run_at_ms`` (Unix ms, server clock)."""
-    return _enqueue_later(
+    return _schedule(
         conn, queue, job_id, payload, "at", _int("run_at_ms", run_at_ms, 0, MAX_RUN_AT_MS)
     )
 
@@ -111,7 +111,7 @@ def enqueue_in(
     conn: redis.Redis, queue: str, job_id: str, payload: Payload, delay_ms: int
 ) -> Literal["scheduled", "duplicate"]:
     """Write a new row in state ``scheduled``, due ``delay_ms`` after the server's now."""
-    return _enqueue_later(
+    return _schedule(
         conn, queue, job_id, payload, "in", _int("delay_ms", delay_ms, 0, MAX_MS)
     )
 

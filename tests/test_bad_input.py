@@ -31,7 +31,7 @@ from echomq_lab import branded, connect, errors, jobs, snapshot
 from echomq_lab.benchreport import counting
 from echomq_lab.branded import ALPHABET, MAX_SNOWFLAKE, WIDTH
 from echomq_lab.jobs import MAX_MS, MAX_RUN_AT_MS
-from echomq_lab.scripts import NAMES, load
+from echomq_lab.scripts import load, names
 
 Q = "bad-input"
 LONG = 60_000
@@ -68,7 +68,7 @@ def world(conn: redis.Redis) -> World:
     assert got is not None and got.id == active
     pending = branded.mint()
     jobs.enqueue(conn, Q, pending, b"pending")
-    for name in NAMES:  # steady state: a call that reaches the server is one EVALSHA
+    for name in names():  # steady state: a call that reaches the server is one EVALSHA
         conn.script_load(load(name).source)
     return World(pending, active, got.token, due, retried, dead, branded.mint())
 

@@ -24,7 +24,7 @@ from redis.connection import Connection
 from test_conformance import dump
 
 from echomq_lab import branded, errors, jobs, snapshot
-from echomq_lab.scripts import NAMES, Script, load
+from echomq_lab.scripts import Script, load, names
 
 Q = "dispatch"
 LONG = 60_000
@@ -103,7 +103,7 @@ def real(backend_name: str) -> bool:
 
 
 def preload(conn: redis.Redis) -> None:
-    for name in NAMES:
+    for name in names():
         assert conn.script_load(load(name).source) == load(name).sha
 
 
@@ -162,12 +162,12 @@ ANY = object()  # the reply is checked elsewhere (conformance); here only the tr
 TRANSITIONS: dict[str, tuple[str, Setup, object]] = {
     "enqueue": ("enqueue", lambda c: lambda: jobs.enqueue(c, Q, branded.mint(), b"x"), "enqueued"),
     "enqueue_at": (
-        "enqueue_later",
+        "schedule",
         lambda c: lambda: jobs.enqueue_at(c, Q, branded.mint(), b"x", 5),
         "scheduled",
     ),
     "enqueue_in": (
-        "enqueue_later",
+        "schedule",
         lambda c: lambda: jobs.enqueue_in(c, Q, branded.mint(), b"x", 5),
         "scheduled",
     ),
@@ -229,7 +229,7 @@ def test_reads_are_one_plain_command(
 
 
 def test_sha_is_the_servers_sha(conn: redis.Redis) -> None:
-    for name in NAMES:
+    for name in names():
         script = load(name)
         assert script.name == name
         assert conn.script_load(script.source) == script.sha

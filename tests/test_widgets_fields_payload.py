@@ -41,7 +41,7 @@ def test_each_write_names_the_command_the_script_uses(name: str) -> None:
 
 def test_only_enqueue_writes_the_payload_and_only_claim_reads_it() -> None:
     found = fields.mentions("payload")
-    assert {m.script for m in found} == {"enqueue", "enqueue_later", "claim"}
+    assert {m.script for m in found} == {"enqueue", "schedule", "claim"}
     assert {m.script for m in found if m.access == "read"} == {"claim"}
     # the transitions that decide anything read state or attempts, never the payload
     control = {m.script for m in fields.mentions("attempts") + fields.mentions("state")}
@@ -72,7 +72,7 @@ def test_untouched_by_leaves_out_writers_and_complete() -> None:
     assert "complete" not in fields.FIELDS["payload"].untouched_by
     assert set(fields.FIELDS["payload"].untouched_by) == set(fields.TRANSITION_SCRIPTS) - {
         "enqueue",
-        "enqueue_later",
+        "schedule",
         "complete",
     }
 
@@ -97,7 +97,7 @@ def _after_enqueue(conn: redis.Redis) -> str:
     return _fresh(conn)
 
 
-def _after_enqueue_later(conn: redis.Redis) -> str:
+def _after_schedule(conn: redis.Redis) -> str:
     job_id = branded.mint("JOB")
     assert jobs.enqueue_in(conn, Q, job_id, b"cargo", 60_000) == "scheduled"
     return job_id
@@ -142,7 +142,7 @@ def _after_reprocess(conn: redis.Redis) -> str:
 #: (script, when) of each write in the table → a walk that ends right after that write.
 WALKS: dict[tuple[str, str], Callable[[redis.Redis], str]] = {
     ("enqueue", ""): _after_enqueue,
-    ("enqueue_later", ""): _after_enqueue_later,
+    ("schedule", ""): _after_schedule,
     ("claim", ""): _after_claim,
     ("retry", "attempts below the cap"): _after_retry_below_cap,
     ("retry", "attempts at the cap"): _after_retry_at_cap,

@@ -8,6 +8,7 @@ body sent with SCRIPT LOAD and the EVALSHA tried once more.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -22,18 +23,10 @@ from echomq_lab.connection import reaching
 
 Arg = str | bytes | int
 
-NAMES = (
-    "enqueue",
-    "enqueue_later",
-    "claim",
-    "complete",
-    "retry",
-    "promote",
-    "reap",
-    "reprocess",
-    "extend",
-    "snapshot",
-)
+#: The read-only scripts the lab's views run; every other script is a transition's, named in
+#: :data:`echomq_lab.transitions.TRANSITIONS`.
+VIEWS: tuple[str, ...] = ("snapshot",)
+_NAME = re.compile(r"[a-z_]{1,40}")
 
 
 @dataclass(frozen=True)
@@ -78,7 +71,15 @@ class Script:
 @cache
 def load(name: str) -> Script:
     """The script ``name`` read from this package's ``<name>.lua``."""
-    if name not in NAMES:
+    path = resources.files(__package__).joinpath(f"{name}.lua")
+    if not _NAME.fullmatch(name) or not path.is_file():
         raise KeyError(f"no script named {name!r}")
-    source = resources.files(__package__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    source = path.read_text(encoding="utf-8")
     return Script(name, source)
+
+
+def names() -> tuple[str, ...]:
+    """Every script the lab ships: each transition's (registry order), then the views."""
+    from echomq_lab.transitions import SCRIPTS  # late: transitions -> jobs -> this package
+
+    return SCRIPTS + VIEWS

@@ -1,4 +1,4 @@
--- enqueue_later: write a new job row that waits on the schedule set until it is due.
+-- schedule: write a new job row that runs later (the enqueue_at / enqueue_in handles).
 -- KEYS[1] row       emq:{Q}:job:<ID>
 -- KEYS[2] schedule  emq:{Q}:schedule
 -- ARGV[1] id        the branded id (must be in the JOB namespace)

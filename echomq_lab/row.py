@@ -1,0 +1,92 @@
+"""A job row as the lab reads it: the three protocol fields, any extra fields, and the raw bytes.
+
+:class:`Row` wraps the ``dict[bytes, bytes]`` a ``HGETALL`` returns and answers the questions
+every view asks of it (its ``state``, its ``attempts`` as a number, its ``payload``, the fields
+in display order), so no view decodes a field on its own. It is also a read-only mapping of the
+raw bytes, so ``row[b"state"]`` still reads the stored value exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+#: The protocol fields of a row, in the order every view lists them; extra fields follow, sorted.
+FIELD_NAMES: tuple[str, ...] = ("state", "attempts", "payload")
+_FIELD_KEYS = tuple(n.encode() for n in FIELD_NAMES)
+
+
+def decoded(value: bytes) -> str:
+    """The one display rule for a stored value: its text when it is UTF-8, else its bytes repr."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return repr(value)
+
+
+class Row(Mapping[bytes, bytes]):
+    """One job row. ``raw`` is exactly what the server holds (field bytes to value bytes)."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: Mapping[bytes, bytes]) -> None:
+        self.raw: dict[bytes, bytes] = dict(raw)
+
+    # -- the mapping of raw bytes ----------------------------------------------------------
+    def __getitem__(self, key: bytes) -> bytes:
+        return self.raw[key]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Row):
+            return self.raw == other.raw
+        if isinstance(other, Mapping):
+            return self.raw == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Row({self.raw!r})"
+
+    # -- the fields ------------------------------------------------------------------------
+    @property
+    def state(self) -> str | None:
+        """The ``state`` field as text (see :func:`decoded`), or None when the row has none."""
+        value = self.raw.get(b"state")
+        return None if value is None else decoded(value)
+
+    @property
+    def attempts(self) -> int | None:
+        """``attempts`` as an int, or None when it is missing or not a plain integer."""
+        value = self.raw.get(b"attempts")
+        if value is None:
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            return None
+
+    @property
+    def payload(self) -> bytes | None:
+        """The payload's exact bytes, or None when the row has no payload field."""
+        return self.raw.get(b"payload")
+
+    @property
+    def extra(self) -> dict[str, bytes]:
+        """Every field beyond the three protocol fields (e.g. ``last_error``), by name."""
+        return {decoded(k): v for k, v in sorted(self.raw.items()) if k not in _FIELD_KEYS}
+
+    def field_order(self) -> list[bytes]:
+        """The row's field names in display order: the protocol fields, then the rest sorted."""
+        head = [f for f in _FIELD_KEYS if f in self.raw]
+        return head + sorted(f for f in self.raw if f not in _FIELD_KEYS)
+
+    def shown(self, name: bytes) -> str:
+        """Field ``name``'s value by the one display rule (empty when the field is absent)."""
+        value = self.raw.get(name)
+        return "" if value is None else decoded(value)

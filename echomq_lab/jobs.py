@@ -11,7 +11,7 @@ from typing import Literal, NamedTuple, cast
 
 import redis
 
-from echomq_lab import errors, keyspace
+from echomq_lab import durable, errors, keyspace
 from echomq_lab.connection import reaching
 from echomq_lab.scripts import Arg, load
 
@@ -116,17 +116,36 @@ def enqueue_in(
     )
 
 
-def claim(conn: redis.Redis, queue: str, lease_ms: int) -> Claimed | None:
+def claim(
+    conn: redis.Redis, queue: str, lease_ms: int, *, replicas: int = 0, timeout_ms: int = 1000
+) -> Claimed | None:
     """Lease the oldest pending job for ``lease_ms``; None when nothing is pending.
 
     The returned token is the row's new ``attempts``; present it to complete, retry and extend.
+    ``replicas=N`` makes the claim durable: the same connection then WAITs up to
+    ``timeout_ms`` for N replicas to hold the claim, and :class:`errors.NotReplicated` is raised
+    when fewer did (the job stays leased; do not start work on that token).
     """
     args: list[Arg] = [keyspace.job_prefix(queue), str(check_lease(lease_ms))]
-    reply = load("claim")(conn, _keys(queue, "pending", "active"), args)
+    keys = _keys(queue, "pending", "active")
+    if not replicas:
+        reply = load("claim")(conn, keys, args)
+        acked = wanted = 0
+    else:
+        wanted = _int("replicas", replicas, 1, 64)
+        wait_ms = _int("timeout_ms", timeout_ms, 1, MAX_MS)
+        reply, acked = durable.run_and_wait(conn, load("claim"), keys, args, wanted, wait_ms)
     if not reply:
         return None
     job_id, payload, token = reply
-    return Claimed(job_id.decode("ascii"), payload, int(token))
+    claimed = Claimed(job_id.decode("ascii"), payload, int(token))
+    if acked < wanted:
+        raise errors.NotReplicated(
+            f"claim of {claimed.id} (token {claimed.token}) reached {acked} of {wanted} "
+            f"replica(s) in {timeout_ms} ms; it may not survive a failover, do not start on it",
+            job_id=claimed.id, token=claimed.token, acked=acked, wanted=wanted,
+        )
+    return claimed
 
 
 def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal["completed"]:

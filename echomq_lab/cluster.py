@@ -75,7 +75,8 @@ class Cluster:
     @property
     def label(self) -> str:
         """One line for reports: what runs, from where."""
-        shape = f"{PRIMARIES} primaries" + (f" + {PRIMARIES} replicas" if self.replicas else "")
+        more = f" + {PRIMARIES * self.replicas} replicas" if self.replicas else ""
+        shape = f"{PRIMARIES} primaries{more}"
         return f"valkey-server {self.version} cluster, {shape} ({self.binary})"
 
     def node(self, port: int) -> Node:
@@ -84,6 +85,12 @@ class Cluster:
             if n.port == port:
                 return n
         raise KeyError(f"no node of this cluster listens on port {port}")
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def url_via(self, node: Node) -> str:
         """The cluster URL seeded from ``node`` (say, when the first node is down)."""
@@ -190,7 +197,7 @@ def start_cluster(
     timeout_s: float = 30.0,
     keep: bool = False,
 ) -> Cluster:
-    """Start a cluster of three primaries (each with ``replicas`` replicas, 0 or 1) on loopback.
+    """Start a cluster of three primaries (each with ``replicas`` replicas, 0-2) on loopback.
 
     Each node gets a folder under ``dir`` (a fresh temporary folder when None); ``port`` is the
     first of consecutive ports (free ones are picked when None). Returns once every node says
@@ -198,8 +205,8 @@ def start_cluster(
     (the command line's ``up``) leaves them running until :meth:`Cluster.stop` or ``down``.
     Raises :class:`ClusterError` (one line) when it cannot start; nothing is left running then.
     """
-    if replicas not in (0, 1):
-        raise ValueError(f"replicas must be 0 or 1, got {replicas!r}")
+    if replicas not in (0, 1, 2):
+        raise ValueError(f"replicas must be 0, 1 or 2, got {replicas!r}")
     server, cli = binaries()
     root = Path(dir) if dir is not None else Path(tempfile.mkdtemp(prefix="echomq-cluster-"))
     if (root / STATE_FILE).exists():
@@ -307,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      and __doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start a 3-primary cluster on 127.0.0.1")
-    up.add_argument("--replicas", type=int, choices=(0, 1), default=0)
+    up.add_argument("--replicas", type=int, choices=(0, 1, 2), default=0)
     up.add_argument("--port", type=int, default=None, help="first of consecutive ports")
     for name, helptext in (("down", "stop it"), ("status", "say whether it runs")):
         sub.add_parser(name, help=helptext)

@@ -187,9 +187,30 @@ def _info(node: Node, section: str) -> dict[str, str]:
     return {}
 
 
+_UNSETTLED = {"fail", "fail?", "pfail", "handshake", "noaddr"}
+
+
+def _view(node: Node) -> frozenset[tuple[str, str, tuple[tuple[int, int], ...]]] | None:
+    """What ``node`` believes: (node id, its primary's id or "-", slot ranges) for every node,
+    or None while it still doubts one of them (failing, handshaking)."""
+    client = node.client(timeout_s=1.0)
+    try:
+        table = dict(client.cluster("NODES"))
+    finally:
+        client.close()
+    rows = []
+    for row in table.values():
+        if _UNSETTLED & set(str(row["flags"]).split(",")):
+            return None
+        slots = tuple((int(r[0]), int(r[-1])) for r in row["slots"])
+        rows.append((str(row["node_id"]), str(row["master_id"]), slots))
+    return frozenset(rows)
+
+
 def healthy(nodes: Sequence[Node]) -> bool:
-    """True when every node says ``cluster_state:ok``, knows every other node, and every
-    replica's link to its primary is up."""
+    """True when every node says ``cluster_state:ok``, knows and trusts every other node, all
+    of them agree on who serves which slots, and every replica's link to its primary is up."""
+    views = set()
     try:
         for n in nodes:
             info = _info(n, "cluster")
@@ -200,9 +221,10 @@ def healthy(nodes: Sequence[Node]) -> bool:
             repl = _info(n, "replication")
             if repl.get("role") == "slave" and repl.get("master_link_status") != "up":
                 return False
+            views.add(_view(n))
     except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
         return False
-    return True
+    return len(views) == 1 and None not in views
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:

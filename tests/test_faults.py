@@ -16,10 +16,10 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from servers import RunningServer, ServerStartError, start_server
 
 from echomq_lab import errors
 from echomq_lab.sim import Result, Settings, Simulation
+from echomq_lab.testing import RunningServer, ServerStartError, start_server
 
 pytestmark = pytest.mark.slow  # a few seconds each; still part of `make test`
 

@@ -73,6 +73,11 @@ class Cluster:
         return f"redis://{self.nodes[0].address}/0?cluster=1"
 
     @property
+    def kind(self) -> str:
+        """What runs behind the URL, for the test harness: ``cluster``."""
+        return "cluster"
+
+    @property
     def label(self) -> str:
         """One line for reports: what runs, from where."""
         more = f" + {PRIMARIES * self.replicas} replicas" if self.replicas else ""

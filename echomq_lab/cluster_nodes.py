@@ -162,7 +162,6 @@ def node_argv(server: str, port: int, folder: Path, node_timeout_ms: int,
         "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
         "--cluster-node-timeout", str(node_timeout_ms),
         "--cluster-replica-validity-factor", str(validity_factor),
-        "--cluster-allow-replica-migration", "no",
         "--repl-diskless-sync-delay", "0",
     ]
 

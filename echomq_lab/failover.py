@@ -125,18 +125,48 @@ def _following(cluster: Cluster, replica: Node, primary: Node) -> bool:
     return info.get("master_link_status") == "up" and info.get("master_port") == primary.port
 
 
+def _replication(node: Node) -> str:
+    client = node.client()
+    try:
+        info = client.info("replication")
+    except redis.RedisError as exc:
+        return f"nothing ({exc})"
+    finally:
+        client.close()
+    keys = ("role", "master_port", "master_link_status")
+    return ", ".join(f"{k}={info.get(k)}" for k in keys)
+
+
 def cluster_first_slot(cluster: Cluster, primary: Node) -> int:
     """The first slot ``primary`` serves now."""
     return next(s.first_slot for s in cluster.shards() if s.primary == primary)
 
 
+def _follow(replica: Node, primary_id: str) -> None:
+    """Ask ``replica`` to replicate from the node ``primary_id`` (``CLUSTER REPLICATE``)."""
+    client = replica.client()
+    try:
+        client.cluster("REPLICATE", primary_id)
+    except redis.RedisError:
+        pass  # not ready yet (still catching up on the cluster's news): asked again later
+    finally:
+        client.close()
+
+
 def _wait_following(cluster: Cluster, replica: Node, primary: Node, timeout_s: float = 30.0
                     ) -> None:
-    """Return once ``replica`` replicates from ``primary``; ClusterError after ``timeout_s``."""
+    """Return once ``replica`` replicates from ``primary``, telling it to (``CLUSTER
+    REPLICATE``) every second until it does; ClusterError after ``timeout_s``."""
+    primary_id = next(s.primary_id for s in cluster.shards() if s.primary == primary)
     deadline = time.monotonic() + timeout_s
+    asked = 0.0
     while not _following(cluster, replica, primary):
         if time.monotonic() > deadline:
-            raise ClusterError(f"{replica.address} did not follow {primary.address} in time")
+            raise ClusterError(f"{replica.address} did not follow {primary.address} in "
+                               f"{timeout_s:g} s; it says {_replication(replica)}")
+        if time.monotonic() - asked > 1.0:
+            _follow(replica, primary_id)
+            asked = time.monotonic()
         time.sleep(0.05)
 
 
@@ -228,7 +258,7 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
                    f"{r.promoted_in_s:.1f} s")
     cluster.thaw(second_replica)
     _wait_following(cluster, second_replica, replica)
-    r.steps.append("the second replica thawed and now follows the promoted one")
+    r.steps.append("the second replica thawed and told to follow the promoted one")
     conn2 = connect(cluster.url_via(replica))
     r.steps.append(f"the promoted replica holds the row as: {_row_text(conn2, queue, job_id)}")
     second = w2.claim(conn2, r)

@@ -12,6 +12,7 @@ import redis
 from benchmarks import run as bench
 from benchmarks.batch import enqueue_many
 from echomq_lab import branded, errors, jobs, keyspace
+from echomq_lab.testing.cluster import skip_reason
 
 #: The transitions the issue requires to be one EVALSHA each.
 REQUIRED = ("enqueue", "claim", "complete", "retry", "promote", "reap", "extend")
@@ -136,7 +137,16 @@ def test_main_quick_writes_json_and_prints_the_table(
 # -- enqueue_many: the pipelined batch the benchmark measures ----------------------------------
 
 
-def test_enqueue_many_writes_what_enqueue_writes(conn: redis.Redis) -> None:
+def _single_node_pipeline(backend_name: str) -> None:
+    """Skip on the cluster: enqueue_many pipelines EVALSHA, which redis-py's cluster
+    pipeline refuses."""
+    reason = skip_reason(backend_name, "a single-node pipeline of EVALSHA (enqueue_many)")
+    if reason:
+        pytest.skip(reason)
+
+
+def test_enqueue_many_writes_what_enqueue_writes(conn: redis.Redis, backend_name: str) -> None:
+    _single_node_pipeline(backend_name)
     ids = [branded.mint() for _ in range(5)]
     single = branded.mint()
     jobs.enqueue(conn, "q", single, b"\x00bytes")
@@ -175,7 +185,10 @@ def test_enqueue_many_refuses_a_bad_batch(conn: redis.Redis, batch: object) -> N
         enqueue_many(conn, "q", [(branded.mint(), b"p")], batch)  # type: ignore[arg-type]
 
 
-def test_enqueue_many_recovers_from_an_empty_script_cache(conn: redis.Redis) -> None:
+def test_enqueue_many_recovers_from_an_empty_script_cache(
+    conn: redis.Redis, backend_name: str
+) -> None:
+    _single_node_pipeline(backend_name)
     conn.script_flush()
     ids = [branded.mint() for _ in range(3)]
     assert enqueue_many(conn, "q", [(i, b"p") for i in ids], 2) == ["enqueued"] * 3

@@ -44,6 +44,7 @@ from echomq_lab.cluster_nodes import (
     shards_seen_by,
     wait_until,
 )
+from echomq_lab.connection import ENV_URL, cluster_url, connect
 
 __all__ = ["OWN_CLUSTER", "Cluster", "ClusterError", "Node", "Shard", "load", "start_cluster"]
 
@@ -272,6 +273,34 @@ def load(dir: str | Path | None = None) -> Cluster | None:
         return None
     nodes = tuple(Node(int(d["port"]), int(d["pid"]), Path(d["dir"])) for d in state["nodes"])
     return Cluster(root, nodes, int(state["replicas"]), state["version"], state["binary"])
+
+
+@dataclass
+class LabCluster:
+    """What a notebook works on: a client, the cluster it started (None when it started
+    none) and a one-line note when no cluster could be had."""
+
+    conn: redis.Redis
+    started: Cluster | None
+    note: str
+
+    @property
+    def on_cluster(self) -> bool:
+        """True when ``conn`` talks to a cluster."""
+        return self.note == ""
+
+
+def for_the_lab() -> LabCluster:
+    """The cluster ``ECHOMQ_REDIS_URL`` names (``?cluster=1``); else one started here for this
+    process (three primaries); else the embedded server, with a note saying why."""
+    env = os.environ.get(ENV_URL) or ""
+    if env and cluster_url(env) is not None:
+        return LabCluster(connect(env), None, "")
+    try:
+        started = start_cluster()
+    except ClusterError as exc:
+        return LabCluster(connect(fresh=True), None, f"no cluster here: {exc}")
+    return LabCluster(connect(started.url), started, "")
 
 
 def _up(args: argparse.Namespace) -> int:

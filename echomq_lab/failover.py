@@ -142,6 +142,15 @@ def cluster_first_slot(cluster: Cluster, primary: Node) -> int:
     return next(s.first_slot for s in cluster.shards() if s.primary == primary)
 
 
+def _never_fail_over(replica: Node) -> None:
+    """Keep ``replica`` out of elections, so the other replica is the one promoted."""
+    client = replica.client()
+    try:
+        client.config_set("cluster-replica-no-failover", "yes")
+    finally:
+        client.close()
+
+
 def _follow(replica: Node, primary_id: str) -> None:
     """Ask ``replica`` to replicate from the node ``primary_id`` (``CLUSTER REPLICATE``)."""
     client = replica.client()
@@ -243,11 +252,13 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
     acked = int(node.wait(2, 5000))
     r.steps.append(f"enqueued {job_id} on the primary of slot {slot}; WAIT 2 -> {acked}: "
                    "both replicas have the job")
+    _never_fail_over(second_replica)
     cluster.freeze(replica)
     cluster.freeze(second_replica)
     cut = node.client_kill_filter(_type="replica")
     node.close()
-    r.steps.append(f"both replicas frozen (SIGSTOP), their links cut ({cut} killed)")
+    r.steps.append(f"both replicas frozen (SIGSTOP), their links cut ({cut} killed); the "
+                   "second may not run for election (cluster-replica-no-failover)")
     held = w1.claim(conn1, r)
     r.steps.append(f"worker 1 claims: {_held(held, ledger)}")
     conn1.close()

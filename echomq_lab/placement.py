@@ -106,11 +106,10 @@ def queue_keys(queue: str, job_id: str | None = None) -> list[str]:
 
 def places(conn: redis.Redis, queue: str, job_id: str | None = None) -> list[KeyPlace]:
     """Where each key of ``queue`` lives (see :func:`queue_keys`)."""
+    keys = queue_keys(queue, job_id)  # a bad queue name is refused here, before the wire
     known = primaries(conn)
-    return [
-        KeyPlace(k, keyspace.slot(k), server_keyslot(conn, k), owner(conn, k, known))
-        for k in queue_keys(queue, job_id)
-    ]
+    return [KeyPlace(k, keyspace.slot(k), server_keyslot(conn, k), owner(conn, k, known))
+            for k in keys]
 
 
 def spread(conn: redis.Redis, queues: Iterable[str]) -> dict[str, int]:

@@ -26,7 +26,7 @@ import redis
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from echomq_lab import branded, jobs, scripts, stories
+from echomq_lab import branded, clock, jobs, queues, scripts
 from echomq_lab.widgets.style import MUTED, STATE_COLOURS, message_html
 
 #: The repository's committed results, found from the package (not from the working directory).
@@ -703,7 +703,7 @@ def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
     The queue is emptied first and last; the script cache is warmed first. Waiting for a lease
     to run out (before ``reap``) reads the server's clock, outside the counted calls.
     """
-    stories.reset(conn, queue)
+    queues.reset(conn, queue)
     warm_up(conn)
     out: list[Traced] = []
 
@@ -734,7 +734,7 @@ def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
         traced("retry", lambda: jobs.retry(conn, queue, first, c.token, 0, 3, "boom"))
         traced("promote", lambda: jobs.promote(conn, queue), lambda n: f"{n} moved")
         c = claim(1)
-        stories.wait_out_lease(conn, queue, first)
+        clock.wait_out_lease(conn, queue, first)
         traced("reap", lambda: jobs.reap(conn, queue), lambda n: f"{n} returned")
         c = claim(60_000)
         traced("retry (at the cap)", lambda: jobs.retry(conn, queue, first, c.token, 0, 3, "x"))
@@ -744,5 +744,5 @@ def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
         traced("enqueue_in", lambda: jobs.enqueue_in(conn, queue, later, b"{}", 60_000))
         traced("enqueue_at", lambda: jobs.enqueue_at(conn, queue, fixed, b"{}", FAR_FUTURE_MS))
     finally:
-        stories.reset(conn, queue)
+        queues.reset(conn, queue)
     return out

@@ -28,6 +28,7 @@ table.
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import datetime as dt
 import gc
@@ -49,7 +50,8 @@ import redis
 import echomq_lab
 from benchmarks.batch import enqueue_many
 from benchmarks.servers import RunningServer, start_server
-from echomq_lab import benchreport, branded, jobs, keyspace
+from echomq_lab import branded, clock, jobs, keyspace, transitions
+from echomq_lab.report import targets as report_targets
 from echomq_lab.scripts import load, names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -569,7 +571,7 @@ def commands_per_transition(url: str, queue: str = "bench-cpt") -> dict[str, dic
 
         c3 = jobs.claim(setup, queue, 1)
         assert c3 is not None
-        time.sleep(0.02)  # let the 1 ms lease run out on the server clock
+        clock.wait_out_lease(setup, queue, c3.id)  # the 1 ms lease, on the server clock
         r = measure("reap", lambda c: jobs.reap(c, queue))
         _expect("reap", r, 1)
 
@@ -593,7 +595,15 @@ def commands_per_transition(url: str, queue: str = "bench-cpt") -> dict[str, dic
         setup.flushall()
         for c in (setup, client, observer):
             c.close()
+    unmeasured = [h for h in handle_names() if h not in out]
+    if unmeasured:
+        raise RuntimeError(f"commands_per_transition measured no call of {unmeasured}")
     return out
+
+
+def handle_names() -> tuple[str, ...]:
+    """Every handle of the transitions registry (``enqueue_at`` and ``enqueue_in`` apart)."""
+    return tuple(h for t in transitions.TRANSITIONS for h in t.handle_names)
 
 
 def cycle_wire_cost(url: str, jobs_n: int = 100, queue: str = "bench-wire") -> dict[str, float]:
@@ -653,23 +663,48 @@ def bench_widgets(presses: int) -> dict[str, Any]:
 
     The notebooks' own ``TransitionPanel`` on ``connect(fresh=True)``: each press picks a
     transition and clicks Run; the handler runs the script, takes one snapshot and redraws the
-    record view, the sets view and the state diagram before ``press`` returns.
+    record view, the sets view and the state diagram before ``press`` returns. The panel runs
+    with no retry delay and one attempt, so every life of :data:`PRESSES` is accepted: the
+    scheduled jobs are due at once, and a retry takes its job to dead.
     """
     from echomq_lab.widgets import TransitionPanel
 
     conn = echomq_lab.connect(fresh=True)  # the embedded default, isolated from other runs
-    return _bench_transition_panel(TransitionPanel, conn, "bench-widgets", presses)
+    panel = TransitionPanel(conn, "bench-widgets", delay_ms=0, max_attempts=1)
+    try:
+        return _time_presses(panel, presses)
+    finally:
+        conn.close()
 
 
-#: The presses timed on a TransitionPanel, round and round: a whole life, then a retry.
-PRESSES = ("enqueue", "claim", "extend", "complete", "enqueue", "claim", "retry", "promote", "reap")
+def path(source: str, target: str) -> tuple[str, ...]:
+    """The transitions along the shortest way from ``source`` to ``target`` on the diagram
+    (:data:`echomq_lab.transitions.EDGES`, in registry order); ValueError if there is none."""
+    way: dict[str, tuple[str, ...]] = {source: ()}
+    todo = collections.deque([source])
+    while todo:
+        at = todo.popleft()
+        if at == target:
+            return way[at]
+        for name, edge in transitions.EDGES:
+            if edge.source == at and edge.target not in way:
+                way[edge.target] = (*way[at], name)
+                todo.append(edge.target)
+    raise ValueError(f"the diagram has no way from {source} to {target}")
 
 
-def _bench_transition_panel(
-    panel_cls: Any, conn: redis.Redis, queue: str, presses: int
-) -> dict[str, Any]:
+def life(t: transitions.Transition) -> tuple[str, ...]:
+    """A new job's shortest way along the diagram to where ``t`` starts, then ``t`` itself."""
+    return (*path(transitions.START, t.edges[0].source), t.name)
+
+
+#: The presses timed on a TransitionPanel, round and round: one :func:`life` per transition of
+#: the registry, in its order.
+PRESSES: tuple[str, ...] = tuple(name for t in transitions.TRANSITIONS for name in life(t))
+
+
+def _time_presses(panel: Any, presses: int) -> dict[str, Any]:
     """Time ``panel.press(name)`` (pick the transition, click Run, views redrawn) per press."""
-    panel = panel_cls(conn, queue)
     timings: list[float] = []
     refused = 0
     for k in range(presses + len(PRESSES)):  # the first round warms up and is not kept
@@ -680,9 +715,8 @@ def _bench_transition_panel(
         if k >= len(PRESSES):
             timings.append(spent)
             refused += not getattr(panel, "last_ok", True)
-    conn.close()
     return {
-        "subject": f"{panel_cls.__name__}.press(name): pick, click Run, record/sets/diagram "
+        "subject": f"{type(panel).__name__}.press(name): pick, click Run, record/sets/diagram "
         f"redrawn from one snapshot; cycling {', '.join(PRESSES)}",
         "presses": presses,
         "refused": refused,
@@ -821,9 +855,9 @@ class Busy:
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The issue's goals judged on this run's numbers, by the library's own judge
-    (:func:`echomq_lab.benchreport.targets`, which notebook 06 uses too)."""
-    return [dataclasses.asdict(t) for t in benchreport.targets(results)]
+    """The goals judged on this run's numbers, by the library's own judge
+    (:func:`echomq_lab.report.targets.targets`, which notebook 06 uses too)."""
+    return [dataclasses.asdict(t) for t in report_targets.targets(results)]
 
 
 def _fmt(x: float) -> str:

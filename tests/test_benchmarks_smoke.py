@@ -14,10 +14,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: `
 
 from benchmarks import run as bench  # noqa: E402
 from benchmarks.batch import enqueue_many  # noqa: E402
-from echomq_lab import branded, errors, jobs, keyspace  # noqa: E402
+from echomq_lab import branded, errors, jobs, keyspace, transitions  # noqa: E402
 
-#: The transitions the issue requires to be one EVALSHA each.
-REQUIRED = ("enqueue", "claim", "complete", "retry", "promote", "reap", "extend")
+#: Every handle of the transitions registry: each must be one EVALSHA and one round trip.
+HANDLES = bench.handle_names()
 
 TINY = bench.Sizes(
     repeats=2, slices=2, noop_ops=5, cycle_ops=3, embedded_ops=2, pipe_ops=120,
@@ -27,7 +27,8 @@ TINY = bench.Sizes(
 
 def test_every_transition_is_one_evalsha_and_one_round_trip(valkey_url: str) -> None:
     counts = bench.commands_per_transition(valkey_url)
-    for name in (*REQUIRED, "reprocess", "enqueue_in", "enqueue_at"):
+    assert set(HANDLES) == {h.__name__ for t in transitions.TRANSITIONS for h in t.handles}
+    for name in HANDLES:
         assert counts[name]["evalsha"] == 1, (name, counts[name])
         assert counts[name]["round_trips"] == 1, (name, counts[name])
         assert counts[name]["top_level"] == {"evalsha": 1}, (name, counts[name])
@@ -102,7 +103,22 @@ def test_rq_side_by_side_runs_every_job(valkey_url: str) -> None:
 def test_widget_bench_presses_the_transition_panel() -> None:
     result = bench.bench_widgets(TINY.presses)
     assert result["presses"] == TINY.presses
+    assert result["refused"] == 0  # every life of PRESSES is accepted by the panel
     assert result["median_ms"] <= result["p95_ms"] <= result["max_ms"]
+
+
+def test_presses_give_every_transition_a_life_along_the_diagram() -> None:
+    lives = [bench.life(t) for t in transitions.TRANSITIONS]
+    assert bench.PRESSES == tuple(name for life in lives for name in life)
+    for t, life in zip(transitions.TRANSITIONS, lives, strict=True):
+        assert life[-1] == t.name
+        states = {transitions.START}
+        for name in life:  # each press follows an edge from a state the job may be in
+            states = {e.target for e in transitions.get(name).edges if e.source in states}
+            assert states, (t.name, life, name)
+    assert bench.life(transitions.get("reprocess")) == ("enqueue", "claim", "retry", "reprocess")
+    with pytest.raises(ValueError, match="no way from"):
+        bench.path(transitions.RETIRED, transitions.START)
 
 
 def test_main_quick_writes_json_and_prints_the_table(
@@ -128,7 +144,7 @@ def test_main_quick_writes_json_and_prints_the_table(
     by_name = {t["name"]: t for t in results["targets"]}
     assert by_name["EVALSHA per transition"]["met"] is True
     assert by_name["nbval suite"]["met"] is None  # not asked for
-    for name in REQUIRED:
+    for name in HANDLES:
         assert results["commands_per_transition"][name]["evalsha"] == 1
     assert set(results["busy"]) >= {"load_avg_before", "cpu_others_pct_of_all_cores"}
     printed = capsys.readouterr().out

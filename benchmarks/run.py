@@ -973,6 +973,22 @@ def cpu_estimates(figs: dict[str, Figure]) -> dict[str, float]:
     return out
 
 
+#: The ratios taken repeat by repeat: (key, figure on top, figure below, scale of the one
+#: below, note). A third of the no-op rate is the most jobs a three-script cycle could reach.
+PAIRED_RATIOS: tuple[tuple[str, str, str, float, str], ...] = (
+    ("cycle_vs_limit_over_3", "cycle_valkey", "noop_evalsha", 1 / 3,
+     "cycle jobs/s / (no-op EVALSHA/s / 3), per repeat"),
+    ("pipelined_enqueue_vs_limit", "enqueue_pipelined", "noop_evalsha_pipelined", 1.0,
+     "pipelined enqueue / pipelined no-op, per repeat"),
+    ("bare_vs_limit_over_3", "cycle_bare_evalsha", "noop_evalsha", 1 / 3,
+     "bare-evalsha cycle / (no-op EVALSHA/s / 3): the scripts' own ceiling"),
+    ("cycle_vs_bare", "cycle_valkey", "cycle_bare_evalsha", 1.0,
+     "library cycle / bare-evalsha cycle: the share left after the library's Python"),
+    ("embedded_vs_valkey", "cycle_embedded", "cycle_valkey", 1.0,
+     "embedded cycle / Valkey cycle, per repeat"),
+)  # fmt: skip
+
+
 def _ratio(values: list[float], note: str) -> dict[str, Any]:
     return {
         "median": statistics.median(values),
@@ -1003,26 +1019,8 @@ def run(
         }
         figs = bench_throughput(server.url, sizes, server.proc.pid)
         ratio_list = {
-            "cycle_vs_limit_over_3": _ratio(
-                ratios(figs["cycle_valkey"], figs["noop_evalsha"], 1 / 3),
-                "cycle jobs/s / (no-op EVALSHA/s / 3), per repeat",
-            ),
-            "pipelined_enqueue_vs_limit": _ratio(
-                ratios(figs["enqueue_pipelined"], figs["noop_evalsha_pipelined"]),
-                "pipelined enqueue / pipelined no-op, per repeat",
-            ),
-            "bare_vs_limit_over_3": _ratio(
-                ratios(figs["cycle_bare_evalsha"], figs["noop_evalsha"], 1 / 3),
-                "bare-evalsha cycle / (no-op EVALSHA/s / 3): the scripts' own ceiling",
-            ),
-            "cycle_vs_bare": _ratio(
-                ratios(figs["cycle_valkey"], figs["cycle_bare_evalsha"]),
-                "library cycle / bare-evalsha cycle: the share left after the library's Python",
-            ),
-            "embedded_vs_valkey": _ratio(
-                ratios(figs["cycle_embedded"], figs["cycle_valkey"]),
-                "embedded cycle / Valkey cycle, per repeat",
-            ),
+            key: _ratio(ratios(figs[top], figs[bottom], scale), note)
+            for key, top, bottom, scale, note in PAIRED_RATIOS
         }
         wire: dict[str, Any] = {"echomq": cycle_wire_cost(server.url)}
         if with_rq:

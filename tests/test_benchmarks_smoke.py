@@ -3,6 +3,7 @@ transition costs exactly one EVALSHA and one round trip. No assertion here reads
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: `
 from benchmarks import run as bench  # noqa: E402
 from benchmarks.batch import enqueue_many  # noqa: E402
 from echomq_lab import branded, errors, jobs, keyspace, transitions  # noqa: E402
+from echomq_lab.report.targets import targets  # noqa: E402
 
 #: Every handle of the transitions registry: each must be one EVALSHA and one round trip.
 HANDLES = bench.handle_names()
@@ -131,16 +133,10 @@ def test_main_quick_writes_json_and_prints_the_table(
     for key in ("uname_m", "cpu_model", "cores", "python", "redis_py", "valkey"):
         assert results["machine"][key], key
     assert results["quick"] is True
-    names = [t["name"] for t in results["targets"]]
-    assert names == [
-        "cycle vs limit / 3",
-        "pipelined enqueue vs its limit",
-        "cycle vs python-rq",
-        "EVALSHA per transition",
-        "embedded cycle vs Valkey",
-        "click-to-render p95",
-        "nbval suite",
-    ]
+    # The stored verdicts are the library's judge's, every goal listed (its list is pinned in
+    # test_benchreport); python-rq was measured, so its goal is there too.
+    assert results["targets"] == [dataclasses.asdict(t) for t in targets(results)]
+    assert "cycle vs python-rq" in [t["name"] for t in results["targets"]]
     by_name = {t["name"]: t for t in results["targets"]}
     assert by_name["EVALSHA per transition"]["met"] is True
     assert by_name["nbval suite"]["met"] is None  # not asked for

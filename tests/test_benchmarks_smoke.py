@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import redis
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: `benchmarks`
-
-from benchmarks import run as bench  # noqa: E402
-from benchmarks.batch import enqueue_many  # noqa: E402
-from echomq_lab import branded, errors, jobs, keyspace, transitions  # noqa: E402
-from echomq_lab.report.targets import targets  # noqa: E402
+from benchmarks import run as bench
+from benchmarks.batch import enqueue_many
+from echomq_lab import branded, errors, jobs, keyspace, transitions
+from echomq_lab.report.targets import targets
 
 #: Every handle of the transitions registry: each must be one EVALSHA and one round trip.
 HANDLES = bench.handle_names()

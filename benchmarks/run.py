@@ -49,8 +49,9 @@ import redis
 
 import echomq_lab
 from benchmarks.batch import enqueue_many
-from echomq_lab import branded, clock, jobs, keyspace, transitions
+from echomq_lab import branded, jobs, keyspace, transitions
 from echomq_lab.report import targets as report_targets
+from echomq_lab.report.counting import walk
 from echomq_lab.scripts import load, names
 from echomq_lab.testing import RunningServer, start_server
 
@@ -517,9 +518,11 @@ def _expect(what: str, got: object, want: object) -> None:
 def commands_per_transition(url: str, queue: str = "bench-cpt") -> dict[str, dict[str, Any]]:
     """For each transition: the server's commandstats delta and the client's round trips.
 
-    Each handle is called once on a client that counts its socket writes, with every script
-    already cached on the server. ``evalsha`` and ``round_trips`` must both be 1; ``nested``
-    lists the commands the script ran inside the server (they count in commandstats too).
+    Every handle is called on a client that counts its socket writes, with every script
+    already cached on the server, along :func:`echomq_lab.report.counting.walk` (a handle
+    called twice is kept at its first call). ``evalsha`` and ``round_trips`` must both be 1;
+    ``nested`` lists the commands the script ran inside the server (they count in
+    commandstats too).
     The last entry, ``enqueue (cold cache)``, shows the one-off NOSCRIPT path after SCRIPT
     FLUSH: EVALSHA, SCRIPT LOAD, EVALSHA again.
     """
@@ -528,19 +531,19 @@ def commands_per_transition(url: str, queue: str = "bench-cpt") -> dict[str, dic
     observer = redis.Redis.from_url(url)
     out: dict[str, dict[str, Any]] = {}
 
-    def measure(name: str, call: Callable[[redis.Redis], object]) -> object:
+    def measure(name: str, call: Callable[[], object]) -> object:
         before = command_calls(observer)
         trips.count = 0
-        result = call(client)
+        result = call()
         spent = trips.count
         delta = calls_delta(before, command_calls(observer))
-        out[name] = {
+        out.setdefault(name, {  # a handle's first call is the one kept
             "evalsha": delta.get("evalsha", 0),
             "round_trips": spent,
             "top_level": {k: v for k, v in delta.items() if k in ("evalsha", "script|load")},
             "nested": {k: v for k, v in delta.items() if k not in ("evalsha", "script|load")},
             "server_commands": sum(delta.values()),
-        }
+        })  # fmt: skip
         return result
 
     try:
@@ -548,48 +551,10 @@ def commands_per_transition(url: str, queue: str = "bench-cpt") -> dict[str, dic
         setup.script_flush()
         for name in names():
             setup.script_load(load(name).source)
-        first, second, third, fourth = (branded.mint() for _ in range(4))
-
-        r = measure("enqueue", lambda c: jobs.enqueue(c, queue, first, b"payload"))
-        _expect("enqueue", r, "enqueued")
-        claimed = measure("claim", lambda c: jobs.claim(c, queue, LEASE_MS))
-        if not isinstance(claimed, jobs.Claimed) or claimed.id != first:
-            raise RuntimeError(f"claim answered {claimed!r}")
-        r = measure("extend", lambda c: jobs.extend(c, queue, first, claimed.token, LEASE_MS))
-        if not isinstance(r, int) or r <= 0:
-            raise RuntimeError(f"extend answered {r!r}")
-        r = measure("complete", lambda c: jobs.complete(c, queue, first, claimed.token))
-        _expect("complete", r, "completed")
-
-        jobs.enqueue(setup, queue, second, b"payload")
-        c2 = jobs.claim(setup, queue, LEASE_MS)
-        assert c2 is not None
-        r = measure("retry", lambda c: jobs.retry(c, queue, second, c2.token, 0, 5, "boom"))
-        _expect("retry", r, "scheduled")
-        r = measure("promote", lambda c: jobs.promote(c, queue))
-        _expect("promote", r, 1)
-
-        c3 = jobs.claim(setup, queue, 1)
-        assert c3 is not None
-        clock.wait_out_lease(setup, queue, c3.id)  # the 1 ms lease, on the server clock
-        r = measure("reap", lambda c: jobs.reap(c, queue))
-        _expect("reap", r, 1)
-
-        c4 = jobs.claim(setup, queue, LEASE_MS)
-        assert c4 is not None
-        _expect("retry to dead", jobs.retry(setup, queue, second, c4.token, 0, 1, "x"), "dead")
-        r = measure("reprocess", lambda c: jobs.reprocess(c, queue, second))
-        _expect("reprocess", r, "pending")
-
-        r = measure("enqueue_in", lambda c: jobs.enqueue_in(c, queue, third, b"p", 60_000))
-        _expect("enqueue_in", r, "scheduled")
-        far = int(time.time() * 1000) + 3_600_000
-        r = measure("enqueue_at", lambda c: jobs.enqueue_at(c, queue, fourth, b"p", far))
-        _expect("enqueue_at", r, "scheduled")
-
+        walk(client, queue, measure)
         setup.script_flush()
         cold = branded.mint()
-        r = measure("enqueue (cold cache)", lambda c: jobs.enqueue(c, queue, cold, b"p"))
+        r = measure("enqueue (cold cache)", lambda: jobs.enqueue(client, queue, cold, b"p"))
         _expect("cold enqueue", r, "enqueued")
     finally:
         setup.flushall()

@@ -31,6 +31,7 @@ def test_every_transition_is_one_evalsha_and_one_round_trip(valkey_url: str) -> 
         assert counts[name]["evalsha"] == 1, (name, counts[name])
         assert counts[name]["round_trips"] == 1, (name, counts[name])
         assert counts[name]["top_level"] == {"evalsha": 1}, (name, counts[name])
+    assert counts["retry (at the cap)"]["top_level"] == {"evalsha": 1}
     # The commands inside the script are counted apart: enqueue writes a row and a member.
     assert counts["enqueue"]["nested"] == {"exists": 1, "hset": 1, "zadd": 1}
     # After SCRIPT FLUSH the first call pays NOSCRIPT, SCRIPT LOAD and the EVALSHA again.

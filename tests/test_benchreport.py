@@ -499,3 +499,17 @@ def test_every_transition_is_one_evalsha_live(conn: redis.Redis) -> None:
     ]  # fmt: skip
     assert traced[0].line() == "enqueue:                1 EVALSHA       -> enqueued"
     assert list(conn.scan_iter(match=keyspace.base(queue) + "*")) == []
+
+
+def test_the_walk_stops_at_the_first_reply_it_did_not_expect() -> None:
+    conn = echomq_lab.connect(fresh=True)
+    seen: list[str] = []
+
+    def step(name: str, call: Any) -> Any:
+        seen.append(name)
+        reply = call()
+        return 0 if name == "promote" else reply  # as if promote had found nothing due
+
+    with pytest.raises(RuntimeError, match=r"promote on 'walk-odd' answered 0, expected 1"):
+        counting.walk(conn, "walk-odd", step)
+    assert seen == ["enqueue", "claim", "extend", "retry", "promote"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from echomq_lab import theme
 from echomq_lab.report.schema import REPOSITORY_FILE as REPOSITORY_FILE
@@ -89,8 +89,7 @@ class RatioRow:
     note: str
 
 
-@dataclass(frozen=True)
-class WireRow:
+class WireRow(NamedTuple):
     """What one job costs on the wire: round trips from the client, commands on the server."""
 
     who: str

@@ -14,6 +14,8 @@ from benchmarks import run as bench
 from benchmarks.batch import enqueue_many
 from echomq_lab import branded, errors, jobs, keyspace, transitions
 from echomq_lab.report.targets import targets
+from echomq_lab.scripts import load
+from echomq_lab.scripts.pipeline import run_many
 
 #: Every handle of the transitions registry: each must be one EVALSHA and one round trip.
 HANDLES = bench.handle_names()
@@ -193,3 +195,21 @@ def test_enqueue_many_recovers_from_an_empty_script_cache(conn: redis.Redis) -> 
     ids = [branded.mint() for _ in range(3)]
     assert enqueue_many(conn, "q", [(i, b"p") for i in ids], 2) == ["enqueued"] * 3
     assert all(jobs.record(conn, "q", i) is not None for i in ids)
+
+
+# -- run_many: the pipelined dispatch itself --------------------------------------------------
+
+
+def test_run_many_raises_the_typed_refusal_after_its_flush(conn: redis.Redis) -> None:
+    job = branded.mint()
+    jobs.enqueue(conn, "q", job, b"p")
+    claimed = jobs.claim(conn, "q", 60_000)
+    assert claimed is not None
+    keys = [keyspace.queue_key("q", "active"), keyspace.job_key("q", job)]
+    live = (keys, [job, str(claimed.token), "120000"])
+    stale = (keys, [job, str(claimed.token + 1), "120000"])
+    before = conn.zscore(keys[0], job)
+    with pytest.raises(errors.StaleToken):
+        run_many(conn, load("extend"), [stale, live], batch=2)
+    assert conn.zscore(keys[0], job) != before  # the live call of that flush ran
+    assert run_many(conn, load("extend"), [live], batch=1)[0] > 0

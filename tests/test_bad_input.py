@@ -26,9 +26,9 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from echomq_lab import branded, connect, errors, jobs, snapshot
-from echomq_lab.benchreport import counting
 from echomq_lab.branded import ALPHABET, MAX_SNOWFLAKE, WIDTH
 from echomq_lab.jobs import MAX_MS, MAX_RUN_AT_MS
+from echomq_lab.report.counting import counting
 from echomq_lab.scripts import load, names
 from echomq_lab.testing import ServerStartError, free_port, start_server
 from echomq_lab.testing.state import dump
@@ -87,7 +87,7 @@ def server_untouched(
 ) -> Iterator[list[str]]:
     """Assert the keyspace is identical afterwards and exactly ``expect_sent`` was sent.
 
-    Sent commands are counted by :func:`echomq_lab.benchreport.counting`, which wraps the
+    Sent commands are counted by :func:`echomq_lab.report.counting.counting`, which wraps the
     client's ``execute_command`` (works on every backend, fakeredis included). On real
     servers ``INFO commandstats`` must also show the sent commands plus the first INFO call
     itself, and nothing else but the read-only commands a refusing script runs (the server

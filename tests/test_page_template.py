@@ -18,8 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from authoring import ROOT, copy_tree, heading, load, make, nav_cells, navigation_problems, source
 
+from echomq_lab.testing.authoring import (
+    NO_MAKE,
+    copy_tree,
+    heading,
+    load,
+    make,
+    nav_cells,
+    navigation_problems,
+    source,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(bool(NO_MAKE), reason=NO_MAKE)
 SPINE = [
     "## What you will learn",
     "## Setup",
@@ -48,10 +60,9 @@ def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     """(the copy, the new notebook) after one ``make page`` in a fresh copy of the tree."""
-    clone = copy_tree(tmp_path_factory.mktemp("clone"))
+    clone = copy_tree(ROOT, tmp_path_factory.mktemp("clone"))
     before = _pages(clone)
-    result = make("page", "NAME=lab-the-last-page", f"TITLE={TITLE}", f"SUMMARY={SUMMARY}",
-                  cwd=clone)
+    result = make(clone, "page", "NAME=lab-the-last-page", f"TITLE={TITLE}", f"SUMMARY={SUMMARY}")
     assert result.returncode == 0, result.stdout + result.stderr
     number = int(before[-1]["file"][:2]) + 1
     new = clone / "notebooks" / f"{number:02d}-lab-the-last-page.ipynb"
@@ -91,7 +102,7 @@ def test_the_page_passes_the_stored_notebook_rules_and_lint(made: tuple[Path, Pa
     stored = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                    "tests/test_notebooks_stored.py", "-k", new.stem], cwd=clone)
     assert stored.returncode == 0, stored.stdout[-3000:]
-    lint = make("lint", f"LINT_PATHS={new}", cwd=clone)
+    lint = make(clone, "lint", f"LINT_PATHS={new}")
     assert lint.returncode == 0, lint.stdout + lint.stderr
 
 
@@ -122,7 +133,7 @@ def test_navigation_across_all_pages_agrees_afterwards(made: tuple[Path, Path]) 
 def test_a_bad_name_title_or_number_is_refused_and_writes_nothing(
     tmp_path: Path, name: str, title: str, why: str
 ) -> None:
-    clone = copy_tree(tmp_path)
+    clone = copy_tree(ROOT, tmp_path)
     pages_before = (clone / "tools/pages.toml").read_text()
     listing = sorted(p.name for p in (clone / "notebooks").iterdir())
     result = _run([sys.executable, "tools/page.py", "--name", name, "--title", title], cwd=clone)
@@ -134,6 +145,6 @@ def test_a_bad_name_title_or_number_is_refused_and_writes_nothing(
 
 
 def test_make_page_without_a_name_says_how(tmp_path: Path) -> None:
-    result = make("page", cwd=copy_tree(tmp_path))
+    result = make(copy_tree(ROOT, tmp_path), "page")
     assert result.returncode != 0
     assert 'usage: make page NAME=the-ttl TITLE="The TTL"' in result.stderr

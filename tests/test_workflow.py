@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 import yaml
-from authoring import ROOT, VENV, load, make
 
+from echomq_lab.testing.authoring import NO_MAKE, VENV, load, make
+
+ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "test.yml"
 CI_RUN = ROOT / ".ci" / "run"
 README = ROOT / "README.md"
@@ -115,10 +117,11 @@ BAD_CELL = [
 ]
 
 
+@pytest.mark.skipif(bool(NO_MAKE), reason=NO_MAKE)
 def test_make_lint_fails_on_a_bad_notebook_cell(tmp_path: Path) -> None:
     copy = tmp_path / "notebooks"
     shutil.copytree(ROOT / "notebooks", copy, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    clean = make("lint", f"LINT_PATHS={copy}")
+    clean = make(ROOT, "lint", f"LINT_PATHS={copy}")
     assert clean.returncode == 0, clean.stdout + clean.stderr
 
     target = copy / "03-the-payload.ipynb"
@@ -126,14 +129,15 @@ def test_make_lint_fails_on_a_bad_notebook_cell(tmp_path: Path) -> None:
     nb["cells"].insert(4, {"cell_type": "code", "execution_count": None, "id": "bad-cell",
                            "metadata": {}, "outputs": [], "source": BAD_CELL})
     target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-    dirty = make("lint", f"LINT_PATHS={copy}")
+    dirty = make(ROOT, "lint", f"LINT_PATHS={copy}")
     assert dirty.returncode != 0
     out = dirty.stdout + dirty.stderr
     assert "03-the-payload.ipynb" in out and "B006" in out and "F821" in out, out
 
 
+@pytest.mark.skipif(bool(NO_MAKE), reason=NO_MAKE)
 def test_make_lint_covers_the_notebooks() -> None:
-    dry = make("-n", "lint")
+    dry = make(ROOT, "-n", "lint")
     assert dry.returncode == 0, dry.stderr
     line = next(ln for ln in dry.stdout.splitlines() if "ruff check" in ln)
     assert "notebooks" in shlex.split(line), line

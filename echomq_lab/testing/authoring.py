@@ -1,9 +1,10 @@
-"""Helpers for the authors' tooling tests: run a make target, read the generated navigation.
+"""Support for testing the authors' tools: run a make target, copy the tree, read navigation.
 
 ``make`` runs with this interpreter's virtualenv (``VENV=``) and is told that the venv is up
 to date (``-o <venv>/.installed``), so a test never reinstalls anything, even in a copy of the
-repository. ``navigation_problems`` reads the notebooks on its own (not through tools/) and
-lists every way their links disagree with the reading order in ``tools/pages.toml``.
+repository. ``navigation_problems`` reads the notebooks on its own (not through ``tools/``)
+and lists every way their links disagree with the reading order in ``tools/pages.toml``.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
 #: The venv running the tests (not resolved: its bin/python is a link to the base Python).
 VENV = Path(sys.executable).parent.parent
 LINK = re.compile(r"\[(?P<text>[^\]]+)\]\((?P<target>[^)\s]+\.ipynb)\)")
@@ -28,19 +26,19 @@ ROW = re.compile(r"^\|\s*(?P<number>\d+)\s*\|(?P<rest>.*)\|\s*$", re.MULTILINE)
 README_START, README_END = "<!-- reading-order:start", "<!-- reading-order:end -->"
 
 
-def make(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+#: Why make-based tests cannot run here ('' when they can).
+NO_MAKE = "" if shutil.which("make") else "no make on PATH: the Makefile's commands cannot run"
+
+
+def make(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``make -C cwd ARGS`` with this venv, never reinstalling it; output captured as text."""
-    if shutil.which("make") is None:
-        reason = "no make on PATH: the Makefile's commands cannot be run"
-        print(reason)
-        pytest.skip(reason)
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     cmd = ["make", "-s", "-C", str(cwd), f"VENV={VENV}", "-o", str(VENV / ".installed"), *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
 
 
-def copy_tree(dest: Path, root: Path = ROOT) -> Path:
-    """Copy the working tree's files (tracked and new, not ignored) into ``dest``.
+def copy_tree(root: Path, dest: Path) -> Path:
+    """Copy the working tree of ``root`` (tracked and new files, not ignored) into ``dest``.
 
     A copy of the working tree rather than a ``git clone``: a clone would test the last
     commit, not the files as they stand.
@@ -58,11 +56,13 @@ def copy_tree(dest: Path, root: Path = ROOT) -> Path:
 
 
 def source(cell: dict[str, Any]) -> str:
+    """A cell's source as one string."""
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else str(src)
 
 
 def load(path: Path) -> dict[str, Any]:
+    """The notebook at ``path`` as plain JSON data."""
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
 
@@ -92,10 +92,10 @@ def _table_targets(text: str) -> list[str]:
     return [m["target"] for row in ROW.finditer(text) for m in LINK.finditer(row["rest"])]
 
 
-def navigation_problems(root: Path = ROOT) -> list[str]:
+def navigation_problems(root: Path) -> list[str]:
     """Every disagreement between the notebooks' navigation, README and tools/pages.toml."""
     files = [p["file"] for p in tomllib.loads((root / "tools" / "pages.toml").read_text())["page"]]
-    folder, hub, found = root / "notebooks", files[0], []
+    folder, hub, found = root / "notebooks", files[0], list[str]()
     on_disk = sorted(p.name for p in folder.glob("[0-9][0-9]-*.ipynb"))
     if sorted(files) != on_disk:
         found.append(f"pages.toml lists {files}, notebooks/ holds {on_disk}")

@@ -143,3 +143,16 @@ def test_a_stray_hand_written_cell_beside_the_generated_one_is_refused(tree: Pat
     result = nav(tree, "--check")
     assert result.returncode == 1
     assert "cell 1 is hand-written navigation" in result.stderr
+
+
+def test_cells_added_after_the_navigation_go_before_it(tree: Path) -> None:
+    path = tree / "notebooks" / "01-the-hash-and-its-fields.ipynb"
+    nb = load(path)
+    nb["cells"].append({"cell_type": "markdown", "id": "late", "metadata": {},
+                        "source": "## A late section"})
+    path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    assert nav(tree, "--check").returncode == 1
+    assert nav(tree).returncode == 0
+    cells = load(path)["cells"]
+    assert source(cells[-2]) == "## A late section"
+    assert "navigation" in cells[-1]["metadata"]["tags"]

@@ -199,7 +199,7 @@ def stray_nav_cells(nb: dict[str, Any]) -> list[int]:
 
 
 def with_nav(nb: dict[str, Any], text: str) -> dict[str, Any]:
-    """``nb`` with its navigation cell holding ``text`` (the cell is tagged; added if missing)."""
+    """``nb`` with its navigation cell, last, holding ``text`` (tagged; added if missing)."""
     lines = text.splitlines(keepends=True)
     index = nav_cell_index(nb)
     if index is None:
@@ -210,7 +210,8 @@ def with_nav(nb: dict[str, Any], text: str) -> dict[str, Any]:
                               if n not in ids)
         nb["cells"].append(cell)
         index = len(nb["cells"]) - 1
-    cell = nb["cells"][index]
+    cell = nb["cells"].pop(index)
+    nb["cells"].append(cell)  # navigation closes the page, whatever was added after it
     tags = [t for t in cell.get("metadata", {}).get("tags", []) if t != TAG]
     cell.setdefault("metadata", {})["tags"] = [*tags, TAG]
     cell["source"] = lines

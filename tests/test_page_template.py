@@ -10,6 +10,7 @@ are refused before anything is written.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -102,6 +103,8 @@ def test_the_page_passes_the_stored_notebook_rules_and_lint(made: tuple[Path, Pa
     stored = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                    "tests/test_notebooks_stored.py", "-k", new.stem], cwd=clone)
     assert stored.returncode == 0, stored.stdout[-3000:]
+    passed = re.search(r"(\d+) passed", stored.stdout)
+    assert passed and int(passed[1]) >= 4, "executed, title, links and widget state checked"
     lint = make(clone, "lint", f"LINT_PATHS={new}")
     assert lint.returncode == 0, lint.stdout + lint.stderr
 

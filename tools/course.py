@@ -120,8 +120,9 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _link(page: Page, prefix: str = "") -> str:
-    return f"[{page.title}]({prefix}{page.file})"
+def _link(page: Page) -> str:
+    """A relative link to the page's notebook: it opens in JupyterLab and in Voilà alike."""
+    return f"[{page.title}]({page.file})"
 
 
 def hub_table(pages: list[Page]) -> str:

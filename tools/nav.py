@@ -10,10 +10,18 @@ the reading-order markers are written; every other byte of those files stays as 
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from pathlib import Path
 
 from course import ROOT, CourseError, written
+
+
+def _diff(old: str, new: str, name: str, limit: int = 12) -> str:
+    """The first ``limit`` lines of a unified diff from ``old`` to ``new``."""
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"{name} (stored)",
+                                      f"{name} (make nav)", n=0, lineterm=""))
+    return "\n".join(lines[:limit] + (["  …"] if len(lines) > limit else []))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         name = path.relative_to(root).as_posix()
         if args.check:
             print(f"nav: {name} differs from what `make nav` writes", file=sys.stderr)
+            print(_diff(path.read_text(encoding="utf-8"), wanted[path], name), file=sys.stderr)
         else:
             path.write_text(wanted[path], encoding="utf-8")
             print(f"nav: wrote {name}")

@@ -39,11 +39,10 @@ def _send(node: redis.Redis, script: Script, keys: Sequence[str], args: Sequence
     return list(pipe.execute(raise_on_error=False))
 
 
-def _settled(reply: object, acked: object) -> tuple[Any, int]:
+def _settled(script: Script, reply: object, acked: object) -> tuple[Any, int]:
     """The pair :func:`run_and_wait` returns, or the typed error the replies stand for."""
     if isinstance(reply, ResponseError):
-        refusal = errors.from_reply(str(reply))
-        raise refusal if refusal is not None else reply
+        raise script.refusal(reply)
     if _unknown_wait(acked):
         return reply, 0
     if isinstance(acked, Exception):
@@ -65,14 +64,14 @@ def run_and_wait(conn: redis.Redis, script: Script, keys: Sequence[str], args: S
         with reaching(conn):
             reply, acked = _send(node, script, keys, args, replicas, timeout_ms)
             if isinstance(reply, NoScriptError):
-                node.script_load(script.source)
+                script.load_into(node)
                 continue
             if isinstance(reply, AskError):  # MOVED too: the slot lives elsewhere now
                 if isinstance(conn, RedisCluster):
                     conn.nodes_manager.initialize()
                 node = node_client(conn, keys[0])
                 continue
-            return _settled(reply, acked)
+            return _settled(script, reply, acked)
     raise errors.ServerUnavailable(
         f"the node owning {keys[0]} kept redirecting the call; the cluster is changing hands"
     )

@@ -16,7 +16,7 @@ import redis
 
 from echomq_lab import branded, errors, jobs, keyspace, placement
 from echomq_lab.widgets import style
-from echomq_lab.widgets.record_view import Panel
+from echomq_lab.widgets.base import Panel
 
 #: The transitions the panel offers, in the order a job meets them.
 ACTIONS: tuple[str, ...] = ("enqueue", "claim", "complete", "reap")

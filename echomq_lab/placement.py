@@ -17,7 +17,7 @@ import redis
 from redis.cluster import RedisCluster
 from redis.exceptions import ClusterCrossSlotError
 
-from echomq_lab import keyspace
+from echomq_lab import branded, jobs, keyspace
 from echomq_lab.connection import describe, reaching
 
 SLOTS = 16384
@@ -161,3 +161,24 @@ def cross_slot(conn: redis.Redis, first: str, second: str) -> str:
         except redis.ResponseError as exc:
             return f"refused: {exc}"
     return f"accepted (one server holds every slot): {reply!r}"
+
+
+def one_per_primary(conn: redis.Redis, queues: Iterable[str]) -> dict[str, str]:
+    """The first of ``queues`` each primary owns, by primary name (in primary order)."""
+    known = primaries(conn)
+    found: dict[str, str] = {}
+    for q in queues:
+        found.setdefault(owner(conn, keyspace.base(q), known).name, q)
+    return {p.name: found[p.name] for p in known if p.name in found}
+
+
+def walk_one_job(conn: redis.Redis, queue: str) -> list[tuple[str, str, str]]:
+    """Enqueue, claim and complete one job on ``queue``: (verb, reply, who answered) each."""
+    job = branded.mint("JOB")
+    enq, who1 = answered_by(conn, lambda: jobs.enqueue(conn, queue, job, b"work"))
+    got, who2 = answered_by(conn, lambda: jobs.claim(conn, queue, 30_000))
+    if got is None:
+        return [("enqueue", enq, ", ".join(who1)), ("claim", "nothing pending", ", ".join(who2))]
+    done, who3 = answered_by(conn, lambda: jobs.complete(conn, queue, got.id, got.token))
+    return [("enqueue", enq, ", ".join(who1)), ("claim", f"token {got.token}", ", ".join(who2)),
+            ("complete", done, ", ".join(who3))]

@@ -153,9 +153,9 @@ def test_main_quick_writes_json_and_prints_the_table(
 
 
 def _single_node_pipeline(backend_name: str) -> None:
-    """Skip on the cluster: enqueue_many pipelines EVALSHA, which redis-py's cluster
-    pipeline refuses."""
-    reason = skip_reason(backend_name, "a single-node pipeline of EVALSHA (enqueue_many)")
+    """Skip on the cluster: enqueue_many and run_many pipeline EVALSHA, which redis-py's
+    cluster pipeline refuses."""
+    reason = skip_reason(backend_name, "a single-node pipeline of EVALSHA (run_many)")
     if reason:
         pytest.skip(reason)
 
@@ -213,7 +213,10 @@ def test_enqueue_many_recovers_from_an_empty_script_cache(
 # -- run_many: the pipelined dispatch itself --------------------------------------------------
 
 
-def test_run_many_raises_the_typed_refusal_after_its_flush(conn: redis.Redis) -> None:
+def test_run_many_raises_the_typed_refusal_after_its_flush(
+    conn: redis.Redis, backend_name: str
+) -> None:
+    _single_node_pipeline(backend_name)
     job = branded.mint()
     jobs.enqueue(conn, "q", job, b"p")
     claimed = jobs.claim(conn, "q", 60_000)

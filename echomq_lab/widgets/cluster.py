@@ -14,19 +14,17 @@ from collections.abc import Callable
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import branded, errors, jobs, keyspace, placement
+from echomq_lab import branded, errors, jobs, keyspace, placement, transitions
 from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 
-#: The transitions the panel offers, in the order a job meets them.
-ACTIONS: tuple[str, ...] = ("enqueue", "claim", "complete", "reap")
 _CELL = "padding:2px 8px;text-align:left;font-family:monospace"
 
 
 class ClusterPanel(Panel):
     """A queue name (``queue``, a Text), the table of its keys, and a transition to run.
 
-    ``action`` (ToggleButtons) picks enqueue, claim, complete or reap; ``run`` (a Button) runs
+    ``action`` (ToggleButtons) picks one of :data:`ACTIONS`; ``run`` (a Button) runs
     it on the queue and the message names the primary whose script count moved. A bad queue
     name is refused in one line and nothing is sent.
     """
@@ -37,7 +35,7 @@ class ClusterPanel(Panel):
         self.places: list[placement.KeyPlace] = []
         self.queue = W.Text(value=queue, description="queue", continuous_update=False)
         self.table = W.HTML()
-        self.action = W.ToggleButtons(options=list(ACTIONS), value="enqueue",
+        self.action = W.ToggleButtons(options=list(ACTIONS), value=ACTIONS[0],
                                       description="transition")
         self.run = W.Button(description="run it", icon="play", button_style="primary")
         self.message = W.HTML()
@@ -71,28 +69,29 @@ class ClusterPanel(Panel):
 
     def _run_action(self) -> str:
         queue = keyspace.check_queue(self.queue.value)
-        chosen: Callable[[], str] = {
-            "enqueue": lambda: jobs.enqueue(self.conn, queue, branded.mint("JOB"), b"work"),
-            "claim": lambda: self._claim(queue),
-            "complete": lambda: self._complete(queue),
-            "reap": lambda: f"{jobs.reap(self.conn, queue)} returned",
-        }[self.action.value]
-        reply, answered = placement.answered_by(self.conn, chosen)
+        step: Callable[[str], str] = getattr(self, f"_do_{self.action.value}")
+        reply, answered = placement.answered_by(self.conn, lambda: step(queue))
         who = ", ".join(answered) or "no primary"
         return f"{self.action.value} on {queue!r} answered by {who}: {reply}"
 
-    def _claim(self, queue: str) -> str:
+    def _do_enqueue(self, queue: str) -> str:
+        return jobs.enqueue(self.conn, queue, branded.mint("JOB"), b"work")
+
+    def _do_claim(self, queue: str) -> str:
         got = jobs.claim(self.conn, queue, 60_000)
         if got is None:
             return "nothing pending"
         self.held = got
         return f"token {got.token} for {got.id}"
 
-    def _complete(self, queue: str) -> str:
+    def _do_complete(self, queue: str) -> str:
         if self.held is None:
             raise ValueError("claim a job first: there is no token to complete with")
         held, self.held = self.held, None
         return f"{jobs.complete(self.conn, queue, held.id, held.token)} {held.id}"
+
+    def _do_reap(self, queue: str) -> str:
+        return f"{jobs.reap(self.conn, queue)} returned"
 
     # -- rendering --------------------------------------------------------------------------
 
@@ -111,3 +110,9 @@ class ClusterPanel(Panel):
         """The table and the last message as plain text."""
         lines = [p.line() for p in self.places]
         return "\n".join(lines + ([self.last_message] if self.last_message else []))
+
+
+#: The transitions the panel offers (each has a ``_do_`` method), in the registry's order.
+ACTIONS: tuple[str, ...] = tuple(
+    n for n in transitions.NAMES if callable(getattr(ClusterPanel, f"_do_{n}", None))
+)

@@ -1,7 +1,8 @@
 """Typed errors of the lab, split by who spoke.
 
 - :class:`Refusal` and its subclasses are answers **the server gave**: a script replied with an
-  error whose first word is a wire class (``EMQSTALE``, ``EMQKIND``, ``EMQSTATE``).
+  error whose first word is a wire class (``EMQSTALE``, ``EMQKIND``, ``EMQSTATE``,
+  ``EMQROW``).
 - :class:`HostCondition` and its subclasses are what **the host saw** on its own: the row it
   asked about does not exist (:class:`JobGone`), or the server could not be reached
   (:class:`ServerUnavailable`). They carry no wire class; their text is the lab's own words.
@@ -52,6 +53,13 @@ class WrongState(Refusal):
     wire_class = "EMQSTATE"
 
 
+class BadRow(Refusal):
+    """The job's row is not one the protocol could have written (its ``attempts`` is not a whole
+    number, or claim found no payload); the script refused before its first write."""
+
+    wire_class = "EMQROW"
+
+
 class HostCondition(EchoMQError):
     """Something the host found, not a refusal the server answered.
 
@@ -75,7 +83,7 @@ class ServerUnavailable(HostCondition):
 
 
 WIRE_CLASSES: dict[str, type[Refusal]] = {
-    cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState)
+    cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState, BadRow)
 }
 
 

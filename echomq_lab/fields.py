@@ -34,7 +34,7 @@ RETIRED_BY = "complete"
 
 #: Redis commands that change a hash field, and those that only read one.
 WRITE_COMMANDS = frozenset({"HSET", "HINCRBY", "HDEL"})
-READ_COMMANDS = frozenset({"HGET"})
+READ_COMMANDS = frozenset({"HGET", "HMGET"})
 
 
 @dataclass(frozen=True)
@@ -147,6 +147,7 @@ FIELDS: dict[str, Field] = {
                   "+1; the new value is the worker's token"),
         ),
         reads=(
+            Read("claim", "HMGET", "checks it is a whole number before any write: EMQROW if not"),
             Read("complete", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
             Read("retry", "HGET", "compares it with the token, then with the attempts cap"),
             Read("extend", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
@@ -167,7 +168,7 @@ FIELDS: dict[str, Field] = {
                   "the caller's bytes, verbatim"),
         ),
         reads=(
-            Read("claim", "HGET", "hands it to the worker untouched, never inspects it"),
+            Read("claim", "HMGET", "hands it to the worker untouched, never inspects it"),
         ),
     ),
 }

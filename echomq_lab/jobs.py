@@ -30,6 +30,30 @@ class Claimed(NamedTuple):
     token: int
 
 
+class Dropped(NamedTuple):
+    """Members a claim, reap or promote removed from the set it read, because no job stood behind
+    them: ``orphans`` are well-formed ids whose row is gone (deleted by another client, or
+    evicted), ``malformed`` are members that are not a well-formed JOB id at all. Neither got a
+    row or a token."""
+
+    orphans: tuple[bytes, ...] = ()
+    malformed: tuple[bytes, ...] = ()
+
+    @property
+    def total(self) -> int:
+        """How many members were dropped, of both kinds."""
+        return len(self.orphans) + len(self.malformed)
+
+    def plus(self, other: Dropped) -> Dropped:
+        """Both reports together, in order."""
+        return Dropped(self.orphans + other.orphans, self.malformed + other.malformed)
+
+
+NOTHING_DROPPED = Dropped()
+#: The most claim scripts one :func:`claim_dropping` call runs while it finds only dropped
+#: members (each script run looks at up to 100 of them).
+CLAIM_RUNS = 10
+
 Payload = bytes | bytearray | memoryview | str
 
 
@@ -116,17 +140,42 @@ def enqueue_in(
     )
 
 
+def _dropped(orphans: list[bytes], malformed: list[bytes]) -> Dropped:
+    return Dropped(tuple(orphans), tuple(malformed))
+
+
+def claim_dropping(
+    conn: redis.Redis, queue: str, lease_ms: int
+) -> tuple[Claimed | None, Dropped]:
+    """:func:`claim`, and what it dropped from pending on the way (orphans, malformed members).
+
+    When a script run finds only dropped members it is run again, at most :data:`CLAIM_RUNS`
+    times, so a run of orphans at the head of pending does not hide the jobs behind it.
+    Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
+    or no payload; that refusal changes nothing.
+    """
+    args: list[Arg] = [keyspace.job_prefix(queue), str(check_lease(lease_ms))]
+    keys = _keys(queue, "pending", "active")
+    dropped = NOTHING_DROPPED
+    for _ in range(CLAIM_RUNS):
+        reply = load("claim")(conn, keys, args)
+        if len(reply) in (2, 5):
+            dropped = dropped.plus(_dropped(*reply[-2:]))
+        if len(reply) >= 3:
+            job_id, payload, token = reply[:3]
+            return Claimed(job_id.decode("ascii"), payload, int(token)), dropped
+        if not reply:
+            break
+    return None, dropped
+
+
 def claim(conn: redis.Redis, queue: str, lease_ms: int) -> Claimed | None:
     """Lease the oldest pending job for ``lease_ms``; None when nothing is pending.
 
     The returned token is the row's new ``attempts``; present it to complete, retry and extend.
+    Pending members with no job behind them are dropped on the way (see :func:`claim_dropping`).
     """
-    args: list[Arg] = [keyspace.job_prefix(queue), str(check_lease(lease_ms))]
-    reply = load("claim")(conn, _keys(queue, "pending", "active"), args)
-    if not reply:
-        return None
-    job_id, payload, token = reply
-    return Claimed(job_id.decode("ascii"), payload, int(token))
+    return claim_dropping(conn, queue, lease_ms)[0]
 
 
 def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal["completed"]:
@@ -168,16 +217,41 @@ def retry(
     return "dead" if reply == b"dead" else "scheduled"
 
 
-def promote(conn: redis.Redis, queue: str, batch: int = 100) -> int:
-    """Move up to ``batch`` due scheduled jobs to pending; return how many moved."""
+def _count(reply: int | list[object]) -> tuple[int, Dropped]:
+    if isinstance(reply, list):
+        moved, orphans, malformed = cast(tuple[int, list[bytes], list[bytes]], reply)
+        return int(moved), _dropped(orphans, malformed)
+    return int(reply), NOTHING_DROPPED
+
+
+def promote_dropping(conn: redis.Redis, queue: str, batch: int = 100) -> tuple[int, Dropped]:
+    """:func:`promote`, and the due members it dropped because no job stood behind them."""
     args: list[Arg] = [keyspace.job_prefix(queue), str(_int("batch", batch, 1, 100_000))]
-    return int(load("promote")(conn, _keys(queue, "schedule", "pending"), args))
+    return _count(load("promote")(conn, _keys(queue, "schedule", "pending"), args))
+
+
+def promote(conn: redis.Redis, queue: str, batch: int = 100) -> int:
+    """Move up to ``batch`` due scheduled jobs to pending; return how many moved.
+
+    Due members whose row is gone, or that are not well-formed ids, are dropped from schedule
+    and not counted (see :func:`promote_dropping`).
+    """
+    return promote_dropping(conn, queue, batch)[0]
+
+
+def reap_dropping(conn: redis.Redis, queue: str) -> tuple[int, Dropped]:
+    """:func:`reap`, and the expired members it dropped because no job stood behind them."""
+    reply = load("reap")(conn, _keys(queue, "active", "pending"), [keyspace.job_prefix(queue)])
+    return _count(reply)
 
 
 def reap(conn: redis.Redis, queue: str) -> int:
-    """Return up to 100 jobs whose lease expired to pending; return how many were returned."""
-    reply = load("reap")(conn, _keys(queue, "active", "pending"), [keyspace.job_prefix(queue)])
-    return int(reply)
+    """Return up to 100 jobs whose lease expired to pending; return how many were returned.
+
+    Expired members whose row is gone, or that are not well-formed ids, are dropped from active
+    and not counted (see :func:`reap_dropping`): no token is ever minted for them again.
+    """
+    return reap_dropping(conn, queue)[0]
 
 
 def reprocess(conn: redis.Redis, queue: str, job_id: str) -> Literal["pending"]:

@@ -18,16 +18,20 @@ import time
 
 import pytest
 import redis
-from test_conformance import EXPIRE_WAIT_S, LONG_LEASE, SHORT_LEASE, dump
 
 from echomq_lab import branded, errors, jobs, keyspace
 from echomq_lab.scripts import load
+from echomq_lab.testing.state import dump
 
 Q = "hostile"
 PENDING = keyspace.queue_key(Q, "pending")
 ACTIVE = keyspace.queue_key(Q, "active")
 SCHEDULE = keyspace.queue_key(Q, "schedule")
 DEAD = keyspace.queue_key(Q, "dead")
+LONG_LEASE = 60_000
+SHORT_LEASE = 50
+#: Comfortably longer than SHORT_LEASE, so the lease has surely expired after it.
+EXPIRE_WAIT_S = 0.3
 
 
 def rkey(job_id: str | bytes) -> bytes:

@@ -13,13 +13,14 @@ Redis (the ``conn`` fixture). What must hold:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 
 import pytest
 import redis
 
-from echomq_lab import branded, errors, jobs, keyspace
+from echomq_lab import branded, errors, jobs, keyspace, sim
 from echomq_lab.scripts import load
 from echomq_lab.testing.state import dump
 
@@ -349,3 +350,59 @@ def test_the_repeated_lua_checks_are_one_text() -> None:
     """Lua scripts cannot share code; the copies are kept identical, and this says so."""
     assert len({_function("well_formed", s) for s in ("claim", "reap", "promote")}) == 1
     assert len({_function("whole", s) for s in ("claim", "complete", "retry", "extend")}) == 1
+
+
+# -- the eviction fault in the simulation -------------------------------------------------------
+
+EVICTING = dict(jobs=200, workers=4, stall=0.2, fail=0.1, lease_ms=(20, 60), seed=3,
+                timeout_s=120, evictions=25)  # fmt: skip
+
+
+def _url(backend_name: str, request: pytest.FixtureRequest) -> str | None:
+    """The server a simulation on ``backend_name`` talks to (None: the embedded one)."""
+    if backend_name == "fakeredis":
+        return None
+    return str(request.getfixturevalue(f"{backend_name}_url"))
+
+
+def test_rows_deleted_under_live_leases_mint_no_token_twice(
+    backend_name: str, request: pytest.FixtureRequest
+) -> None:
+    result = sim.simulate(url=_url(backend_name, request), **EVICTING)  # type: ignore[arg-type]
+    assert result.evicted == 25  # the fault really struck, 25 times, each under a live lease
+    assert result.orphans_dropped >= 25  # every evicted id was dropped, none given a row back
+    assert result.tokens_minted_twice == 0
+    assert result.stale_completes_accepted == 0
+    assert result.violations == [], "\n".join(result.violations[:20])
+    assert result.completed + result.dead + result.evicted == 200
+    assert result.lost_jobs == 0 and result.unfinished_jobs == 0
+    evicted = {c.job_id for c in result.ledger if c.verb == "evict"}
+    gone = [c for c in result.ledger if c.job_id in evicted and c.outcome == "gone"]
+    assert gone, "some worker met its deleted row at complete, and was turned away"
+
+
+@pytest.fixture(scope="module")
+def evicting_run() -> sim.Result:
+    result = sim.simulate(**EVICTING)  # type: ignore[arg-type]
+    assert result.violations == [] and result.evicted == 25
+    return result
+
+
+def test_the_audit_catches_a_claim_after_an_eviction(evicting_run: sim.Result) -> None:
+    calls = list(evicting_run.ledger)
+    evict = next(c for c in calls if c.verb == "evict")
+    claim = next(c for c in calls if c.verb == "claim" and c.job_id == evict.job_id)
+    again = dataclasses.replace(claim, seq=len(calls), started=evict.ended + 0.5,
+                                ended=evict.ended + 0.5, actor="w9")  # fmt: skip
+    verdict = sim.audit(calls + [again], evicting_run.final)
+    assert verdict.problems[sim.V_ORPHANS] == [
+        f"job {evict.job_id}: w9 claimed it with token {claim.token} after its row was deleted "
+        "(nothing may mint a token for an orphan)"
+    ]
+    assert verdict.tokens_minted_twice == 1  # the same token handed out twice, too
+
+
+def test_the_audit_catches_an_evicted_id_that_was_never_dropped(evicting_run: sim.Result) -> None:
+    calls = [c for c in evicting_run.ledger if c.verb != "drop"]
+    verdict = sim.audit(calls, evicting_run.final)
+    assert verdict.problems[sim.V_ORPHANS][0].startswith("25 evicted ids left the sets without")

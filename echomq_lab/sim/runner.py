@@ -1,8 +1,9 @@
 """One simulated run: enqueue, let the workers and housekeepers loose, stop, audit.
 
 :class:`Simulation` starts ``workers`` worker threads plus a reaper, a promoter, a sampler and
-(with ``evictions``) an evictor (see :mod:`.actors`), waits until every job finished (or nothing is left to do, or the timeout),
-reads the queue's final state and hands ledger and state to :func:`.audit.audit`.
+(with ``evictions``) an evictor (see :mod:`.actors`), waits until every job finished (or nothing
+is left to do, or the timeout), reads the queue's final state and hands ledger and state to
+:func:`.audit.audit`.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def connect(url: str | None = None, *, fresh: bool = False) -> redis.Redis:
         conn.ping()
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         conn.close()
-        raise errors.ServerUnavailable(f"cannot reach {redact(url)}: {exc}") from None
+        raise unreachable(conn, exc, redact(url)) from None
     return conn
 
 
@@ -119,4 +119,23 @@ class reaching:  # noqa: N801 - used like a function: ``with reaching(conn): ...
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if exc is not None and isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
-            raise errors.ServerUnavailable(f"cannot reach {describe(self.conn)}: {exc}") from None
+            raise unreachable(self.conn, exc) from None
+
+
+def unreachable(
+    conn: redis.Redis, exc: BaseException, where: str | None = None
+) -> errors.ServerUnavailable:
+    """The one-line error for a lost call to ``conn`` (at ``where``, default its URL), saying
+    what happened: the password was refused (:class:`errors.AuthFailed`), the server took the
+    call but did not answer in time (:class:`errors.NoAnswer`: it may have run), or the server
+    could not be reached at all (:class:`errors.ServerUnavailable`)."""
+    where = where or describe(conn)
+    if isinstance(exc, redis.AuthenticationError):
+        return errors.AuthFailed(f"authentication failed at {where}: {exc}")
+    if isinstance(exc, redis.TimeoutError):
+        wait = conn.connection_pool.connection_kwargs.get("socket_timeout")
+        within = f" within {wait:g} s" if isinstance(wait, (int, float)) else ""
+        return errors.NoAnswer(
+            f"{where} did not answer{within}; the call may or may not have run"
+        )
+    return errors.ServerUnavailable(f"cannot reach {where}: {exc}")

@@ -5,7 +5,9 @@
   ``EMQROW``).
 - :class:`HostCondition` and its subclasses are what **the host saw** on its own: the row it
   asked about does not exist (:class:`JobGone`), or the server could not be reached
-  (:class:`ServerUnavailable`). They carry no wire class; their text is the lab's own words.
+  (:class:`ServerUnavailable`; more precisely :class:`NoAnswer` when it took the call but never
+  answered, :class:`AuthFailed` when it refused the password). They carry no wire class; their
+  text is the lab's own words.
 
 Both branches share the root :class:`EchoMQError`, so ``except errors.Refusal`` never swallows a
 dead server. Bad arguments never reach the server: they raise :class:`ValueError` or
@@ -80,6 +82,19 @@ class ServerUnavailable(HostCondition):
     """The server could not be reached; the message names the URL with its password hidden."""
 
     label = "server unreachable"
+
+
+class NoAnswer(ServerUnavailable):
+    """The server took the call but gave no answer in time (a frozen or overloaded server): the
+    call may or may not have run, so a caller must not assume either."""
+
+    label = "no answer"
+
+
+class AuthFailed(ServerUnavailable):
+    """The server answered, but refused the client's credentials (a wrong or missing password)."""
+
+    label = "authentication failed"
 
 
 WIRE_CLASSES: dict[str, type[Refusal]] = {

@@ -14,14 +14,20 @@ Redis (the ``conn`` fixture). What must hold:
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import signal
 import time
+from collections.abc import Iterator
+from typing import cast
 
 import pytest
 import redis
 
+import echomq_lab
 from echomq_lab import branded, errors, jobs, keyspace, sim
 from echomq_lab.scripts import load
+from echomq_lab.testing.servers import Kind, RunningServer, ServerStartError, start_server
 from echomq_lab.testing.state import dump
 
 Q = "hostile"
@@ -406,3 +412,70 @@ def test_the_audit_catches_an_evicted_id_that_was_never_dropped(evicting_run: si
     calls = [c for c in evicting_run.ledger if c.verb != "drop"]
     verdict = sim.audit(calls, evicting_run.final)
     assert verdict.problems[sim.V_ORPHANS][0].startswith("25 evicted ids left the sets without")
+
+
+# -- 10. a frozen server gives one bounded wait; a refused password says so ---------------------
+
+
+@pytest.fixture
+def own_server(backend_name: str) -> Iterator[RunningServer]:
+    """A real server of the test's own (it is frozen or given a password), stopped afterwards."""
+    if backend_name == "fakeredis":
+        pytest.skip("the embedded server runs in this process: it cannot be frozen or locked")
+    try:
+        server = start_server(cast(Kind, backend_name))
+    except ServerStartError as exc:
+        if os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0"):
+            pytest.fail(f"{backend_name} unavailable: {exc}", pytrace=False)
+        pytest.skip(f"{backend_name} unavailable: {exc}")
+    try:
+        yield server
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+        server.stop()
+
+
+def test_a_refused_password_says_authentication_failed(own_server: RunningServer) -> None:
+    echomq_lab.connect(own_server.url).config_set("requirepass", "sekrit")
+    wrong = own_server.url.replace("redis://", "redis://:wrong@")
+    for url in (own_server.url, wrong):
+        with pytest.raises(errors.AuthFailed) as info:
+            echomq_lab.connect(url)
+        text = str(info.value)
+        assert text.startswith("authentication failed at redis://")
+        assert "cannot reach" not in text and "wrong" not in text  # the password stays hidden
+        assert errors.kind_of(info.value) == "authentication failed"
+    # a client already connected meets the new password on its next connection: same words
+    conn = echomq_lab.connect(own_server.url.replace("redis://", "redis://:sekrit@"))
+    conn.config_set("requirepass", "changed")
+    conn.connection_pool.disconnect()
+    with pytest.raises(errors.AuthFailed, match="^authentication failed at redis://:\\*\\*\\*@"):
+        jobs.claim(conn, Q, LONG_LEASE)
+
+
+def test_a_frozen_server_is_one_no_answer_that_may_have_run(own_server: RunningServer) -> None:
+    conn = echomq_lab.connect(own_server.url + "?socket_timeout=0.3")
+    job = branded.mint()
+    jobs.enqueue(conn, Q, job, b"x")
+    sent = 0
+    real_send = conn.connection_pool.connection_class.send_packed_command
+
+    def counting(self: redis.Connection, *args: object, **kwargs: object) -> None:
+        nonlocal sent
+        sent += 1
+        real_send(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    os.kill(own_server.proc.pid, signal.SIGSTOP)
+    try:
+        conn.connection_pool.connection_class.send_packed_command = counting  # type: ignore[method-assign]
+        with pytest.raises(errors.NoAnswer) as info:
+            jobs.claim(conn, Q, LONG_LEASE)
+    finally:
+        conn.connection_pool.connection_class.send_packed_command = real_send  # type: ignore[method-assign]
+        os.kill(own_server.proc.pid, signal.SIGCONT)
+    assert sent == 1  # one EVALSHA sent, one wait, no silent resend
+    assert str(info.value).endswith("did not answer within 0.3 s; the call may or may not have run")
+    assert isinstance(info.value, errors.ServerUnavailable)
+    # thawed, the server answers again on the same client; the claim had not run
+    got = jobs.claim(conn, Q, LONG_LEASE)
+    assert got is not None and got.id == job and got.token == 1

@@ -15,6 +15,7 @@ import redis
 
 from echomq_lab import keyspace
 from echomq_lab.keyspace import SET_NAMES, SetName
+from echomq_lab.row import Row
 from echomq_lab.scripts import load
 
 #: Which set holds a job in each state.
@@ -25,23 +26,12 @@ SET_OF_STATE: dict[str, SetName] = {
     "dead": "dead",
 }
 
-Row = dict[bytes, bytes]
-
-
-def decoded(value: bytes) -> str:
-    """A field value as text: decoded when it is UTF-8, its bytes repr when it is not."""
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return repr(value)
-
-
 @dataclass(frozen=True)
 class Snapshot:
     """One queue at one instant on the server clock.
 
     ``sets`` maps each set name to its (id, score) pairs in score order; ``rows`` maps each id
-    that has a row to that row's fields.
+    that has a row to that row (a :class:`echomq_lab.row.Row`).
     """
 
     queue: str
@@ -104,7 +94,7 @@ def snapshot(conn: redis.Redis, queue: str) -> Snapshot:
     for i in range(0, len(rows_flat), 2):
         job_id = rows_flat[i].decode("ascii")[len(prefix):]
         fields = rows_flat[i + 1]
-        rows[job_id] = {fields[j]: fields[j + 1] for j in range(0, len(fields), 2)}
+        rows[job_id] = Row({fields[j]: fields[j + 1] for j in range(0, len(fields), 2)})
     return Snapshot(queue, int(now), sets, rows)
 
 
@@ -119,7 +109,7 @@ def drifts(snap: Snapshot) -> list[Drift]:
         if row is None:
             found.append(Drift("member-without-row", job_id, f"is in {holders[0]} but has no row"))
             continue
-        state = row.get(b"state", b"").decode("utf-8", "replace")
+        state = Row(row).state or ""  # plain mappings too (a ledger audit builds its own)
         if not holders:
             found.append(Drift("row-in-no-set", job_id, f"has state {state!r} but is in no set"))
             continue

@@ -57,15 +57,22 @@ class Script:
                 try:
                     return conn.evalsha(self.sha, len(keys), *keys, *args)
                 except NoScriptError:
-                    loaded = conn.script_load(self.source)
-                    if loaded != self.sha:
-                        raise RuntimeError(f"server hashed {self.name}.lua as {loaded!r}") from None
+                    self.load_into(conn)
                     return conn.evalsha(self.sha, len(keys), *keys, *args)
             except ResponseError as exc:
-                refusal = errors.from_reply(str(exc))
-                if refusal is None:
-                    raise
-                raise refusal from None
+                raise self.refusal(exc) from None
+
+    def load_into(self, conn: redis.Redis) -> None:
+        """SCRIPT LOAD the body; RuntimeError if the server knows it by another SHA1."""
+        loaded = conn.script_load(self.source)
+        if loaded != self.sha:
+            raise RuntimeError(f"server hashed {self.name}.lua as {loaded!r}")
+
+    @staticmethod
+    def refusal(exc: ResponseError) -> Exception:
+        """The typed refusal an error reply stands for, or the reply itself if it is none."""
+        refused = errors.from_reply(str(exc))
+        return exc if refused is None else refused
 
 
 @cache

@@ -149,10 +149,8 @@ def _dropped(orphans: list[bytes], malformed: list[bytes]) -> Dropped:
     return Dropped(tuple(orphans), tuple(malformed))
 
 
-def claim_dropping(
-    conn: redis.Redis, queue: str, lease_ms: int
-) -> tuple[Claimed | None, Dropped]:
-    """:func:`claim`, and what it dropped from pending on the way (orphans, malformed members).
+def _claim_run(conn: redis.Redis, queue: str, lease_ms: int) -> tuple[Claimed | None, Dropped]:
+    """Run claim's script: the claimed job (or None) and the members dropped on the way.
 
     When a script run finds only dropped members it is run again, at most :data:`CLAIM_RUNS`
     times, so a run of orphans at the head of pending does not hide the jobs behind it.
@@ -174,13 +172,20 @@ def claim_dropping(
     return None, dropped
 
 
+def claim_dropping(
+    conn: redis.Redis, queue: str, lease_ms: int
+) -> tuple[Claimed | None, Dropped]:
+    """:func:`claim`, and what it dropped from pending on the way (orphans, malformed members)."""
+    return _claim_run(conn, queue, lease_ms)
+
+
 def claim(conn: redis.Redis, queue: str, lease_ms: int) -> Claimed | None:
     """Lease the oldest pending job for ``lease_ms``; None when nothing is pending.
 
     The returned token is the row's new ``attempts``; present it to complete, retry and extend.
     Pending members with no job behind them are dropped on the way (see :func:`claim_dropping`).
     """
-    return claim_dropping(conn, queue, lease_ms)[0]
+    return _claim_run(conn, queue, lease_ms)[0]
 
 
 def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal["completed"]:
@@ -229,10 +234,14 @@ def _count(reply: int | list[object]) -> tuple[int, Dropped]:
     return int(reply), NOTHING_DROPPED
 
 
-def promote_dropping(conn: redis.Redis, queue: str, batch: int = 100) -> tuple[int, Dropped]:
-    """:func:`promote`, and the due members it dropped because no job stood behind them."""
+def _promote_run(conn: redis.Redis, queue: str, batch: int) -> tuple[int, Dropped]:
     args: list[Arg] = [keyspace.job_prefix(queue), str(_int("batch", batch, 1, 100_000))]
     return _count(load("promote")(conn, _keys(queue, "schedule", "pending"), args))
+
+
+def promote_dropping(conn: redis.Redis, queue: str, batch: int = 100) -> tuple[int, Dropped]:
+    """:func:`promote`, and the due members it dropped because no job stood behind them."""
+    return _promote_run(conn, queue, batch)
 
 
 def promote(conn: redis.Redis, queue: str, batch: int = 100) -> int:
@@ -241,13 +250,17 @@ def promote(conn: redis.Redis, queue: str, batch: int = 100) -> int:
     Due members whose row is gone, or that are not well-formed ids, are dropped from schedule
     and not counted (see :func:`promote_dropping`).
     """
-    return promote_dropping(conn, queue, batch)[0]
+    return _promote_run(conn, queue, batch)[0]
+
+
+def _reap_run(conn: redis.Redis, queue: str) -> tuple[int, Dropped]:
+    reply = load("reap")(conn, _keys(queue, "active", "pending"), [keyspace.job_prefix(queue)])
+    return _count(reply)
 
 
 def reap_dropping(conn: redis.Redis, queue: str) -> tuple[int, Dropped]:
     """:func:`reap`, and the expired members it dropped because no job stood behind them."""
-    reply = load("reap")(conn, _keys(queue, "active", "pending"), [keyspace.job_prefix(queue)])
-    return _count(reply)
+    return _reap_run(conn, queue)
 
 
 def reap(conn: redis.Redis, queue: str) -> int:
@@ -256,7 +269,7 @@ def reap(conn: redis.Redis, queue: str) -> int:
     Expired members whose row is gone, or that are not well-formed ids, are dropped from active
     and not counted (see :func:`reap_dropping`): no token is ever minted for them again.
     """
-    return reap_dropping(conn, queue)[0]
+    return _reap_run(conn, queue)[0]
 
 
 def reprocess(conn: redis.Redis, queue: str, job_id: str) -> Literal["pending"]:

@@ -53,12 +53,14 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
-def connect(url: str | None = None, *, fresh: bool = False) -> redis.Redis:
+def connect(url: str | None = None, *, fresh: bool = False, ping: bool = True) -> redis.Redis:
     """A client for the lab: embedded by default, or the real server at ``url``.
 
     ``url`` falls back to the ``ECHOMQ_REDIS_URL`` environment variable. A real server is
     pinged once; if it cannot be reached, :class:`errors.ServerUnavailable` names the URL
-    (password hidden). ``fresh=True`` asks for a new isolated embedded server.
+    (password hidden). ``ping=False`` skips that first ping, so a notebook can build its panels
+    while the server is down (each says so in one line, and works once the server answers).
+    ``fresh=True`` asks for a new isolated embedded server.
     """
     if url is None and not fresh:
         url = os.environ.get(ENV_URL) or None
@@ -79,6 +81,8 @@ def connect(url: str | None = None, *, fresh: bool = False) -> redis.Redis:
         )
     except ValueError as exc:
         raise ValueError(f"bad server URL {redact(url)!r}: {exc}") from None
+    if not ping:
+        return conn
     try:
         conn.ping()
     except (redis.ConnectionError, redis.TimeoutError) as exc:

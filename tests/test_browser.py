@@ -30,7 +30,6 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sync_playwright
 
-from echomq_lab.stories import STEPS
 from echomq_lab.testing.browser import (
     CHROMIUM_ARGS,
     STDERR_OUTPUT,
@@ -41,6 +40,7 @@ from echomq_lab.testing.browser import (
     notebook_screenshot,
     run_all,
 )
+from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.record_view import GONE
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 
@@ -414,7 +414,7 @@ def test_two_workers_story_step_by_step(
     old = message(story).inner_text()
     press(story, "start again")
     expect(message(story)).not_to_have_text(old, timeout=UPDATE_MS)
-    expect(message(story)).to_contain_text("the queue is empty but for one job")
+    expect(message(story)).to_contain_text("the story's job")
     job = job_id_in(message(story).inner_text())
     expect(view.locator("code")).to_contain_text(job, timeout=UPDATE_MS)
     expect_row(view, "pending", "0")

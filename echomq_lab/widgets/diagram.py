@@ -170,17 +170,20 @@ class StateDiagram(Panel):
         self.update(current)
 
     def update(self, current: str | None, taken: tuple[str, str, str] | None = None) -> None:
-        """Ring ``current`` (None: no job) and light the edge of ``taken`` if it is drawn."""
-        if current is not None and current not in NODES:
-            raise ValueError(f"unknown state {current!r}: expected one of {', '.join(NODES)}")
+        """Ring ``current`` (None: no job) and light the edge of ``taken`` if it is drawn.
+
+        A state the diagram does not know (another client wrote ``paused``, say) rings no node;
+        :meth:`text` names it. It never raises: a panel redraws whatever the row holds."""
         self.current = current
         self.taken = taken
         self.lit = find_edge(*taken) if taken is not None else None
-        self.svg.value = render_svg(current, self.lit)
+        self.svg.value = render_svg(current if current in NODES else None, self.lit)
 
     def text(self) -> str:
         """The current state and the transition just taken, in words."""
         where = self.current or "no job"
+        if self.current is not None and self.current not in NODES:
+            where = f"{self.current!r} (no such state on the diagram: no node is ringed)"
         line = f"state diagram: current state = {where}"
         if self.taken is not None:
             name, before, after = self.taken

@@ -41,8 +41,8 @@ class FencePanel(Panel):
             "rebuild": W.Button(description="rebuild the sample row", icon="refresh",
                                 layout=W.Layout(width="auto")),
         }
-        self.buttons["complete"].on_click(lambda _b: self._complete())
-        self.buttons["rebuild"].on_click(lambda _b: self._rebuild())
+        self._on(self.buttons["complete"], self._complete)
+        self._on(self.buttons["rebuild"], self._rebuild)
         self.header = W.HTML()
         self.message = W.HTML()
         self.record = RecordView(conn, queue)

@@ -71,8 +71,8 @@ class FieldPicker(Panel):
             children += [self.sample_line, W.HBox([self.reread]), self.message]
         self.widget = W.VBox(children, layout=W.Layout(min_width="420px"))
         self.widget.add_class("emq-field-picker")
-        self.picker.observe(self._on_pick, names="value")
-        self.reread.on_click(self._on_reread)
+        self.picker.observe(self._guarded(self._on_pick), names="value")
+        self.reread.on_click(self._guarded(self._on_reread))
         if sample:
             self._walk_sample()
         self._render()

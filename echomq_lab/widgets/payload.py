@@ -77,8 +77,8 @@ class PayloadRoundTrip(Panel):
             layout=W.Layout(min_width="520px"),
         )
         self.widget.add_class("emq-payload-round-trip")
-        self.samples.on_click(lambda _b: self.send_samples())
-        self.send.on_click(lambda _b: self.send_custom())
+        self._on(self.samples, self.send_samples)
+        self._on(self.send, self.send_custom)
         self._render()
 
     # -- actions ----------------------------------------------------------------------------

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import html
 
+import redis
+
 from echomq_lab import errors
 from echomq_lab.theme import CHANGED_BG as CHANGED_BG
 from echomq_lab.theme import MUTED as MUTED
@@ -39,10 +41,34 @@ def state_badge(state: str) -> str:
 def one_line(exc: BaseException) -> str:
     """A refusal or bad argument as one line of text, e.g. ``EMQSTALE: token 1 is stale, ...``.
 
-    Typed protocol refusals keep their wire class; bad arguments name their Python class.
+    Typed protocol refusals keep their wire class; the host's conditions are the lab's words; an
+    error the server answered that is not a refusal (``READONLY``, ``OOM``, ``WRONGTYPE``...)
+    reads ``the server answered an error: …``; bad arguments name their Python class.
     """
     if isinstance(exc, errors.EchoMQError):
-        return str(exc)
+        return " ".join(str(exc).split())
     text = str(exc).splitlines()[0] if str(exc) else ""
+    if isinstance(exc, redis.ResponseError):
+        return f"the server answered an error: {server_error(exc)}"
+    if isinstance(exc, redis.RedisError):
+        return f"the server connection failed: {text}"
     return f"{type(exc).__name__}: {text}"
 
+
+
+def server_error(exc: redis.ResponseError) -> str:
+    """The server's error reply as it sent it: its first word (``READONLY``, ``OOM``: redis-py
+    keeps that word only as the exception's class) and its text, without a script's
+    ``script: <sha>, on @user_script:N.`` tail."""
+    text = " ".join(str(exc).split()).split(" script: ", 1)[0]
+    for word, cls in _SERVER_WORDS.items():
+        if isinstance(exc, cls) and not text.startswith(word):
+            return f"{word} {text}"
+    return text
+
+
+_SERVER_WORDS: dict[str, type[redis.ResponseError]] = {
+    "READONLY": redis.exceptions.ReadOnlyError,
+    "OOM": redis.exceptions.OutOfMemoryError,
+    "NOPERM": redis.exceptions.NoPermissionError,
+}

@@ -8,6 +8,8 @@ snapshot, and a message line says what the script wrote.
 
 from __future__ import annotations
 
+import html
+
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
@@ -49,7 +51,7 @@ class TransitionPanel(Panel):
         self.max_attempts = W.IntText(value=max_attempts, description="max tries",
                                       layout=_small())
         self.buttons = {"run": W.Button(description="Run", button_style="primary", icon="play")}
-        self.buttons["run"].on_click(lambda _b: self._run())
+        self._on(self.buttons["run"], self._run)
         self.following = W.HTML()
         self.message = W.HTML()
         self.record = RecordView(conn, queue)
@@ -110,7 +112,7 @@ class TransitionPanel(Panel):
         else:
             held = f"token {token}" if token is not None else "no token yet"
             self.following.value = (
-                f"following <code>{job_id}</code> · {held} · state "
+                f"following <code>{html.escape(job_id)}</code> · {html.escape(held)} · state "
                 f"{style.state_badge(current or RETIRED)}"
             )
 

@@ -71,6 +71,9 @@ class FencePanel(Panel):
             )
 
         self._safely(self.message, act)
+        if self.server_lost:  # a redraw would only wait on the lost server again
+            self._draw_header()
+            return
         self.sets.highlight = self.sample.job_id if self.sample else None
         snap = self.sets.refresh()
         self.record.show(self.sample.job_id if self.sample else None, snap)
@@ -88,6 +91,8 @@ class FencePanel(Panel):
         ok = self._safely(self.message, act)
         if not ok and self.last_message.startswith("EMQSTALE"):
             self._say(self.message, f"{self.last_message} (the row is untouched)", ok=False)
+        if self.server_lost:  # a redraw would only wait on the lost server again
+            return
         snap = self.sets.refresh()
         if self.sample is not None:
             self.record.refresh(snap=snap)

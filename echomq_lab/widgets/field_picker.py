@@ -90,7 +90,8 @@ class FieldPicker(Panel):
             self.sample = stories.sample_row(self.conn, self.queue)
             self.row = Row.from_record(jobs.record(self.conn, self.queue, self.sample.job_id))
             self.error = None
-        except (errors.EchoMQError, ValueError, TypeError, RuntimeError, TimeoutError) as exc:
+        except (errors.EchoMQError, redis.RedisError, ValueError, TypeError, RuntimeError,
+                TimeoutError) as exc:
             self.error = style.one_line(exc)
 
     @property
@@ -104,9 +105,14 @@ class FieldPicker(Panel):
         )
 
     def refresh(self) -> Row | None:
-        """Read the sample row again from the server (None when it is gone)."""
-        if self.sample is None or self.conn is None or self.queue is None:
+        """Read the sample row again from the server (None when it is gone). If it was never
+        built (the server was down, say), build it now."""
+        if self.conn is None or self.queue is None:
             return None
+        if self.sample is None:
+            self._walk_sample()
+            self._render()
+            return self.row
         try:
             self.row = Row.from_record(jobs.record(self.conn, self.queue, self.sample.job_id))
             self.error = None

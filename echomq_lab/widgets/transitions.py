@@ -92,7 +92,7 @@ class TransitionPanel(Panel):
         self._safely(self.message, act)
         if taken is not None:
             self._draw((taken.name, taken.before, taken.after))
-        else:
+        elif not self.server_lost:  # a redraw would only wait on the lost server again
             self._draw()
 
     def _draw(self, taken: tuple[str, str, str] | None = None) -> None:

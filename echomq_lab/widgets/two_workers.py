@@ -72,7 +72,10 @@ class TwoWorkersStory(Panel):
             return f"the story's job {job_id} is pending (other jobs on the queue are left alone)"
 
         self._safely(self.message, act)
-        self._draw(fresh=True)
+        if not self.server_lost:  # a redraw would only wait on the lost server again
+            self._draw(fresh=True)
+        else:
+            self._draw_steps()
 
     def _step(self, step: str) -> None:
         def act() -> str:
@@ -84,7 +87,10 @@ class TwoWorkersStory(Panel):
             result = self.story.done[-1]
             if result.refused:  # the refusal the story expects: said in red, as the server did
                 self._say(self.message, result.message, ok=False)
-        self._draw()
+        if self.server_lost:  # the step was not taken; a redraw would only wait again
+            self._draw_steps()
+        else:
+            self._draw()
 
     def _draw(self, fresh: bool = False) -> None:
         job_id = self.story.job_id or None
@@ -94,6 +100,10 @@ class TwoWorkersStory(Panel):
             self.record.show(job_id, snap)
         else:
             self.record.refresh(job_id, snap=snap)
+        self._draw_steps()
+
+    def _draw_steps(self) -> None:
+        """The step buttons (only the next one enabled) and the log, from the story alone."""
         nxt = self.story.next_step
         for step, _ in STEPS:
             self.buttons[step].disabled = step != nxt

@@ -25,7 +25,7 @@ import pytest
 import redis
 
 import echomq_lab
-from echomq_lab import branded, errors, jobs, keyspace, sim
+from echomq_lab import branded, errors, jobs, keyspace, sim, snapshot
 from echomq_lab.scripts import load
 from echomq_lab.testing.servers import Kind, RunningServer, ServerStartError, start_server
 from echomq_lab.testing.state import dump
@@ -479,3 +479,44 @@ def test_a_frozen_server_is_one_no_answer_that_may_have_run(own_server: RunningS
     # thawed, the server answers again on the same client; the claim had not run
     got = jobs.claim(conn, Q, LONG_LEASE)
     assert got is not None and got.id == job and got.token == 1
+
+
+# -- 3, 4, 5. check() lists what another client wrote ---------------------------------------------
+
+
+def _kinds(conn: redis.Redis) -> dict[str, set[str]]:
+    """check()'s drifts as {kind: {subject, ...}}."""
+    found: dict[str, set[str]] = {}
+    for drift in snapshot.check(conn, Q):
+        found.setdefault(drift.kind, set()).add(drift.job_id)
+    return found
+
+
+def test_check_lists_odd_data_as_drift(conn: redis.Redis) -> None:
+    inf_job, paused, one = (branded.mint() for _ in range(3))
+    conn.set(rkey("lock"), b"held by someone")
+    conn.zadd(ACTIVE, {"JOB\u00e9t\u00e9\u00e9t\u00e9\u00e9".encode(): 5, b"\xff\xfe": 7})
+    for job, state, attempts in ((inf_job, "scheduled", "0"), (paused, "paused", "0"),
+                                 (one, "pending", "one")):  # fmt: skip
+        conn.hset(rkey(job), mapping={"state": state, "attempts": attempts, "payload": b"p"})
+    conn.zadd(SCHEDULE, {inf_job: float("inf")})
+    conn.zadd(PENDING, {paused: 0, one: 0, b"AAA": 0})
+    kinds = _kinds(conn)
+    assert kinds["wrong-type"] == {rkey("lock").decode()}
+    assert kinds["malformed-member"] == {"JOB\u00e9t\u00e9\u00e9t\u00e9\u00e9", repr(b"\xff\xfe"),
+                                         "AAA"}  # fmt: skip
+    assert kinds["score-not-finite"] == {inf_job}
+    assert kinds["unknown-state"] == {paused}
+    assert kinds["bad-attempts"] == {one}
+
+
+def test_a_set_key_of_the_wrong_type_is_drift_not_an_error(conn: redis.Redis) -> None:
+    conn.set(PENDING, b"not a sorted set")
+    assert _kinds(conn) == {"wrong-type": {PENDING}}
+
+
+def test_a_malformed_member_is_drift_and_claim_never_follows_it(conn: redis.Redis) -> None:
+    conn.zadd(PENDING, {b"AAA": 0})
+    assert _kinds(conn) == {"malformed-member": {"AAA"}, "member-without-row": {"AAA"}}
+    assert jobs.claim_dropping(conn, Q, LONG_LEASE) == (None, jobs.Dropped(malformed=(b"AAA",)))
+    assert snapshot.check(conn, Q) == [] and dump(conn) == {}

@@ -406,3 +406,34 @@ def test_a_frozen_server_is_one_wait_and_one_line(own_server: RunningServer, nam
         os.kill(own_server.proc.pid, signal.SIGCONT)
     assert len(sent) == 1, sent  # one command, one wait: no redraw waits on it again
     assert one_line(panel).endswith("did not answer within 0.3 s; the call may or may not have run")
+
+
+# -- 4. a member that is not an id never becomes the followed job --------------------------------
+
+
+def test_a_malformed_member_never_wedges_the_transition_panel(conn: redis.Redis) -> None:
+    panel = TransitionPanel(conn, Q)
+    conn.zadd(PENDING, {b"AAA": 0, XSS: 0})
+    line = panel.press("claim")
+    assert panel.runner.job_id is None  # never followed
+    assert "dropped 2 × member that is not a JOB id" in line, line
+    assert conn.exists(keyspace.job_prefix(Q) + "AAA") == 0  # never given a row
+    assert panel.press("enqueue").startswith("enqueue wrote"), panel.last_message
+    assert panel.press("claim").startswith("claim wrote"), panel.last_message
+    assert panel.runner.token == 1
+    assert "no drift" in panel.sets.text()
+
+
+# -- 1. a vanished row under the story: no false account of the fence ----------------------------
+
+
+def test_the_story_does_not_claim_a_fence_over_a_row_that_vanished(conn: redis.Redis) -> None:
+    story = TwoWorkersStory(conn, Q, lease_ms=50)
+    for step in ("a_claims", "a_stalls"):
+        fire(story.buttons[step])
+    conn.delete(keyspace.job_key(Q, story.story.job_id))  # another client's DEL, or eviction
+    fire(story.buttons["reaper_returns"])
+    fire(story.buttons["b_claims"])  # nothing to claim: the id was dropped as an orphan
+    line = one_line(story)
+    assert "someone else took this story's job" in line and "B holds token 1" not in line, line
+    assert jobs.record(conn, Q, story.story.job_id) is None  # no partial row was written

@@ -25,7 +25,7 @@ Arg = str | bytes | int
 
 #: The read-only scripts the lab's views run; every other script is a transition's, named in
 #: :data:`echomq_lab.transitions.TRANSITIONS`.
-VIEWS: tuple[str, ...] = ("snapshot",)
+VIEWS: tuple[str, ...] = ("view",)
 _NAME = re.compile(r"[a-z_]{1,40}")
 
 

@@ -1,4 +1,4 @@
-"""snapshot() and view(): one atomic read of a queue (whole, or a bounded window), on every backend."""
+"""snapshot() and view(): one atomic read of a queue, whole or windowed, on every backend."""
 
 from __future__ import annotations
 

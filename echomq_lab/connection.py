@@ -119,4 +119,9 @@ class reaching:  # noqa: N801 - used like a function: ``with reaching(conn): ...
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if exc is not None and isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
-            raise errors.ServerUnavailable(f"cannot reach {describe(self.conn)}: {exc}") from None
+            raise unreachable(self.conn, exc) from None
+
+
+def unreachable(conn: redis.Redis, exc: BaseException) -> errors.ServerUnavailable:
+    """The one-line :class:`errors.ServerUnavailable` for a lost connection to ``conn``."""
+    return errors.ServerUnavailable(f"cannot reach {describe(conn)}: {exc}")

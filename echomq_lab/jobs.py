@@ -7,11 +7,13 @@ script with one EVALSHA. Refusals come back as the typed errors of :mod:`echomq_
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal, NamedTuple, cast
 
 import redis
 
 from echomq_lab import errors, keyspace
+from echomq_lab.branded import check as check_id
 from echomq_lab.connection import reaching
 from echomq_lab.scripts import Arg, load
 
@@ -35,6 +37,8 @@ Payload = bytes | bytearray | memoryview | str
 
 def _int(name: str, value: object, low: int, high: int) -> int:
     """``value`` if it is a plain int in low..high; TypeError/ValueError saying what is wrong."""
+    if type(value) is int and low <= value <= high:
+        return value
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if not low <= value <= high:
@@ -52,6 +56,8 @@ def _token(value: object) -> int:
 
 
 def _payload(value: object) -> bytes:
+    if type(value) is bytes:
+        return value
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -67,13 +73,35 @@ def _text(name: str, value: object) -> bytes:
     raise TypeError(f"{name} must be str or bytes, not {type(value).__name__}")
 
 
+class _Keys(NamedTuple):
+    """One queue's set keys and row-key prefix, built once per queue name."""
+
+    pending: str
+    active: str
+    schedule: str
+    dead: str
+    prefix: str
+
+
+@lru_cache(maxsize=1024)
+def _built(queue: str) -> _Keys:
+    base = keyspace.base(queue)  # validates the name
+    return _Keys(base + "pending", base + "active", base + "schedule", base + "dead", base + "job:")
+
+
+def _q(queue: str) -> _Keys:
+    if type(queue) is not str:  # only exact str is cached; anything else is refused as before
+        keyspace.check_queue(queue)
+    return _built(queue)
+
+
 def _keys(queue: str, *kinds: str) -> list[str]:
-    base = keyspace.base(queue)  # validated once per queue name, then cached
-    return [base + k for k in kinds]  # kinds are this module's own set names
+    q = _q(queue)
+    return [getattr(q, k) for k in kinds]  # kinds are this module's own set names
 
 
 def _row(queue: str, job_id: str) -> str:
-    return keyspace.job_key(queue, job_id)
+    return _q(queue).prefix + check_id(job_id)
 
 
 def enqueue(
@@ -84,8 +112,9 @@ def enqueue(
     An id that already has a row answers ``"duplicate"`` and changes nothing. A well-formed id
     of another namespace is refused by the script: :class:`errors.KindRefused`.
     """
-    row, data = _row(queue, job_id), _payload(payload)
-    reply = load("enqueue")(conn, [row, *_keys(queue, "pending")], [job_id, data])
+    q = _q(queue)
+    row, data = q.prefix + check_id(job_id), _payload(payload)
+    reply = load("enqueue")(conn, [row, q.pending], [job_id, data])
     return "enqueued" if reply == 1 else "duplicate"
 
 
@@ -121,8 +150,8 @@ def claim(conn: redis.Redis, queue: str, lease_ms: int) -> Claimed | None:
 
     The returned token is the row's new ``attempts``; present it to complete, retry and extend.
     """
-    args: list[Arg] = [keyspace.job_prefix(queue), str(check_lease(lease_ms))]
-    reply = load("claim")(conn, _keys(queue, "pending", "active"), args)
+    q = _q(queue)
+    reply = load("claim")(conn, [q.pending, q.active], [q.prefix, check_lease(lease_ms)])
     if not reply:
         return None
     job_id, payload, token = reply
@@ -135,8 +164,9 @@ def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal[
     Raises :class:`errors.StaleToken` for a stale token or a lease that is gone (nothing
     changes), and :class:`errors.JobGone` when the row does not exist.
     """
-    keys = [*_keys(queue, "active"), _row(queue, job_id)]
-    reply = load("complete")(conn, keys, [job_id, str(_token(token))])
+    q = _q(queue)
+    keys = [q.active, q.prefix + check_id(job_id)]
+    reply = load("complete")(conn, keys, [job_id, _token(token)])
     if reply == 0:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return "completed"

@@ -22,6 +22,8 @@ MAX_MS = 365 * 24 * 3600 * 1000
 #: The latest run-at the lab accepts (ms since the Unix epoch): far beyond any real clock,
 #: and small enough that every score stays an exact integer on every server.
 MAX_RUN_AT_MS = 2**52
+#: The largest token the lab passes on (far beyond any real count of claims).
+MAX_TOKEN = 2**62
 
 
 class Claimed(NamedTuple):
@@ -52,7 +54,7 @@ def check_lease(value: object) -> int:
 
 
 def _token(value: object) -> int:
-    return _int("token", value, 1, 2**62)
+    return _int("token", value, 1, MAX_TOKEN)
 
 
 def _payload(value: object) -> bytes:
@@ -84,15 +86,10 @@ class _Keys(NamedTuple):
 
 
 @lru_cache(maxsize=1024)
-def _built(queue: str) -> _Keys:
-    base = keyspace.base(queue)  # validates the name
-    return _Keys(base + "pending", base + "active", base + "schedule", base + "dead", base + "job:")
-
-
 def _q(queue: str) -> _Keys:
-    if type(queue) is not str:  # only exact str is cached; anything else is refused as before
-        keyspace.check_queue(queue)
-    return _built(queue)
+    """The keys of ``queue``; a bad name raises here, so only good names are ever cached."""
+    base = keyspace.base(queue)
+    return _Keys(base + "pending", base + "active", base + "schedule", base + "dead", base + "job:")
 
 
 def _keys(queue: str, *kinds: str) -> list[str]:
@@ -151,7 +148,8 @@ def claim(conn: redis.Redis, queue: str, lease_ms: int) -> Claimed | None:
     The returned token is the row's new ``attempts``; present it to complete, retry and extend.
     """
     q = _q(queue)
-    reply = load("claim")(conn, [q.pending, q.active], [q.prefix, check_lease(lease_ms)])
+    lease = lease_ms if type(lease_ms) is int and 0 < lease_ms <= MAX_MS else check_lease(lease_ms)
+    reply = load("claim")(conn, [q.pending, q.active], [q.prefix, lease])
     if not reply:
         return None
     job_id, payload, token = reply
@@ -166,7 +164,8 @@ def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal[
     """
     q = _q(queue)
     keys = [q.active, q.prefix + check_id(job_id)]
-    reply = load("complete")(conn, keys, [job_id, _token(token)])
+    fence = token if type(token) is int and 0 < token <= MAX_TOKEN else _token(token)
+    reply = load("complete")(conn, keys, [job_id, fence])
     if reply == 0:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return "completed"

@@ -48,9 +48,9 @@ import redis
 
 import echomq_lab
 from benchmarks.batch import enqueue_many
-from benchmarks.servers import RunningServer, start_server
 from echomq_lab import benchreport, branded, jobs, keyspace
 from echomq_lab.scripts import load, names
+from echomq_lab.testing import RunningServer, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results.json"

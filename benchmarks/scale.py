@@ -34,7 +34,7 @@ import redis
 
 import echomq_lab
 from benchmarks.batch import enqueue_many
-from benchmarks.servers import RunningServer, start_server
+from echomq_lab.testing import RunningServer, start_server
 from echomq_lab import branded, drift, jobs, keyspace
 from echomq_lab.scripts import load
 from echomq_lab.snapshot import view

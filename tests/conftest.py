@@ -1,118 +1,99 @@
 """Shared fixtures: one client per backend (fakeredis, Valkey, Redis).
 
-Real servers are started lazily, once per session, the first time a test
-needs them, and stopped at session end. A missing server binary skips the
-tests that need it, or fails them when ``ECHOMQ_REQUIRE_BACKENDS=1`` (CI).
+The building blocks live in :mod:`echomq_lab.testing` (the backends registry, the launchers and
+one session's server pool); this file only turns them into fixtures. Real servers are started
+lazily, once per session, the first time a test needs them, and stopped at session end. A
+missing server binary skips the tests that need it, saying why, or fails them when
+``ECHOMQ_REQUIRE_BACKENDS=1`` (CI). The run ends with an "echomq backends" summary.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import NoReturn
 
-import fakeredis
 import pytest
-import redis
 
-import echomq_lab
+# The helpers assert; let pytest explain their failures as it does for tests.
+pytest.register_assert_rewrite("echomq_lab.testing")
 
-sys.path.insert(0, str(Path(__file__).parent))
+import redis  # noqa: E402
 
-from servers import Kind, RunningServer, ServerStartError, start_server  # noqa: E402
+from echomq_lab.testing import (  # noqa: E402
+    REQUIRE_ENV,
+    BackendUnavailable,
+    Server,
+    ServerPool,
+    backend_names,
+    backends_required,
+    server_kinds,
+)
 
-BACKENDS: tuple[str, ...] = ("fakeredis", "valkey", "redis")
-REQUIRE_ENV = "ECHOMQ_REQUIRE_BACKENDS"
-
-
-def fresh_fake_client() -> redis.Redis:
-    """Return a client on a brand-new, empty in-process server (isolated per test)."""
-    return echomq_lab.connect(fresh=True)
-
-
-@dataclass
-class BackendReport:
-    """What happened to one backend during the session, for the terminal summary."""
-
-    tests: int = 0
-    version: str = ""
-    skipped: str = ""
+POOL = ServerPool()
 
 
-_REPORT: dict[str, BackendReport] = {name: BackendReport() for name in BACKENDS}
-_REPORT["fakeredis"].version = f"fakeredis {fakeredis.__version__} (in-process)"
-
-
-def backends_required() -> bool:
-    """True when a missing backend must fail the run instead of skipping."""
-    return os.environ.get(REQUIRE_ENV, "") not in ("", "0")
-
-
-def _unavailable(kind: str, reason: str) -> NoReturn:
-    """Record ``reason`` for ``kind`` and skip the test (or fail it when required)."""
-    _REPORT[kind].skipped = reason
+def _unavailable(reason: str) -> NoReturn:
+    """Skip the test for ``reason`` (or fail it when backends are required)."""
     if backends_required():
         pytest.fail(f"{reason} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
     pytest.skip(reason)
 
 
-def _session_server(kind: Kind) -> Iterator[RunningServer]:
-    """Start a ``kind`` server for the session, yield it, stop it afterwards."""
+def _session_server(name: str) -> Server:
+    """The session's ``name`` server (started on first use), or a skip/fail saying why not."""
     try:
-        server = start_server(kind)
-    except ServerStartError as exc:
-        _unavailable(kind, str(exc))
-    _REPORT[kind].version = f"{kind}-server {server.version} ({server.binary})"
+        return POOL.server(name)
+    except BackendUnavailable as exc:
+        reason = str(exc)
+    _unavailable(reason)  # outside the except: the report shows the reason alone
+
+
+@pytest.fixture(scope="session")
+def server_pool() -> Iterator[ServerPool]:
+    """The session's servers; every one of them is stopped when the session ends."""
     try:
-        yield server
+        yield POOL
     finally:
-        server.stop()
+        POOL.stop_all()
 
 
 @pytest.fixture(scope="session")
-def valkey_server() -> Iterator[RunningServer]:
+def valkey_server(server_pool: ServerPool) -> Server:
     """Session-wide Valkey (>= 8) process on a free loopback port."""
-    yield from _session_server("valkey")
+    return _session_server("valkey")
 
 
 @pytest.fixture(scope="session")
-def redis_server() -> Iterator[RunningServer]:
+def redis_server(server_pool: ServerPool) -> Server:
     """Session-wide Redis (7.x) process on a free loopback port."""
-    yield from _session_server("redis")
+    return _session_server("redis")
 
 
 @pytest.fixture(scope="session")
-def valkey_url(valkey_server: RunningServer) -> str:
+def valkey_url(valkey_server: Server) -> str:
     """``redis://127.0.0.1:PORT/0`` of the session's Valkey server."""
     return valkey_server.url
 
 
 @pytest.fixture(scope="session")
-def redis_url(redis_server: RunningServer) -> str:
+def redis_url(redis_server: Server) -> str:
     """``redis://127.0.0.1:PORT/0`` of the session's Redis server."""
     return redis_server.url
 
 
-@pytest.fixture(params=BACKENDS, ids=list(BACKENDS))
+@pytest.fixture(params=backend_names(), ids=list(backend_names()))
 def backend_name(request: pytest.FixtureRequest) -> str:
-    """Name of the backend under test: "fakeredis", "valkey" or "redis"."""
+    """Name of the backend under test: one of ``echomq_lab.testing.BACKENDS``."""
     return str(request.param)
 
 
 @pytest.fixture
-def conn(backend_name: str, request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+def conn(backend_name: str, server_pool: ServerPool) -> Iterator[redis.Redis]:
     """A bytes-returning client on an empty backend (data and script cache flushed)."""
-    if backend_name == "fakeredis":
-        client = fresh_fake_client()
-    else:
-        url: str = request.getfixturevalue(f"{backend_name}_url")
-        client = echomq_lab.connect(url)
-        client.flushall()
-        client.script_flush()
-    _REPORT[backend_name].tests += 1
+    if backend_name in server_kinds():
+        _session_server(backend_name)  # started once a session, or a skip/fail saying why
+    client = server_pool.client(backend_name)
+    server_pool.used(backend_name)
     try:
         yield client
     finally:
@@ -122,20 +103,13 @@ def conn(backend_name: str, request: pytest.FixtureRequest) -> Iterator[redis.Re
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Count the tests that ask for a real server directly (not through ``conn``)."""
     names = getattr(item, "fixturenames", ())
-    for kind in ("valkey", "redis"):
+    for kind in server_kinds():
         if f"{kind}_url" in names or f"{kind}_server" in names:
-            _REPORT[kind].tests += 1
+            POOL.used(kind)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print one line per backend: how many tests used it, or why it was skipped."""
     terminalreporter.section("echomq backends")
-    for name, rep in _REPORT.items():
-        if rep.skipped:
-            verdict = "FAILED" if backends_required() else "skipped"
-            line = f"{verdict} ({rep.skipped.splitlines()[0]})"
-        elif rep.tests:
-            line = f"ran {rep.tests} test(s) on {rep.version}"
-        else:
-            line = "not used"
-        terminalreporter.write_line(f"{name:>9}: {line}")
+    for line in POOL.summary(backends_required()):
+        terminalreporter.write_line(line)

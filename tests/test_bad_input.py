@@ -24,14 +24,14 @@ import pytest
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-from servers import ServerStartError, free_port, start_server
-from test_conformance import dump
 
 from echomq_lab import branded, connect, errors, jobs, snapshot
 from echomq_lab.benchreport import counting
 from echomq_lab.branded import ALPHABET, MAX_SNOWFLAKE, WIDTH
 from echomq_lab.jobs import MAX_MS, MAX_RUN_AT_MS
 from echomq_lab.scripts import load, names
+from echomq_lab.testing import ServerStartError, free_port, start_server
+from echomq_lab.testing.state import dump
 
 Q = "bad-input"
 LONG = 60_000

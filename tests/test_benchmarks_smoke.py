@@ -4,17 +4,14 @@ transition costs exactly one EVALSHA and one round trip. No assertion here reads
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import redis
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: `benchmarks`
-
-from benchmarks import run as bench  # noqa: E402
-from benchmarks.batch import enqueue_many  # noqa: E402
-from echomq_lab import branded, errors, jobs, keyspace  # noqa: E402
+from benchmarks import run as bench
+from benchmarks.batch import enqueue_many
+from echomq_lab import branded, errors, jobs, keyspace
 
 #: The transitions the issue requires to be one EVALSHA each.
 REQUIRED = ("enqueue", "claim", "complete", "retry", "promote", "reap", "extend")

@@ -28,7 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from browser import (
+from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sync_playwright
+
+from echomq_lab.stories import STEPS
+from echomq_lab.testing.browser import (
     CHROMIUM_ARGS,
     STDERR_OUTPUT,
     Lab,
@@ -38,9 +41,6 @@ from browser import (
     notebook_screenshot,
     run_all,
 )
-from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sync_playwright
-
-from echomq_lab.stories import STEPS
 from echomq_lab.widgets.record_view import GONE
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 

@@ -5,24 +5,22 @@ rows compared as dicts because HGETALL order differs between servers), the reply
 exception class with its wire class. Lease expiry uses leases of tens of milliseconds and
 sleeps several times longer; no test asserts how long anything took.
 
-The small helpers at the top (``dump``, ``server_ms``, ``deadline_window``) are imported by
-the other test files of this suite.
+The shared helpers (``dump``, ``server_ms``, ``deadline_window``, ``BINARY``) live in
+``echomq_lab.testing.state``.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 import redis
 
 from echomq_lab import branded, errors, jobs
 from echomq_lab.snapshot import Drift, check, drifts, snapshot
-from echomq_lab.stories import server_now_ms
+from echomq_lab.testing.state import BINARY, deadline_window, dump, server_ms
 
 Q = "conformance"
 PENDING = f"emq:{{{Q}}}:pending"
@@ -30,61 +28,13 @@ ACTIVE = f"emq:{{{Q}}}:active"
 SCHEDULE = f"emq:{{{Q}}}:schedule"
 DEAD = f"emq:{{{Q}}}:dead"
 
-#: A payload that exercises binary safety: NUL bytes, invalid UTF-8, and over 64 bytes
-#: (Redis 7 switches the hash encoding past 64 bytes, which reorders HGETALL).
-BINARY = b"\x00head\xff\xfe" + bytes(range(256)) + b"tail\x00"
-
 LONG_LEASE = 60_000
 SHORT_LEASE = 50
 #: Comfortably longer than SHORT_LEASE, so the lease has surely expired after it.
 EXPIRE_WAIT_S = 0.3
 
 
-# ---------------------------------------------------------------- helpers (shared) ---
-
-
-def dump(conn: redis.Redis) -> dict[bytes, tuple[str, Any]]:
-    """The whole keyspace: every key with its type and its full content (order-free rows)."""
-    out: dict[bytes, tuple[str, Any]] = {}
-    for key in sorted(conn.keys("*")):
-        kind = conn.type(key).decode()
-        content: Any
-        if kind == "hash":
-            content = dict(conn.hgetall(key))
-        elif kind == "zset":
-            content = [(m, s) for m, s in conn.zrange(key, 0, -1, withscores=True)]
-        elif kind == "string":
-            content = conn.get(key)
-        elif kind == "set":
-            content = set(conn.smembers(key))
-        elif kind == "list":
-            content = conn.lrange(key, 0, -1)
-        else:
-            content = kind
-        out[key] = (kind, content)
-    return out
-
-
-#: The server's clock (TIME) in ms, the clock every script reads: the library's own reading.
-server_ms = server_now_ms
-
-
-#: Slack (ms) around a bracketing pair of TIME reads; covers clock granularity only.
-CLOCK_SLACK_MS = 2
-
-
-@contextmanager
-def deadline_window(conn: redis.Redis, offset_ms: int) -> Iterator[list[int]]:
-    """Bracket a call with two TIME reads; yields [low, high] for ``now + offset_ms``.
-
-    The list is filled when the block exits: any ``now`` read by a script inside the block
-    lies between the two reads, so ``now + offset_ms`` lies in [low, high].
-    """
-    window: list[int] = []
-    before = server_ms(conn)
-    yield window
-    after = server_ms(conn)
-    window.extend([before + offset_ms - CLOCK_SLACK_MS, after + offset_ms + CLOCK_SLACK_MS])
+# ----------------------------------------------------------------------- helpers ---
 
 
 def row(payload: bytes, state: str, attempts: int, **extra: bytes) -> dict[bytes, bytes]:

@@ -13,98 +13,23 @@ How "one command" is measured:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 import redis
-from redis.connection import Connection
-from test_conformance import dump
 
 from echomq_lab import branded, errors, jobs, snapshot
 from echomq_lab.scripts import Script, load, names
+from echomq_lab.testing.state import dump
+from echomq_lab.testing.traffic import INFO_ARGS, assert_one_evalsha, packed_size, preload, traffic
 
 Q = "dispatch"
 LONG = 60_000
-_PACKER = Connection()  # never connected: only used to encode commands as RESP
-INFO_ARGS = ("INFO", "stats", "commandstats")
-SCRIPT_RUNNERS = ("cmdstat_eval", "cmdstat_evalsha", "cmdstat_eval_ro", "cmdstat_evalsha_ro")
-
-
-def packed_size(*args: Any) -> int:
-    """Bytes the server receives for one command (RESP, as redis-py encodes it)."""
-    return sum(len(chunk) for chunk in _PACKER.pack_command(*args))
-
-
-@dataclass
-class Traffic:
-    """What one block sent: client-side commands, and on real servers the INFO deltas."""
-
-    sent: list[tuple[Any, ...]] = field(default_factory=list)
-    calls: dict[str, int] = field(default_factory=dict)  # commandstats deltas (non-zero)
-    total_commands: int = 0
-    input_bytes: int = 0
-
-    def names(self) -> list[str]:
-        return [str(args[0]).upper() for args in self.sent]
-
-
-def _server_stats(conn: redis.Redis) -> tuple[int, int, dict[str, int]]:
-    info = conn.info(*INFO_ARGS[1:])
-    calls = {k: int(v["calls"]) for k, v in info.items() if k.startswith("cmdstat_")}
-    return int(info["total_commands_processed"]), int(info["total_net_input_bytes"]), calls
-
-
-@contextmanager
-def traffic(conn: redis.Redis, real: bool) -> Iterator[Traffic]:
-    """Record the commands sent inside the block (and the server's counters when ``real``)."""
-    out = Traffic()
-    before = _server_stats(conn) if real else None
-    original = conn.execute_command
-
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        out.sent.append(args)
-        return original(*args, **kwargs)
-
-    conn.execute_command = recording  # type: ignore[method-assign]
-    try:
-        yield out
-    finally:
-        del conn.execute_command
-    if before is not None:
-        total, nbytes, calls = _server_stats(conn)
-        out.total_commands = total - before[0]
-        out.input_bytes = nbytes - before[1]
-        out.calls = {k: v - before[2].get(k, 0) for k, v in calls.items()}
-        out.calls = {k: v for k, v in out.calls.items() if v}
-
-
-def assert_one_evalsha(t: Traffic, real: bool, sha: str) -> None:
-    """The block sent exactly one EVALSHA of ``sha`` and nothing else."""
-    assert t.names() == ["EVALSHA"], t.names()
-    assert t.sent[0][1] == sha
-    if not real:
-        return
-    assert t.calls.get("cmdstat_evalsha") == 1
-    assert t.calls.get("cmdstat_info") == 1  # the first INFO read
-    assert not any(k.startswith("cmdstat_script") for k in t.calls), t.calls
-    assert not any(t.calls.get(k) for k in SCRIPT_RUNNERS if k != "cmdstat_evalsha")
-    assert "cmdstat_fcall" not in t.calls
-    inside = sum(v for k, v in t.calls.items() if k not in ("cmdstat_info", "cmdstat_evalsha"))
-    assert t.total_commands == 1 + 1 + inside
-    assert t.input_bytes == packed_size(*INFO_ARGS) + packed_size(*t.sent[0])
 
 
 @pytest.fixture
 def real(backend_name: str) -> bool:
     return backend_name != "fakeredis"
-
-
-def preload(conn: redis.Redis) -> None:
-    for name in names():
-        assert conn.script_load(load(name).source) == load(name).sha
 
 
 # ------------------------------------------------------------- one EVALSHA each ---

@@ -16,9 +16,10 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from servers import RunningServer, ServerStartError, start_server
 
-from echomq_lab.simulate import Result, Settings, Simulation
+from echomq_lab import errors
+from echomq_lab.sim import Result, Settings, Simulation
+from echomq_lab.testing import RunningServer, ServerStartError, start_server
 
 pytestmark = pytest.mark.slow  # a few seconds each; still part of `make test`
 
@@ -110,6 +111,9 @@ def test_kill_9_with_fsynced_aof_loses_nothing(aof_server: RunningServer) -> Non
     assert result.restarts_seen == 1
     assert result.connection_errors > 0
     assert not result.timed_out
+    # A lost reply is the host's finding, in the lab's own words, never a made-up wire class.
+    lost = {c.reply for c in result.ledger if c.outcome == "lost-reply"}
+    assert lost <= {errors.ServerUnavailable.label}, lost
     print(f"\nkill -9 with fsynced AOF: {figures(result)}")
 
 

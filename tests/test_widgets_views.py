@@ -205,13 +205,8 @@ def test_every_transition_has_an_edge() -> None:
 
 def test_every_panel_survives_a_server_that_went_down() -> None:
     """Stop the server under the panels: each press shows one EMQDOWN line, nothing raises."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from servers import start_server
-
     from echomq_lab import connect
+    from echomq_lab.testing import start_server
     from echomq_lab.widgets import FencePanel, LabPanel, TransitionPanel, TwoWorkersStory
 
     server = start_server("valkey")

@@ -1,5 +1,8 @@
 """Pictures of a simulation run: every worker's leases on one timeline, and the verdicts.
 
+This module imports matplotlib; the rest of :mod:`echomq_lab.sim` does not, so import it only
+to draw.
+
 :func:`lease_timeline` draws one row per worker and one bar per lease, from the claim to the
 settle, coloured by how the lease ended. A lease the fence cut off (its settle was refused) is
 hatched and ends in a cross; a thin tick marks its deadline, so the stall past it shows. A lease
@@ -15,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from echomq_lab.simulate import Lease
+from echomq_lab.sim.leases import Lease
 from echomq_lab.widgets.style import MUTED, STATE_COLOURS, message_html
 
 #: How a lease ended -> its colour on the timeline.
@@ -36,6 +39,8 @@ OUTCOME_LABELS: dict[str, str] = {
 
 
 def _worker_order(names: Sequence[str]) -> list[str]:
+    """The distinct worker names, ``w0, w1, ... w10`` in number order, others after them."""
+
     def key(name: str) -> tuple[int, str]:
         digits = name.lstrip("w")
         return (int(digits), name) if digits.isdigit() else (1 << 30, name)
@@ -43,35 +48,35 @@ def _worker_order(names: Sequence[str]) -> list[str]:
     return sorted(set(names), key=key)
 
 
-def lease_timeline(
-    leases: Sequence[Lease], ax: Axes | None = None, *, title: str | None = None
-) -> Axes:
-    """Draw ``leases`` on ``ax`` (a new figure's axes if None): one row per worker."""
-    if ax is None:
-        ax = Figure(figsize=(10, 4)).add_subplot()
-    workers = _worker_order([lease.worker for lease in leases])
-    row = {name: i for i, name in enumerate(workers)}
-    height = 0.6
-    for lease in leases:
-        y = row[lease.worker]
-        colour = OUTCOME_COLOURS.get(lease.outcome, MUTED)
-        refused = lease.outcome == "refused"
-        ax.broken_barh(
-            [(lease.start, max(lease.end - lease.start, 0.0005))],
-            (y - height / 2, height),
-            facecolors=colour,
-            edgecolors="black" if refused else colour,
-            linewidth=0.4,
-            hatch="///" if refused else None,
-        )
-        if refused:
-            deadline = lease.start + lease.lease_ms / 1000
-            ax.plot([deadline, deadline], [y - height / 2, y + height / 2], color="black",
-                    linewidth=0.8)
-            ax.plot([lease.end], [y], marker="x", color="black", markersize=6)
-        if lease.ran_again:
-            ax.plot([lease.start], [y], marker="o", markerfacecolor="none",
-                    markeredgecolor="black", markersize=6)
+#: Each bar's height, as a share of its worker's row.
+BAR_HEIGHT = 0.6
+
+
+def _draw_lease(ax: Axes, lease: Lease, y: int) -> None:
+    """One lease's bar on row ``y``; a cut-off one hatched, with its deadline tick and a cross
+    at its refused settle; a ring where a job runs again."""
+    half = BAR_HEIGHT / 2
+    colour = OUTCOME_COLOURS.get(lease.outcome, MUTED)
+    refused = lease.outcome == "refused"
+    ax.broken_barh(
+        [(lease.start, max(lease.end - lease.start, 0.0005))],
+        (y - half, BAR_HEIGHT),
+        facecolors=colour,
+        edgecolors="black" if refused else colour,
+        linewidth=0.4,
+        hatch="///" if refused else None,
+    )
+    if refused:
+        deadline = lease.start + lease.lease_ms / 1000
+        ax.plot([deadline, deadline], [y - half, y + half], color="black", linewidth=0.8)
+        ax.plot([lease.end], [y], marker="x", color="black", markersize=6)
+    if lease.ran_again:
+        ax.plot([lease.start], [y], marker="o", markerfacecolor="none",
+                markeredgecolor="black", markersize=6)
+
+
+def _label_axes(ax: Axes, workers: Sequence[str], title: str | None) -> None:
+    """One tick per worker, top to bottom; time along the bottom."""
     ax.set_yticks(range(len(workers)), list(workers))
     ax.set_ylabel("worker")
     ax.set_ylim(-0.7, len(workers) - 0.3)
@@ -79,6 +84,10 @@ def lease_timeline(
     ax.margins(x=0.01)
     ax.set_xlabel("seconds since the run began")
     ax.set_title(title or "Each worker's leases, claim to settle")
+
+
+def _legend(ax: Axes, leases: Sequence[Lease]) -> None:
+    """A legend below the axes: the outcomes that occur, the deadline tick, the ring."""
     used = [name for name in OUTCOME_COLOURS if any(le.outcome == name for le in leases)]
     handles: list[Patch | Line2D] = [
         Patch(facecolor=OUTCOME_COLOURS[name], label=OUTCOME_LABELS[name],
@@ -92,6 +101,20 @@ def lease_timeline(
                           linestyle="none", label="the job runs again"))
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3,
               fontsize="small", frameon=False)
+
+
+def lease_timeline(
+    leases: Sequence[Lease], ax: Axes | None = None, *, title: str | None = None
+) -> Axes:
+    """Draw ``leases`` on ``ax`` (a new figure's axes if None): one row per worker."""
+    if ax is None:
+        ax = Figure(figsize=(10, 4)).add_subplot()
+    workers = _worker_order([lease.worker for lease in leases])
+    row = {name: i for i, name in enumerate(workers)}
+    for lease in leases:
+        _draw_lease(ax, lease, row[lease.worker])
+    _label_axes(ax, workers, title)
+    _legend(ax, leases)
     return ax
 
 

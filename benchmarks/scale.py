@@ -34,10 +34,10 @@ import redis
 
 import echomq_lab
 from benchmarks.batch import enqueue_many
-from echomq_lab.testing import RunningServer, start_server
 from echomq_lab import branded, drift, jobs, keyspace
 from echomq_lab.scripts import load
 from echomq_lab.snapshot import view
+from echomq_lab.testing import RunningServer, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results.json"

@@ -63,7 +63,8 @@ class Snapshot:
     row was read to that :class:`Row`. ``sizes`` is each set's true size (ZCARD) and
     ``states`` the ``state`` field of every id looked at (None: a row without one), present
     exactly when the row exists. ``scores`` holds, for each id looked at, its score in every set
-    that holds it, even beyond the window.
+    that holds it, even beyond the window. ``followed`` names the jobs whose rows were asked
+    for; ``whole`` says the sets were read whole with every member's row.
     """
 
     queue: str
@@ -73,6 +74,8 @@ class Snapshot:
     sizes: dict[SetName, int] = field(default_factory=dict)
     states: dict[str, str | None] = field(default_factory=dict)
     scores: dict[str, dict[SetName, int]] = field(default_factory=dict)
+    followed: frozenset[str] = frozenset()
+    whole: bool = True
 
     def __post_init__(self) -> None:
         # A snapshot built by hand (tests, an empty placeholder) holds whole sets and rows.
@@ -118,6 +121,13 @@ class Snapshot:
     def has_row(self, job_id: str) -> bool:
         """True if ``job_id``'s row existed when read (only ids in :meth:`ids` are known)."""
         return job_id in self.states
+
+    def knows_row(self, job_id: str) -> bool:
+        """True if this snapshot read ``job_id``'s whole row (or found it has none), so
+        ``rows.get(job_id)`` is the answer: a followed job, or any member of a whole read."""
+        if job_id in self.rows or job_id in self.followed:
+            return True
+        return self.whole and any(self.score(name, job_id) is not None for name in SET_NAMES)
 
     def windowed(self, name: SetName) -> bool:
         """True when set ``name`` holds more members than this snapshot read."""
@@ -179,7 +189,9 @@ def _read(conn: redis.Redis, queue: str, follow: Iterable[str], window: str) -> 
         if row:
             rows[job_id] = Row({row[j]: row[j + 1] for j in range(0, len(row), 2)})
     size_of = {name: int(n) for name, n in zip(SET_NAMES, sizes, strict=True)}
-    return Snapshot(queue, int(now), sets, rows, size_of, states, scores)
+    return Snapshot(
+        queue, int(now), sets, rows, size_of, states, scores, frozenset(ids), window == "all"
+    )
 
 
 def view(

@@ -239,3 +239,16 @@ def test_view_refuses_bad_arguments_before_the_wire(
     with pytest.raises(ValueError):
         view(conn, "bad name", window=1)
     assert dump(conn) == before
+
+
+def test_a_snapshot_says_which_rows_it_read(conn: redis.Redis) -> None:
+    first, second, stranger = _fill(conn, 2) + [branded.mint()]
+    small = view(conn, Q, [second], window=1)
+    assert small.members("pending") == [first] and not small.whole
+    assert small.knows_row(second) and second in small.rows  # followed
+    assert not small.knows_row(first)  # shown in the window, but only its state was read
+    assert not small.knows_row(stranger)
+    whole = snapshot(conn, Q)
+    assert whole.whole and whole.knows_row(first) and whole.knows_row(second)
+    assert not whole.knows_row(stranger)  # not a member and not followed: unknown
+    assert view(conn, Q, [stranger]).knows_row(stranger)  # followed: known to have no row

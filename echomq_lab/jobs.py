@@ -110,7 +110,8 @@ def enqueue(
     of another namespace is refused by the script: :class:`errors.KindRefused`.
     """
     q = _q(queue)
-    row, data = q.prefix + check_id(job_id), _payload(payload)
+    row = q.prefix + check_id(job_id)
+    data = payload if type(payload) is bytes else _payload(payload)
     reply = load("enqueue")(conn, [row, q.pending], [job_id, data])
     return "enqueued" if reply == 1 else "duplicate"
 

@@ -35,6 +35,7 @@ import redis
 import echomq_lab
 from benchmarks.batch import enqueue_many
 from echomq_lab import branded, drift, jobs, keyspace
+from echomq_lab.report import scale as report_scale
 from echomq_lab.scripts import load
 from echomq_lab.snapshot import view
 from echomq_lab.testing import RunningServer, start_server
@@ -305,7 +306,9 @@ def run(quick: bool = False, with_1m: bool = False) -> dict[str, Any]:
             for depth in depths:
                 conn.flushall()
                 if keys != "empty":
-                    conn.execute_command("DEBUG", "POPULATE", others, "other")
+                    conn.execute_command(  # type: ignore[no-untyped-call]
+                        "DEBUG", "POPULATE", others, "other"
+                    )
                 points.append(point(conn, keys, depth, sizes))
                 print(_row(points[-1]), flush=True)
         out["check"] = check_deep(conn, depths[-1])
@@ -323,65 +326,25 @@ def run(quick: bool = False, with_1m: bool = False) -> dict[str, Any]:
 
 def _row(p: Point) -> str:
     return (
-        f"{p.keyspace:<20}{p.depth:>10,}{p.cycle_jobs_s:>10,.0f}{p.view_ms:>9.2f}"
-        f"{p.click_median_ms:>9.1f}{p.click_p95_ms:>9.1f}{p.longest_command_us:>10,}  "
-        f"{p.longest_command.split(' ')[0]}"
+        f"{p.keyspace:<20}{p.depth:>10,}  {p.cycle_jobs_s:,.0f} jobs/s  "
+        f"click p95 {p.click_p95_ms:.1f} ms  longest command {p.longest_command_us:,} µs"
     )
 
 
 def table(scale: dict[str, Any]) -> str:
-    """The points, the check and the parser figures as plain text."""
-    head = (
-        f"{'server holds':<20}{'depth':>10}{'jobs/s':>10}{'view ms':>9}"
-        f"{'click':>9}{'p95':>9}{'longest':>10}  command"
-    )
-    lines = [head, "-" * len(head)]
-    lines += [_row(Point(**p)) for p in scale["points"]]
-    lines.append("(click = TransitionPanel.press to rendered, ms; longest = µs, from SLOWLOG)")
-    c = scale["check"]
-    lines.append(
-        f"check() at depth {c['depth']:,}: found {len(c['found'])} drift(s), all planted: "
-        f"{c['found_all_planted']}; {c['calls']:,} round trips in {c['wall_s']:.2f} s; "
-        f"longest command {c['longest_command_us']} µs ({c['longest_command'].split(' ')[0]})"
-    )
-    p = scale["parsers"]
-    lines.append(
-        f"cycle / bare evalsha: {p['library_vs_bare']['hiredis']:.3f} with hiredis, "
-        f"{p['library_vs_bare']['python']:.3f} without; hiredis gives the cycle "
-        f"x{p['hiredis_gain']:.3f}"
-    )
-    return "\n".join(lines)
+    """The points, the check and the parser figures as plain text (the report's own table)."""
+    return report_scale.table_text({"scale": scale})
 
 
 def chart(scale: dict[str, Any], path: Path) -> Path:
-    """The log-log chart: each figure against the queue depth, one line per keyspace."""
+    """The log-log chart of :func:`echomq_lab.report.scale.chart`, saved as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4.6), dpi=110)
-    series = [
-        ("cycle_jobs_s", "job cycle, µs per job", lambda v: 1e6 / v, "-"),
-        ("click_p95_ms", "panel click p95, µs", lambda v: v * 1000, "--"),
-        ("longest_command_us", "longest server command in a click, µs", lambda v: v, ":"),
-    ]
-    colours = {"empty": "#3b6ea8"}
-    for key, label, conv, style in series:
-        for keys in dict.fromkeys(p["keyspace"] for p in scale["points"]):
-            pts = [p for p in scale["points"] if p["keyspace"] == keys]
-            colour = colours.get(keys, "#c2553a")
-            ax.plot(
-                [p["depth"] for p in pts], [max(conv(p[key]), 1) for p in pts], style,
-                marker="o", color=colour, label=f"{label} ({keys})",
-            )  # fmt: skip
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("jobs in the queue")
-    ax.set_ylabel("µs (log)")
-    ax.set_title("Cost as the queue grows: flat lines are the goal")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    report_scale.chart({"scale": scale}, ax)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)

@@ -57,7 +57,9 @@ class Script:
         less) inside a plain ``try``; only a NOSCRIPT reply takes the slower path.
         """
         try:
-            return conn.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
+            return conn.execute_command(  # type: ignore[no-untyped-call]
+                "EVALSHA", self.sha, len(keys), *keys, *args
+            )
         except NoScriptError:
             with reaching(conn):
                 return self._load_and_run(conn, keys, args)
@@ -71,7 +73,9 @@ class Script:
         if loaded != self.sha:
             raise RuntimeError(f"server hashed {self.name}.lua as {loaded!r}")
         try:
-            return conn.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
+            return conn.execute_command(  # type: ignore[no-untyped-call]
+                "EVALSHA", self.sha, len(keys), *keys, *args
+            )
         except ResponseError as exc:
             raise _refusal(exc) from None
 

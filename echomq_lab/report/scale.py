@@ -1,0 +1,141 @@
+"""Cost as the work grows, read back: the ``"scale"`` part of a benchmark results file.
+
+``python -m benchmarks.scale`` measures, at each queue depth in an empty server and in one
+holding a million other keys, the job cycle, one panel click and the longest server command
+during the clicks, plus one whole-queue drift check. :func:`points` reads those rows back,
+:func:`table_text` prints them and :func:`chart` draws them on log-log axes (matplotlib is
+imported only there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    """One depth in one keyspace."""
+
+    keyspace: str
+    depth: int
+    cycle_jobs_s: float
+    view_ms: float
+    click_median_ms: float
+    click_p95_ms: float
+    click_max_ms: float
+    longest_command_us: int
+    longest_command: str
+
+
+def _scale(results: Mapping[str, Any]) -> Mapping[str, Any]:
+    found = results.get("scale")
+    if not isinstance(found, Mapping):
+        raise ValueError("the results hold no 'scale' section: run `python -m benchmarks.scale`")
+    return found
+
+
+def points(results: Mapping[str, Any]) -> list[ScalePoint]:
+    """Every measured point, in the order measured; ValueError naming a missing field."""
+    out = []
+    for i, raw in enumerate(_scale(results).get("points", [])):
+        try:
+            out.append(
+                ScalePoint(
+                    str(raw["keyspace"]), int(raw["depth"]), float(raw["cycle_jobs_s"]),
+                    float(raw["view_ms"]), float(raw["click_median_ms"]),
+                    float(raw["click_p95_ms"]), float(raw["click_max_ms"]),
+                    int(raw["longest_command_us"]), str(raw["longest_command"]),
+                )  # fmt: skip
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"scale.points[{i}] is incomplete: {exc}") from None
+    return out
+
+
+def table_text(results: Mapping[str, Any]) -> str:
+    """The points as a plain-text table, then the check and the parser lines."""
+    head = (
+        f"{'the server holds':<22}{'jobs':>10}{'cycle/s':>9}{'view ms':>9}"
+        f"{'click ms':>10}{'p95 ms':>8}{'longest µs':>12}  command"
+    )
+    lines = [head, "-" * len(head)]
+    for p in points(results):
+        lines.append(
+            f"{p.keyspace:<22}{p.depth:>10,}{p.cycle_jobs_s:>9,.0f}{p.view_ms:>9.2f}"
+            f"{p.click_median_ms:>10.1f}{p.click_p95_ms:>8.1f}{p.longest_command_us:>12,}"
+            f"  {p.longest_command.split(' ')[0]}"
+        )
+    lines.append(
+        "click = one TransitionPanel press to the redrawn panel; longest = the longest single "
+        "server command during the clicks (SLOWLOG)"
+    )
+    lines += [check_line(results), parser_line(results)]
+    return "\n".join(line for line in lines if line)
+
+
+def check_line(results: Mapping[str, Any]) -> str:
+    """One line on the whole-queue drift check of the deepest queue, or empty."""
+    c = _scale(results).get("check")
+    if not isinstance(c, Mapping):
+        return ""
+    planted = "found both planted drifts" if c.get("found_all_planted") else "MISSED a drift"
+    return (
+        f"check() on {int(c['depth']):,} jobs: {planted}, walking {int(c['members']):,} members "
+        f"and {int(c['rows']):,} rows in {int(c['calls']):,} short calls ({float(c['wall_s']):.1f}"
+        f" s); its longest server command took {int(c['longest_command_us']):,} µs"
+    )
+
+
+def parser_line(results: Mapping[str, Any]) -> str:
+    """One line on the cycle with and without hiredis, or empty."""
+    p = _scale(results).get("parsers")
+    if not isinstance(p, Mapping):
+        return ""
+    ratio = p["library_vs_bare"]
+    return (
+        f"hiredis: the cycle runs x{float(p['hiredis_gain']):.2f} faster with redis-py's C parser;"
+        f" cycle / bare evalsha {float(ratio['hiredis']):.3f} with it, "
+        f"{float(ratio['python']):.3f} without"
+    )
+
+
+#: The lines of the chart: the field, its label, and how to turn it into microseconds.
+SERIES: tuple[tuple[str, str, str], ...] = (
+    ("cycle_jobs_s", "job cycle (per job)", "-"),
+    ("click_p95_ms", "panel click, p95", "--"),
+    ("longest_command_us", "longest server command in the clicks", ":"),
+)
+_COLOURS = ("#3b6ea8", "#c2553a")
+
+
+def _micros(p: ScalePoint, key: str) -> float:
+    if key == "cycle_jobs_s":
+        return 1e6 / p.cycle_jobs_s
+    if key == "click_p95_ms":
+        return p.click_p95_ms * 1000
+    return float(max(p.longest_command_us, 1))
+
+
+def chart(results: Mapping[str, Any], ax: Axes) -> None:
+    """Each figure against the depth on log-log axes, one colour per keyspace: flat is good."""
+    pts = points(results)
+    spaces = list(dict.fromkeys(p.keyspace for p in pts))
+    for key, label, style in SERIES:
+        for colour, space in zip(_COLOURS, spaces, strict=False):
+            mine = [p for p in pts if p.keyspace == space]
+            ax.plot(
+                [p.depth for p in mine], [_micros(p, key) for p in mine], style, marker="o",
+                color=colour, label=f"{label}, {space}",
+            )  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("jobs in the queue")
+    ax.set_ylabel("microseconds")
+    ax.set_title("Cost as the queue grows (log-log)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")

@@ -1,38 +1,22 @@
-"""Pipelined enqueue: many enqueue scripts sent per round trip.
+"""Pipelined enqueue: many runs of the enqueue script per round trip.
 
-:func:`enqueue_many` is written so it can move into ``echomq_lab/jobs.py`` as it is (it uses
-only the library's public pieces plus the handle's own argument checks). Every id and payload
-is checked before anything is sent, so bad input raises and changes nothing; each job is still
-one run of the unchanged ``enqueue`` script, so the rows are exactly what ``jobs.enqueue``
-writes.
+:func:`enqueue_many` checks every id and payload before anything is sent, so bad input raises
+and changes nothing; the dispatch is :func:`echomq_lab.scripts.pipeline.run_many`, so each job
+is still one run of the unchanged ``enqueue`` script and the rows are exactly what
+``jobs.enqueue`` writes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Literal
 
 import redis
-from redis.exceptions import NoScriptError, ResponseError
 
-from echomq_lab import branded, errors, keyspace
-from echomq_lab.connection import reaching
-from echomq_lab.jobs import Payload, _payload
-from echomq_lab.scripts import Script, load
-
-#: How many scripts one flush carries at most.
-MAX_BATCH = 10_000
-
-
-def _flush(
-    conn: redis.Redis, script: Script, keys: Sequence[tuple[str, str]], args: Sequence[list[bytes]]
-) -> list[object]:
-    """Send one EVALSHA per job in one pipeline; replies in order, errors as values."""
-    pipe = conn.pipeline(transaction=False)
-    for (row, pending), (job_id, data) in zip(keys, args, strict=True):
-        pipe.evalsha(script.sha, 2, row, pending, job_id, data)
-    replies: list[object] = pipe.execute(raise_on_error=False)
-    return replies
+from echomq_lab import errors, keyspace
+from echomq_lab.jobs import Payload, check_payload
+from echomq_lab.scripts import load
+from echomq_lab.scripts.pipeline import Call, check_batch, run_many
 
 
 def enqueue_many(
@@ -44,43 +28,16 @@ def enqueue_many(
     """Enqueue ``(job_id, payload)`` pairs, ``batch`` EVALSHAs per round trip, in order.
 
     Returns one ``"enqueued"``/``"duplicate"`` per item. Malformed ids, payloads or queue
-    names, and ids outside the ``JOB`` namespace, are refused before anything is sent
-    (``ValueError``/``TypeError``/:class:`errors.KindRefused`). The first flush after a
-    SCRIPT FLUSH answers NOSCRIPT for every item; the script is then loaded and only those
-    items are sent again (an item that met NOSCRIPT did not run).
+    names, ids outside the ``JOB`` namespace and a bad ``batch`` are refused before anything
+    is sent (``ValueError``/``TypeError``/:class:`errors.KindRefused`).
     """
-    if not isinstance(batch, int) or isinstance(batch, bool):
-        raise TypeError(f"batch must be an int, not {type(batch).__name__}")
-    if not 1 <= batch <= MAX_BATCH:
-        raise ValueError(f"batch must be between 1 and {MAX_BATCH}, got {batch}")
+    check_batch(batch)
     pending = keyspace.queue_key(queue, "pending")
-    prefix = keyspace.job_prefix(queue)
-    checked: list[tuple[str, str]] = []
-    args: list[list[bytes]] = []
+    calls: list[Call] = []
     for job_id, payload in items:
-        branded.check(job_id)
+        row = keyspace.job_key(queue, job_id)  # checks the id is a well-formed branded id
         if not job_id.startswith("JOB"):
             raise errors.KindRefused(f"{job_id} is not a JOB id")
-        checked.append((prefix + job_id, pending))
-        args.append([job_id.encode("ascii"), _payload(payload)])
-    script = load("enqueue")
-    out: list[Literal["enqueued", "duplicate"]] = []
-    with reaching(conn):
-        for start in range(0, len(checked), batch):
-            keys, chunk = checked[start : start + batch], args[start : start + batch]
-            replies = _flush(conn, script, keys, chunk)
-            missing = [k for k, r in enumerate(replies) if isinstance(r, NoScriptError)]
-            if missing:
-                if conn.script_load(script.source) != script.sha:
-                    raise RuntimeError(f"server hashed {script.name}.lua differently")
-                again = _flush(
-                    conn, script, [keys[k] for k in missing], [chunk[k] for k in missing]
-                )
-                for k, reply in zip(missing, again, strict=True):
-                    replies[k] = reply
-            for reply in replies:
-                if isinstance(reply, ResponseError):
-                    refusal = errors.from_reply(str(reply))
-                    raise refusal if refusal is not None else reply
-                out.append("enqueued" if reply == 1 else "duplicate")
-    return out
+        calls.append(([row, pending], [job_id, check_payload(payload)]))
+    replies = run_many(conn, load("enqueue"), calls, batch)
+    return ["enqueued" if reply == 1 else "duplicate" for reply in replies]

@@ -28,6 +28,7 @@ table.
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import datetime as dt
 import gc
@@ -48,7 +49,9 @@ import redis
 
 import echomq_lab
 from benchmarks.batch import enqueue_many
-from echomq_lab import benchreport, branded, jobs, keyspace
+from echomq_lab import branded, jobs, keyspace, transitions
+from echomq_lab.report import targets as report_targets
+from echomq_lab.report.counting import walk
 from echomq_lab.scripts import load, names
 from echomq_lab.testing import RunningServer, start_server
 
@@ -515,9 +518,11 @@ def _expect(what: str, got: object, want: object) -> None:
 def commands_per_transition(url: str, queue: str = "bench-cpt") -> dict[str, dict[str, Any]]:
     """For each transition: the server's commandstats delta and the client's round trips.
 
-    Each handle is called once on a client that counts its socket writes, with every script
-    already cached on the server. ``evalsha`` and ``round_trips`` must both be 1; ``nested``
-    lists the commands the script ran inside the server (they count in commandstats too).
+    Every handle is called on a client that counts its socket writes, with every script
+    already cached on the server, along :func:`echomq_lab.report.counting.walk` (a handle
+    called twice is kept at its first call). ``evalsha`` and ``round_trips`` must both be 1;
+    ``nested`` lists the commands the script ran inside the server (they count in
+    commandstats too).
     The last entry, ``enqueue (cold cache)``, shows the one-off NOSCRIPT path after SCRIPT
     FLUSH: EVALSHA, SCRIPT LOAD, EVALSHA again.
     """
@@ -526,19 +531,19 @@ def commands_per_transition(url: str, queue: str = "bench-cpt") -> dict[str, dic
     observer = redis.Redis.from_url(url)
     out: dict[str, dict[str, Any]] = {}
 
-    def measure(name: str, call: Callable[[redis.Redis], object]) -> object:
+    def measure(name: str, call: Callable[[], object]) -> object:
         before = command_calls(observer)
         trips.count = 0
-        result = call(client)
+        result = call()
         spent = trips.count
         delta = calls_delta(before, command_calls(observer))
-        out[name] = {
+        out.setdefault(name, {  # a handle's first call is the one kept
             "evalsha": delta.get("evalsha", 0),
             "round_trips": spent,
             "top_level": {k: v for k, v in delta.items() if k in ("evalsha", "script|load")},
             "nested": {k: v for k, v in delta.items() if k not in ("evalsha", "script|load")},
             "server_commands": sum(delta.values()),
-        }
+        })  # fmt: skip
         return result
 
     try:
@@ -546,54 +551,24 @@ def commands_per_transition(url: str, queue: str = "bench-cpt") -> dict[str, dic
         setup.script_flush()
         for name in names():
             setup.script_load(load(name).source)
-        first, second, third, fourth = (branded.mint() for _ in range(4))
-
-        r = measure("enqueue", lambda c: jobs.enqueue(c, queue, first, b"payload"))
-        _expect("enqueue", r, "enqueued")
-        claimed = measure("claim", lambda c: jobs.claim(c, queue, LEASE_MS))
-        if not isinstance(claimed, jobs.Claimed) or claimed.id != first:
-            raise RuntimeError(f"claim answered {claimed!r}")
-        r = measure("extend", lambda c: jobs.extend(c, queue, first, claimed.token, LEASE_MS))
-        if not isinstance(r, int) or r <= 0:
-            raise RuntimeError(f"extend answered {r!r}")
-        r = measure("complete", lambda c: jobs.complete(c, queue, first, claimed.token))
-        _expect("complete", r, "completed")
-
-        jobs.enqueue(setup, queue, second, b"payload")
-        c2 = jobs.claim(setup, queue, LEASE_MS)
-        assert c2 is not None
-        r = measure("retry", lambda c: jobs.retry(c, queue, second, c2.token, 0, 5, "boom"))
-        _expect("retry", r, "scheduled")
-        r = measure("promote", lambda c: jobs.promote(c, queue))
-        _expect("promote", r, 1)
-
-        c3 = jobs.claim(setup, queue, 1)
-        assert c3 is not None
-        time.sleep(0.02)  # let the 1 ms lease run out on the server clock
-        r = measure("reap", lambda c: jobs.reap(c, queue))
-        _expect("reap", r, 1)
-
-        c4 = jobs.claim(setup, queue, LEASE_MS)
-        assert c4 is not None
-        _expect("retry to dead", jobs.retry(setup, queue, second, c4.token, 0, 1, "x"), "dead")
-        r = measure("reprocess", lambda c: jobs.reprocess(c, queue, second))
-        _expect("reprocess", r, "pending")
-
-        r = measure("enqueue_in", lambda c: jobs.enqueue_in(c, queue, third, b"p", 60_000))
-        _expect("enqueue_in", r, "scheduled")
-        far = int(time.time() * 1000) + 3_600_000
-        r = measure("enqueue_at", lambda c: jobs.enqueue_at(c, queue, fourth, b"p", far))
-        _expect("enqueue_at", r, "scheduled")
-
+        walk(client, queue, measure)
         setup.script_flush()
         cold = branded.mint()
-        r = measure("enqueue (cold cache)", lambda c: jobs.enqueue(c, queue, cold, b"p"))
+        r = measure("enqueue (cold cache)", lambda: jobs.enqueue(client, queue, cold, b"p"))
         _expect("cold enqueue", r, "enqueued")
     finally:
         setup.flushall()
         for c in (setup, client, observer):
             c.close()
+    unmeasured = [h for h in handle_names() if h not in out]
+    if unmeasured:
+        raise RuntimeError(f"commands_per_transition measured no call of {unmeasured}")
     return out
+
+
+def handle_names() -> tuple[str, ...]:
+    """Every handle of the transitions registry (``enqueue_at`` and ``enqueue_in`` apart)."""
+    return tuple(h for t in transitions.TRANSITIONS for h in t.handle_names)
 
 
 def cycle_wire_cost(url: str, jobs_n: int = 100, queue: str = "bench-wire") -> dict[str, float]:
@@ -653,23 +628,48 @@ def bench_widgets(presses: int) -> dict[str, Any]:
 
     The notebooks' own ``TransitionPanel`` on ``connect(fresh=True)``: each press picks a
     transition and clicks Run; the handler runs the script, takes one snapshot and redraws the
-    record view, the sets view and the state diagram before ``press`` returns.
+    record view, the sets view and the state diagram before ``press`` returns. The panel runs
+    with no retry delay and one attempt, so every life of :data:`PRESSES` is accepted: the
+    scheduled jobs are due at once, and a retry takes its job to dead.
     """
     from echomq_lab.widgets import TransitionPanel
 
     conn = echomq_lab.connect(fresh=True)  # the embedded default, isolated from other runs
-    return _bench_transition_panel(TransitionPanel, conn, "bench-widgets", presses)
+    panel = TransitionPanel(conn, "bench-widgets", delay_ms=0, max_attempts=1)
+    try:
+        return _time_presses(panel, presses)
+    finally:
+        conn.close()
 
 
-#: The presses timed on a TransitionPanel, round and round: a whole life, then a retry.
-PRESSES = ("enqueue", "claim", "extend", "complete", "enqueue", "claim", "retry", "promote", "reap")
+def path(source: str, target: str) -> tuple[str, ...]:
+    """The transitions along the shortest way from ``source`` to ``target`` on the diagram
+    (:data:`echomq_lab.transitions.EDGES`, in registry order); ValueError if there is none."""
+    way: dict[str, tuple[str, ...]] = {source: ()}
+    todo = collections.deque([source])
+    while todo:
+        at = todo.popleft()
+        if at == target:
+            return way[at]
+        for name, edge in transitions.EDGES:
+            if edge.source == at and edge.target not in way:
+                way[edge.target] = (*way[at], name)
+                todo.append(edge.target)
+    raise ValueError(f"the diagram has no way from {source} to {target}")
 
 
-def _bench_transition_panel(
-    panel_cls: Any, conn: redis.Redis, queue: str, presses: int
-) -> dict[str, Any]:
+def life(t: transitions.Transition) -> tuple[str, ...]:
+    """A new job's shortest way along the diagram to where ``t`` starts, then ``t`` itself."""
+    return (*path(transitions.START, t.edges[0].source), t.name)
+
+
+#: The presses timed on a TransitionPanel, round and round: one :func:`life` per transition of
+#: the registry, in its order.
+PRESSES: tuple[str, ...] = tuple(name for t in transitions.TRANSITIONS for name in life(t))
+
+
+def _time_presses(panel: Any, presses: int) -> dict[str, Any]:
     """Time ``panel.press(name)`` (pick the transition, click Run, views redrawn) per press."""
-    panel = panel_cls(conn, queue)
     timings: list[float] = []
     refused = 0
     for k in range(presses + len(PRESSES)):  # the first round warms up and is not kept
@@ -680,9 +680,8 @@ def _bench_transition_panel(
         if k >= len(PRESSES):
             timings.append(spent)
             refused += not getattr(panel, "last_ok", True)
-    conn.close()
     return {
-        "subject": f"{panel_cls.__name__}.press(name): pick, click Run, record/sets/diagram "
+        "subject": f"{type(panel).__name__}.press(name): pick, click Run, record/sets/diagram "
         f"redrawn from one snapshot; cycling {', '.join(PRESSES)}",
         "presses": presses,
         "refused": refused,
@@ -821,9 +820,9 @@ class Busy:
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The issue's goals judged on this run's numbers, by the library's own judge
-    (:func:`echomq_lab.benchreport.targets`, which notebook 06 uses too)."""
-    return [dataclasses.asdict(t) for t in benchreport.targets(results)]
+    """The goals judged on this run's numbers, by the library's own judge
+    (:func:`echomq_lab.report.targets.targets`, which notebook 06 uses too)."""
+    return [dataclasses.asdict(t) for t in report_targets.targets(results)]
 
 
 def _fmt(x: float) -> str:
@@ -939,6 +938,22 @@ def cpu_estimates(figs: dict[str, Figure]) -> dict[str, float]:
     return out
 
 
+#: The ratios taken repeat by repeat: (key, figure on top, figure below, scale of the one
+#: below, note). A third of the no-op rate is the most jobs a three-script cycle could reach.
+PAIRED_RATIOS: tuple[tuple[str, str, str, float, str], ...] = (
+    ("cycle_vs_limit_over_3", "cycle_valkey", "noop_evalsha", 1 / 3,
+     "cycle jobs/s / (no-op EVALSHA/s / 3), per repeat"),
+    ("pipelined_enqueue_vs_limit", "enqueue_pipelined", "noop_evalsha_pipelined", 1.0,
+     "pipelined enqueue / pipelined no-op, per repeat"),
+    ("bare_vs_limit_over_3", "cycle_bare_evalsha", "noop_evalsha", 1 / 3,
+     "bare-evalsha cycle / (no-op EVALSHA/s / 3): the scripts' own ceiling"),
+    ("cycle_vs_bare", "cycle_valkey", "cycle_bare_evalsha", 1.0,
+     "library cycle / bare-evalsha cycle: the share left after the library's Python"),
+    ("embedded_vs_valkey", "cycle_embedded", "cycle_valkey", 1.0,
+     "embedded cycle / Valkey cycle, per repeat"),
+)  # fmt: skip
+
+
 def _ratio(values: list[float], note: str) -> dict[str, Any]:
     return {
         "median": statistics.median(values),
@@ -969,26 +984,8 @@ def run(
         }
         figs = bench_throughput(server.url, sizes, server.proc.pid)
         ratio_list = {
-            "cycle_vs_limit_over_3": _ratio(
-                ratios(figs["cycle_valkey"], figs["noop_evalsha"], 1 / 3),
-                "cycle jobs/s / (no-op EVALSHA/s / 3), per repeat",
-            ),
-            "pipelined_enqueue_vs_limit": _ratio(
-                ratios(figs["enqueue_pipelined"], figs["noop_evalsha_pipelined"]),
-                "pipelined enqueue / pipelined no-op, per repeat",
-            ),
-            "bare_vs_limit_over_3": _ratio(
-                ratios(figs["cycle_bare_evalsha"], figs["noop_evalsha"], 1 / 3),
-                "bare-evalsha cycle / (no-op EVALSHA/s / 3): the scripts' own ceiling",
-            ),
-            "cycle_vs_bare": _ratio(
-                ratios(figs["cycle_valkey"], figs["cycle_bare_evalsha"]),
-                "library cycle / bare-evalsha cycle: the share left after the library's Python",
-            ),
-            "embedded_vs_valkey": _ratio(
-                ratios(figs["cycle_embedded"], figs["cycle_valkey"]),
-                "embedded cycle / Valkey cycle, per repeat",
-            ),
+            key: _ratio(ratios(figs[top], figs[bottom], scale), note)
+            for key, top, bottom, scale, note in PAIRED_RATIOS
         }
         wire: dict[str, Any] = {"echomq": cycle_wire_cost(server.url)}
         if with_rq:

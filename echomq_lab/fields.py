@@ -14,44 +14,49 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
 import redis
 
 from echomq_lab import branded, jobs, keyspace, transitions
 from echomq_lab.connection import reaching
+from echomq_lab.row import FIELD_NAMES as FIELD_NAMES
+from echomq_lab.row import FieldName as FieldName
 from echomq_lab.scripts import load, names
-
-FieldName = Literal["state", "attempts", "payload"]
-#: The protocol fields of a row, in the order every view lists them.
-FIELD_NAMES: tuple[FieldName, ...] = ("state", "attempts", "payload")
 
 #: The scripts that are transitions of the protocol (``snapshot`` is the lab's read-only view).
 TRANSITION_SCRIPTS: tuple[str, ...] = transitions.SCRIPTS
 
 #: The one transition that ends a row: it deletes the whole hash, every field with it.
-RETIRED_BY = "complete"
+RETIRED_BY: str = next(t.script for t in transitions.TRANSITIONS if transitions.RETIRED in t.writes)
 
-#: Redis commands that change a hash field, and those that only read one.
+#: Redis commands that change a hash field (any other command that names one only reads it).
 WRITE_COMMANDS = frozenset({"HSET", "HINCRBY", "HDEL"})
-READ_COMMANDS = frozenset({"HGET"})
+
+
+def _in_protocol_order(scripts: set[str]) -> tuple[str, ...]:
+    """``scripts`` in the registry's order (the order every list of transitions follows)."""
+    return tuple(s for s in TRANSITION_SCRIPTS if s in scripts)
 
 
 @dataclass(frozen=True)
 class Write:
     """One way a transition writes a field.
 
-    ``script`` is the Lua file; ``handles`` the Python handles that run it; ``command`` the
-    Redis command; ``value`` the bytes written when they are fixed (None when they depend on
-    the call: the caller's payload, or attempts + 1); ``when`` the condition, if any.
+    ``script`` is the Lua file; ``command`` the Redis command; ``value`` the bytes written when
+    they are fixed (None when they depend on the call: the caller's payload, or attempts + 1);
+    ``when`` the condition, if any.
     """
 
     script: str
-    handles: tuple[str, ...]
     command: str
     value: bytes | None
     how: str
     when: str = ""
+
+    @property
+    def handles(self) -> tuple[str, ...]:
+        """The :mod:`jobs` handles that run the script, as the registry names them."""
+        return transitions.by_script(self.script).handle_names
 
     @property
     def what(self) -> str:
@@ -86,12 +91,12 @@ class Field:
     @property
     def writers(self) -> tuple[str, ...]:
         """The scripts that write this field, in protocol order, each once."""
-        return tuple(dict.fromkeys(w.script for w in self.writes))
+        return _in_protocol_order({w.script for w in self.writes})
 
     @property
     def readers(self) -> tuple[str, ...]:
         """The scripts that read this field, in protocol order, each once."""
-        return tuple(dict.fromkeys(r.script for r in self.reads))
+        return _in_protocol_order({r.script for r in self.reads})
 
     @property
     def untouched_by(self) -> tuple[str, ...]:
@@ -110,19 +115,19 @@ FIELDS: dict[str, Field] = {
             "moves the id between sets, so it never disagrees with the set that holds the job"
         ),
         writes=(
-            Write("enqueue", ("enqueue",), "HSET", b"pending",
+            Write("enqueue", "HSET", b"pending",
                   "in the one HSET that writes all three fields"),
-            Write("schedule", ("enqueue_at", "enqueue_in"), "HSET", b"scheduled",
+            Write("schedule", "HSET", b"scheduled",
                   "in the same three-field HSET, for a job enqueued for later"),
-            Write("claim", ("claim",), "HSET", b"active", "as it leases the job"),
-            Write("retry", ("retry",), "HSET", b"scheduled",
+            Write("claim", "HSET", b"active", "as it leases the job"),
+            Write("retry", "HSET", b"scheduled",
                   "for another try later", when="attempts below the cap"),
-            Write("retry", ("retry",), "HSET", b"dead",
+            Write("retry", "HSET", b"dead",
                   "into the morgue (the dead set)", when="attempts at the cap"),
-            Write("promote", ("promote",), "HSET", b"pending", "for each due job"),
-            Write("reap", ("reap",), "HSET", b"pending",
+            Write("promote", "HSET", b"pending", "for each due job"),
+            Write("reap", "HSET", b"pending",
                   "for each expired lease"),
-            Write("reprocess", ("reprocess",), "HSET", b"pending",
+            Write("reprocess", "HSET", b"pending",
                   "for a dead job sent back"),
         ),
         reads=(
@@ -140,10 +145,10 @@ FIELDS: dict[str, Field] = {
             "matches (EMQSTALE)"
         ),
         writes=(
-            Write("enqueue", ("enqueue",), "HSET", b"0", "in the three-field HSET"),
-            Write("schedule", ("enqueue_at", "enqueue_in"), "HSET", b"0",
+            Write("enqueue", "HSET", b"0", "in the three-field HSET"),
+            Write("schedule", "HSET", b"0",
                   "in the three-field HSET"),
-            Write("claim", ("claim",), "HINCRBY", None,
+            Write("claim", "HINCRBY", None,
                   "+1; the new value is the worker's token"),
         ),
         reads=(
@@ -162,8 +167,8 @@ FIELDS: dict[str, Field] = {
             "never looked at by any script; binary-safe"
         ),
         writes=(
-            Write("enqueue", ("enqueue",), "HSET", None, "the caller's bytes, verbatim"),
-            Write("schedule", ("enqueue_at", "enqueue_in"), "HSET", None,
+            Write("enqueue", "HSET", None, "the caller's bytes, verbatim"),
+            Write("schedule", "HSET", None,
                   "the caller's bytes, verbatim"),
         ),
         reads=(
@@ -181,8 +186,8 @@ EXTRA_FIELDS: dict[str, Field] = {
         initial_text="(absent: a new row has only the three fields)",
         role="a note for people; no script reads it",
         writes=(
-            Write("retry", ("retry",), "HSET", None, "the caller's error text"),
-            Write("reprocess", ("reprocess",), "HDEL", None, "removed: the job starts over"),
+            Write("retry", "HSET", None, "the caller's error text"),
+            Write("reprocess", "HDEL", None, "removed: the job starts over"),
         ),
         reads=(),
     ),

@@ -67,6 +67,11 @@ def _payload(value: object) -> bytes:
     raise TypeError(f"payload must be bytes or str, not {type(value).__name__}")
 
 
+def check_payload(value: object) -> bytes:
+    """``value`` as the bytes a row stores (a str as UTF-8); TypeError if it is no payload."""
+    return _payload(value)
+
+
 def _text(name: str, value: object) -> bytes:
     if isinstance(value, str):
         return value.encode("utf-8")

@@ -8,10 +8,12 @@ raw bytes, so ``row[b"state"]`` still reads the stored value exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Literal
 
+FieldName = Literal["state", "attempts", "payload"]
 #: The protocol fields of a row, in the order every view lists them; extra fields follow, sorted.
-FIELD_NAMES: tuple[str, ...] = ("state", "attempts", "payload")
+FIELD_NAMES: tuple[FieldName, ...] = ("state", "attempts", "payload")
 _FIELD_KEYS = tuple(n.encode() for n in FIELD_NAMES)
 
 
@@ -23,6 +25,12 @@ def decoded(value: bytes) -> str:
         return repr(value)
 
 
+def in_order(names: Iterable[bytes]) -> list[bytes]:
+    """Field names in display order: the protocol fields first, then every other name sorted."""
+    given = set(names)
+    return [f for f in _FIELD_KEYS if f in given] + sorted(given.difference(_FIELD_KEYS))
+
+
 class Row(Mapping[bytes, bytes]):
     """One job row. ``raw`` is exactly what the server holds (field bytes to value bytes)."""
 
@@ -30,6 +38,11 @@ class Row(Mapping[bytes, bytes]):
 
     def __init__(self, raw: Mapping[bytes, bytes]) -> None:
         self.raw: dict[bytes, bytes] = dict(raw)
+
+    @classmethod
+    def from_record(cls, raw: Mapping[bytes, bytes] | None) -> Row | None:
+        """The row of a ``jobs.record`` reply; None (no row) stays None."""
+        return None if raw is None else cls(raw)
 
     # -- the mapping of raw bytes ----------------------------------------------------------
     def __getitem__(self, key: bytes) -> bytes:
@@ -83,10 +96,9 @@ class Row(Mapping[bytes, bytes]):
 
     def field_order(self) -> list[bytes]:
         """The row's field names in display order: the protocol fields, then the rest sorted."""
-        head = [f for f in _FIELD_KEYS if f in self.raw]
-        return head + sorted(f for f in self.raw if f not in _FIELD_KEYS)
+        return in_order(self.raw)
 
-    def shown(self, name: bytes) -> str:
-        """Field ``name``'s value by the one display rule (empty when the field is absent)."""
+    def shown(self, name: bytes, missing: str = "") -> str:
+        """Field ``name``'s value by the one display rule; ``missing`` when the field is absent."""
         value = self.raw.get(name)
-        return "" if value is None else decoded(value)
+        return missing if value is None else decoded(value)

@@ -4,7 +4,6 @@ Everything here calls the protocol's handles (:mod:`echomq_lab.jobs`); nothing w
 set by hand. Time is always the SERVER's clock (its ``TIME``), the clock the scripts use for
 leases and run-at: a story that waits for a lease to expire polls the server, not the host.
 
-- :func:`reset` empties one queue (its four sets and its rows) and nothing else.
 - :func:`sample_row` builds the course's sample row, whose current token is 2.
 - :class:`Transitions` runs one named transition on the job it follows and says what it wrote.
 - :class:`TwoWorkers` is the two-workers-one-job story as a step machine.
@@ -13,100 +12,33 @@ leases and run-at: a story that waits for a lease to expire polls the server, no
 
 from __future__ import annotations
 
-import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import redis
 
-from echomq_lab import branded, errors, jobs, keyspace
+from echomq_lab import branded, errors, jobs, keyspace, transitions
+from echomq_lab.clock import server_now_ms, wait_out_lease
 from echomq_lab.connection import reaching
-from echomq_lab.snapshot import Row, decoded
+from echomq_lab.queues import reset
+from echomq_lab.row import Row, decoded, in_order
+from echomq_lab.transitions import RETIRED, START
 
 #: Short leases keep a reader waiting about a second, not a minute.
 DEFAULT_LEASE_MS = 1500
 #: The lease a story's second worker takes: long enough that nothing reaps it meanwhile.
 HOLD_MS = 600_000
-#: How long a wait for the server clock may take beyond the time it should need.
-WAIT_SLACK_S = 30.0
-
-TRANSITIONS: tuple[str, ...] = (
-    "enqueue",
-    "claim",
-    "schedule",
-    "retry",
-    "promote",
-    "reap",
-    "reprocess",
-    "complete",
-    "extend",
-)
-#: The transitions that present the job's token (the fenced ones).
-FENCED = frozenset({"complete", "retry", "extend"})
-#: Where a job is before it exists and after it is retired (for the diagram).
-START, RETIRED = "start", "completed"
 
 
-# -- the queue and the server clock ------------------------------------------------------------
-
-
-def reset(conn: redis.Redis, queue: str) -> int:
-    """Delete every key of ``queue`` (its four sets and its rows); return how many went.
-
-    Only keys under ``emq:{queue}:`` are touched: other queues and the ``{emq}:`` reserve stay.
-    """
-    pattern = keyspace.base(queue) + "*"
-    with reaching(conn):
-        found = list(conn.scan_iter(match=pattern, count=500))
-        if found:
-            conn.delete(*found)
-    return len(found)
-
-
-def server_now_ms(conn: redis.Redis) -> int:
-    """The server's clock in ms, computed the way the scripts compute it from ``TIME``."""
-    with reaching(conn):
-        seconds, micros = conn.time()
-    return int(seconds) * 1000 + int(micros) // 1000
-
-
-def wait_for_server(conn: redis.Redis, until_ms: int, *, poll_s: float = 0.05) -> int:
-    """Block until the server's clock reads at least ``until_ms``; return the server's now.
-
-    The host's clock is never trusted: the sleep is only a pause between two reads of the
-    server's ``TIME``. Raises TimeoutError if the server clock does not get there in time.
-    """
-    now = server_now_ms(conn)
-    limit = time.monotonic() + max(0, until_ms - now) / 1000 + WAIT_SLACK_S
-    while now < until_ms:
-        if time.monotonic() > limit:
-            raise TimeoutError(f"the server clock did not reach {until_ms} (it reads {now})")
-        time.sleep(min(poll_s, max(0.001, (until_ms - now) / 1000)))
-        now = server_now_ms(conn)
-    return now
-
-
-def lease_deadline(conn: redis.Redis, queue: str, job_id: str) -> int | None:
-    """The job's lease deadline (its score in active), or None if it holds no lease."""
-    with reaching(conn):
-        score = conn.zscore(keyspace.queue_key(queue, "active"), job_id)
-    return None if score is None else int(score)
-
-
-def wait_out_lease(conn: redis.Redis, queue: str, job_id: str) -> int:
-    """Wait until the job's lease has expired on the server clock; return the server's now.
-
-    Raises ValueError when the job holds no lease (nothing to wait for).
-    """
-    deadline = lease_deadline(conn, queue, job_id)
-    if deadline is None:
-        raise ValueError(f"job {job_id} holds no lease in queue {queue!r}: nothing to wait for")
-    return wait_for_server(conn, deadline)
+def _record(conn: redis.Redis, queue: str, job_id: str) -> Row | None:
+    """The job's row, or None when it has none."""
+    return Row.from_record(jobs.record(conn, queue, job_id))
 
 
 def _state(row: Row | None) -> str:
     if row is None:
         return RETIRED
-    return row.get(b"state", b"?").decode("utf-8", "replace")
+    return row.state or "?"
 
 
 def _shown(value: bytes) -> str:
@@ -114,30 +46,26 @@ def _shown(value: bytes) -> str:
     return text if len(text) <= 40 else text[:40] + "…"
 
 
-def wrote(before: Row | None, after: Row | None) -> str:
+def wrote(before: Mapping[bytes, bytes] | None, after: Mapping[bytes, bytes] | None) -> str:
     """What a transition wrote to a row, e.g. ``state=active, attempts=1``.
 
-    A deleted row reads ``deleted the row``; dropped fields read ``dropped last_error``.
+    A deleted row reads ``deleted the row``; dropped fields read ``dropped last_error``. The
+    parts follow the row's display order (:func:`echomq_lab.row.in_order`).
     """
     if after is None:
         return "deleted the row" if before is not None else "wrote no row"
-    before = before or {}
-    parts = [
-        f"{k.decode('utf-8', 'replace')}={_shown(v)}"
-        for k, v in after.items()
-        if k != b"payload" and before.get(k) != v
-    ]
-    if b"payload" in after and before.get(b"payload") != after[b"payload"]:
-        parts.append(f"payload ({len(after[b'payload'])} bytes)")
-    parts += [f"dropped {k.decode('utf-8', 'replace')}" for k in before if k not in after]
-    return ", ".join(sorted(parts, key=_field_rank)) if parts else "nothing"
-
-
-def _field_rank(part: str) -> tuple[int, str]:
-    for i, name in enumerate(("state", "attempts", "payload")):
-        if part.startswith(name):
-            return (i, part)
-    return (3, part)
+    old: Mapping[bytes, bytes] = before if before is not None else {}
+    parts = []
+    for name in in_order([*old, *after]):
+        if name not in after:
+            parts.append(f"dropped {decoded(name)}")
+        elif old.get(name) == after[name]:
+            continue
+        elif name == b"payload":
+            parts.append(f"payload ({len(after[name])} bytes)")
+        else:
+            parts.append(f"{decoded(name)}={_shown(after[name])}")
+    return ", ".join(parts) if parts else "nothing"
 
 
 # -- the sample row ----------------------------------------------------------------------------
@@ -214,7 +142,6 @@ class Transitions:
     payload: bytes | str = b'{"report": "march"}'
     job_id: str | None = None
     token: int | None = None
-    history: list[Taken] = field(default_factory=list)
 
     def _need_job(self) -> str:
         if self.job_id is None:
@@ -229,11 +156,10 @@ class Transitions:
 
     def run(self, name: str) -> Taken:
         """Run transition ``name``; return what happened. Unknown names raise ValueError."""
-        if name not in TRANSITIONS:
-            raise ValueError(f"unknown transition {name!r}: pick one of {', '.join(TRANSITIONS)}")
+        transitions.get(name)  # ValueError naming the choices for a name the registry lacks
         q, conn = self.queue, self.conn
         followed = self.job_id
-        before_row = jobs.record(conn, q, followed) if followed else None
+        before_row = _record(conn, q, followed) if followed else None
         before = _state(before_row) if followed else START
         if name in ("enqueue", "schedule"):
             new_id = branded.mint("JOB")
@@ -242,7 +168,7 @@ class Transitions:
             else:
                 jobs.enqueue_in(conn, q, new_id, self.payload, self.delay_ms)
             self.job_id, self.token = new_id, None
-            row = jobs.record(conn, q, new_id)
+            row = _record(conn, q, new_id)
             call = "enqueue" if name == "enqueue" else f"enqueue_in ({self.delay_ms} ms)"
             return self._done(name, new_id, START, row, f"{call} wrote {wrote(None, row)}")
         if name == "claim":
@@ -254,13 +180,13 @@ class Transitions:
                 before_row = None
                 before = "pending"
             self.job_id, self.token = claimed.id, claimed.token
-            row = jobs.record(conn, q, claimed.id)
+            row = _record(conn, q, claimed.id)
             note = "" if claimed.id == followed else f" (it took the oldest pending, {claimed.id})"
             msg = f"claim wrote {wrote(before_row, row)} (token {claimed.token}){note}"
             return self._done(name, claimed.id, before, row, msg)
         if name in ("promote", "reap"):
             count = jobs.promote(conn, q) if name == "promote" else jobs.reap(conn, q)
-            row = jobs.record(conn, q, followed) if followed else None
+            row = _record(conn, q, followed) if followed else None
             what = "due job" if name == "promote" else "expired lease"
             msg = f"{name} moved {count} {what}{'' if count == 1 else 's'} to pending"
             if followed and before_row != row:
@@ -271,7 +197,7 @@ class Transitions:
         if name == "reprocess":
             job_id = self._need_job()
             jobs.reprocess(conn, q, job_id)
-            row = jobs.record(conn, q, job_id)
+            row = _record(conn, q, job_id)
             msg = f"reprocess wrote {wrote(before_row, row)}"
             return self._done(name, job_id, before, row, msg)
         job_id, token = self._need_token()
@@ -282,14 +208,14 @@ class Transitions:
         if name == "retry":
             outcome = jobs.retry(conn, q, job_id, token, self.delay_ms, self.max_attempts,
                                  f"try {token} failed")
-            row = jobs.record(conn, q, job_id)
+            row = _record(conn, q, job_id)
             msg = f"retry with token {token} wrote {wrote(before_row, row)}"
             if outcome == "dead":
                 msg += f" (attempts reached max_attempts={self.max_attempts})"
             return self._done(name, job_id, before, row, msg)
         # extend
         jobs.extend(conn, q, job_id, token, self.lease_ms)
-        row = jobs.record(conn, q, job_id)
+        row = _record(conn, q, job_id)
         msg = (f"extend with token {token} re-scored the lease to server now + {self.lease_ms} ms;"
                " the row is unchanged")
         return self._done(name, job_id, before, row, msg)
@@ -311,9 +237,7 @@ class Transitions:
     def _done(self, name: str, job_id: str | None, before: str, row: Row | None,
               message: str) -> Taken:
         after = _state(row) if job_id else before
-        taken = Taken(name, job_id, before, after, message)
-        self.history.append(taken)
-        return taken
+        return Taken(name, job_id, before, after, message)
 
 
 # -- two workers, one job ----------------------------------------------------------------------
@@ -405,10 +329,10 @@ class TwoWorkers:
 
     def _reaper_returns(self, title: str) -> StepResult:
         count = jobs.reap(self.conn, self.queue)
-        row = jobs.record(self.conn, self.queue, self.job_id)
+        row = _record(self.conn, self.queue, self.job_id)
         return StepResult("reaper_returns", title,
                           f"reap returned {count} job to pending; state={_state(row)}, "
-                          f"attempts={_shown((row or {}).get(b'attempts', b'?'))} (untouched)")
+                          f"attempts={row.shown(b'attempts', '?') if row else '?'} (untouched)")
 
     def _b_claims(self, title: str) -> StepResult:
         self.token_b = self._claim("B", HOLD_MS)
@@ -511,20 +435,15 @@ class Worker:
 
 __all__ = [
     "DEFAULT_LEASE_MS",
+    "HOLD_MS",
     "STEPS",
     "STEP_NAMES",
-    "TRANSITIONS",
     "SampleRow",
     "StepResult",
     "Taken",
     "Transitions",
     "TwoWorkers",
     "Worker",
-    "lease_deadline",
-    "reset",
     "sample_row",
-    "server_now_ms",
-    "wait_for_server",
-    "wait_out_lease",
     "wrote",
 ]

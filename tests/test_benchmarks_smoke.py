@@ -3,6 +3,7 @@ transition costs exactly one EVALSHA and one round trip. No assertion here reads
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,10 +12,13 @@ import redis
 
 from benchmarks import run as bench
 from benchmarks.batch import enqueue_many
-from echomq_lab import branded, errors, jobs, keyspace
+from echomq_lab import branded, errors, jobs, keyspace, transitions
+from echomq_lab.report.targets import targets
+from echomq_lab.scripts import load
+from echomq_lab.scripts.pipeline import run_many
 
-#: The transitions the issue requires to be one EVALSHA each.
-REQUIRED = ("enqueue", "claim", "complete", "retry", "promote", "reap", "extend")
+#: Every handle of the transitions registry: each must be one EVALSHA and one round trip.
+HANDLES = bench.handle_names()
 
 TINY = bench.Sizes(
     repeats=2, slices=2, noop_ops=5, cycle_ops=3, embedded_ops=2, pipe_ops=120,
@@ -24,10 +28,12 @@ TINY = bench.Sizes(
 
 def test_every_transition_is_one_evalsha_and_one_round_trip(valkey_url: str) -> None:
     counts = bench.commands_per_transition(valkey_url)
-    for name in (*REQUIRED, "reprocess", "enqueue_in", "enqueue_at"):
+    assert set(HANDLES) == {h.__name__ for t in transitions.TRANSITIONS for h in t.handles}
+    for name in HANDLES:
         assert counts[name]["evalsha"] == 1, (name, counts[name])
         assert counts[name]["round_trips"] == 1, (name, counts[name])
         assert counts[name]["top_level"] == {"evalsha": 1}, (name, counts[name])
+    assert counts["retry (at the cap)"]["top_level"] == {"evalsha": 1}
     # The commands inside the script are counted apart: enqueue writes a row and a member.
     assert counts["enqueue"]["nested"] == {"exists": 1, "hset": 1, "zadd": 1}
     # After SCRIPT FLUSH the first call pays NOSCRIPT, SCRIPT LOAD and the EVALSHA again.
@@ -99,7 +105,22 @@ def test_rq_side_by_side_runs_every_job(valkey_url: str) -> None:
 def test_widget_bench_presses_the_transition_panel() -> None:
     result = bench.bench_widgets(TINY.presses)
     assert result["presses"] == TINY.presses
+    assert result["refused"] == 0  # every life of PRESSES is accepted by the panel
     assert result["median_ms"] <= result["p95_ms"] <= result["max_ms"]
+
+
+def test_presses_give_every_transition_a_life_along_the_diagram() -> None:
+    lives = [bench.life(t) for t in transitions.TRANSITIONS]
+    assert bench.PRESSES == tuple(name for life in lives for name in life)
+    for t, life in zip(transitions.TRANSITIONS, lives, strict=True):
+        assert life[-1] == t.name
+        states = {transitions.START}
+        for name in life:  # each press follows an edge from a state the job may be in
+            states = {e.target for e in transitions.get(name).edges if e.source in states}
+            assert states, (t.name, life, name)
+    assert bench.life(transitions.get("reprocess")) == ("enqueue", "claim", "retry", "reprocess")
+    with pytest.raises(ValueError, match="no way from"):
+        bench.path(transitions.RETIRED, transitions.START)
 
 
 def test_main_quick_writes_json_and_prints_the_table(
@@ -112,20 +133,14 @@ def test_main_quick_writes_json_and_prints_the_table(
     for key in ("uname_m", "cpu_model", "cores", "python", "redis_py", "valkey"):
         assert results["machine"][key], key
     assert results["quick"] is True
-    names = [t["name"] for t in results["targets"]]
-    assert names == [
-        "cycle vs limit / 3",
-        "pipelined enqueue vs its limit",
-        "cycle vs python-rq",
-        "EVALSHA per transition",
-        "embedded cycle vs Valkey",
-        "click-to-render p95",
-        "nbval suite",
-    ]
+    # The stored verdicts are the library's judge's, every goal listed (its list is pinned in
+    # test_benchreport); python-rq was measured, so its goal is there too.
+    assert results["targets"] == [dataclasses.asdict(t) for t in targets(results)]
+    assert "cycle vs python-rq" in [t["name"] for t in results["targets"]]
     by_name = {t["name"]: t for t in results["targets"]}
     assert by_name["EVALSHA per transition"]["met"] is True
     assert by_name["nbval suite"]["met"] is None  # not asked for
-    for name in REQUIRED:
+    for name in HANDLES:
         assert results["commands_per_transition"][name]["evalsha"] == 1
     assert set(results["busy"]) >= {"load_avg_before", "cpu_others_pct_of_all_cores"}
     printed = capsys.readouterr().out
@@ -180,3 +195,21 @@ def test_enqueue_many_recovers_from_an_empty_script_cache(conn: redis.Redis) -> 
     ids = [branded.mint() for _ in range(3)]
     assert enqueue_many(conn, "q", [(i, b"p") for i in ids], 2) == ["enqueued"] * 3
     assert all(jobs.record(conn, "q", i) is not None for i in ids)
+
+
+# -- run_many: the pipelined dispatch itself --------------------------------------------------
+
+
+def test_run_many_raises_the_typed_refusal_after_its_flush(conn: redis.Redis) -> None:
+    job = branded.mint()
+    jobs.enqueue(conn, "q", job, b"p")
+    claimed = jobs.claim(conn, "q", 60_000)
+    assert claimed is not None
+    keys = [keyspace.queue_key("q", "active"), keyspace.job_key("q", job)]
+    live = (keys, [job, str(claimed.token), "120000"])
+    stale = (keys, [job, str(claimed.token + 1), "120000"])
+    before = conn.zscore(keys[0], job)
+    with pytest.raises(errors.StaleToken):
+        run_many(conn, load("extend"), [stale, live], batch=2)
+    assert conn.zscore(keys[0], job) != before  # the live call of that flush ran
+    assert run_many(conn, load("extend"), [live], batch=1)[0] > 0

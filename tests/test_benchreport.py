@@ -1,14 +1,18 @@
-"""The benchmark report: tables, recomputed verdicts and charts from a results file.
+"""The benchmark report (``echomq_lab.report``): tables, recomputed verdicts and charts from a
+results file, and the live request counter.
 
 Synthetic results built here pin the arithmetic (medians, the limit / 3, each goal's edge);
 the committed ``benchmarks/results.json`` must read cleanly and its verdicts, recomputed,
-must equal the ones the benchmark stored. The live command count runs on every backend.
+must equal the ones the benchmark stored. Reading results loads no widget or plotting library
+(checked in a fresh interpreter). The live command count runs on every backend.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +22,17 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 import echomq_lab
-from echomq_lab import benchreport as br
-from echomq_lab import branded, jobs, keyspace
-from echomq_lab.widgets.style import MUTED
+from echomq_lab import branded, jobs, keyspace, transitions
+from echomq_lab.report import charts, counting
+from echomq_lab.report import results as br
+from echomq_lab.report.targets import TargetRow, targets
+from echomq_lab.theme import MUTED
 
-TRANSITIONS = (
-    "enqueue", "claim", "extend", "complete", "retry", "promote", "reap", "reprocess",
-    "enqueue_in", "enqueue_at",
-)  # fmt: skip
+#: Every handle of the registry: the benchmark measures each one (enqueue_at and enqueue_in
+#: apart), and the live walk calls each one.
+HANDLES = tuple(h for t in transitions.TRANSITIONS for h in t.handle_names)
+#: The results file ``python -m benchmarks.run`` writes and the repository commits.
+COMMITTED = Path(__file__).resolve().parents[1] / br.REPOSITORY_FILE
 
 
 def _figure(unit: str, values: list[float]) -> dict[str, Any]:
@@ -50,7 +57,7 @@ def _one(nested: dict[str, int]) -> dict[str, Any]:
 
 def _results() -> dict[str, Any]:
     """A small, complete results dict with round numbers."""
-    cpt = {name: _one({"hset": 1, "zadd": 1}) for name in TRANSITIONS}
+    cpt = {name: _one({"hset": 1, "zadd": 1}) for name in HANDLES}
     cpt["enqueue (cold cache)"] = {
         "evalsha": 2,
         "round_trips": 3,
@@ -107,7 +114,7 @@ def _results() -> dict[str, Any]:
     }
 
 
-def _by_name(rows: list[br.TargetRow]) -> dict[str, br.TargetRow]:
+def _by_name(rows: list[TargetRow]) -> dict[str, TargetRow]:
     return {t.name: t for t in rows}
 
 
@@ -148,7 +155,7 @@ def test_text_tables_show_every_row() -> None:
         "python-rq              22.00     65.00",
     ]
     lines = br.transitions_text(rep).splitlines()
-    assert len(lines) == 2 + len(TRANSITIONS) + 1
+    assert len(lines) == 2 + len(HANDLES) + 1
     assert "script|load" in lines[-1]
 
 
@@ -183,7 +190,7 @@ def test_rq_commands_per_job_most_frequent_first() -> None:
 
 
 def test_targets_are_judged_from_the_numbers() -> None:
-    rows = br.targets(_results())
+    rows = targets(_results())
     assert [t.name for t in rows] == [
         "cycle vs limit / 3",
         "pipelined enqueue vs its limit",
@@ -194,16 +201,16 @@ def test_targets_are_judged_from_the_numbers() -> None:
         "nbval suite",
     ]
     t = _by_name(rows)
-    assert t["cycle vs limit / 3"] == br.TargetRow(
+    assert t["cycle vs limit / 3"] == TargetRow(
         "cycle vs limit / 3", ">= 0.90", "0.95 (CPU est. 0.97)", True
     )
     # Exactly at the goal is met; the embedded ratio (0.40) is below its 0.60.
     assert t["pipelined enqueue vs its limit"].met is True
-    assert t["embedded cycle vs Valkey"] == br.TargetRow(
+    assert t["embedded cycle vs Valkey"] == TargetRow(
         "embedded cycle vs Valkey", ">= 0.60", "0.40", False
     )
     assert t["cycle vs python-rq"].got == "13.0x (CPU est. 12.5x)"
-    assert t["EVALSHA per transition"] == br.TargetRow(
+    assert t["EVALSHA per transition"] == TargetRow(
         "EVALSHA per transition", "exactly 1", "1 for all 10", True
     )
     assert t["click-to-render p95"].got == "8.0 ms" and t["click-to-render p95"].met
@@ -216,15 +223,15 @@ def test_targets_are_judged_from_the_numbers() -> None:
 def test_a_ratio_goal_edge(median: float, met: bool) -> None:
     results = _results()
     results["ratios"]["cycle_vs_limit_over_3"]["median"] = median
-    assert _by_name(br.targets(results))["cycle vs limit / 3"].met is met
+    assert _by_name(targets(results))["cycle vs limit / 3"].met is met
 
 
 def test_a_transition_with_two_requests_fails_the_evalsha_goal() -> None:
     results = _results()
     results["commands_per_transition"]["claim"]["round_trips"] = 2
     results["commands_per_transition"]["reap"]["top_level"] = {"evalsha": 1, "time": 1}
-    target = _by_name(br.targets(results))["EVALSHA per transition"]
-    assert target == br.TargetRow(
+    target = _by_name(targets(results))["EVALSHA per transition"]
+    assert target == TargetRow(
         "EVALSHA per transition", "exactly 1", "not 1 for claim, reap", False
     )
 
@@ -233,13 +240,13 @@ def test_click_and_nbval_goals_are_strict_and_may_be_unmeasured() -> None:
     results = _results()
     results["widgets"] = {"p95_ms": 50.0}
     results["notebooks"] = {"wall_s": 20.0, "exit_code": 1}
-    t = _by_name(br.targets(results))
+    t = _by_name(targets(results))
     assert t["click-to-render p95"].met is False
-    assert t["nbval suite"] == br.TargetRow(
+    assert t["nbval suite"] == TargetRow(
         "nbval suite", "< 60 s, passing", "20.0 s (exit 1)", False
     )
     del results["widgets"], results["notebooks"]
-    t = _by_name(br.targets(results))
+    t = _by_name(targets(results))
     assert (t["click-to-render p95"].got, t["click-to-render p95"].met) == ("not measured", None)
     assert t["nbval suite"].met is None
 
@@ -258,7 +265,7 @@ def test_without_rq_the_rq_goal_bar_and_wire_row_are_left_out() -> None:
 def test_verdicts_agree_notices_a_stored_verdict_that_differs() -> None:
     results = _results()
     results["targets"] = [
-        {"name": t.name, "goal": t.goal, "got": t.got, "met": t.met} for t in br.targets(results)
+        {"name": t.name, "goal": t.goal, "got": t.got, "met": t.met} for t in targets(results)
     ]
     assert br.report(results).verdicts_agree
     results["targets"][4]["met"] = True  # the embedded ratio was 0.40: not met
@@ -268,9 +275,9 @@ def test_verdicts_agree_notices_a_stored_verdict_that_differs() -> None:
 def test_targets_html_colours_each_verdict() -> None:
     html = br.targets_html(
         [
-            br.TargetRow("a", ">= 1", "2", True),
-            br.TargetRow("b <c>", ">= 1", "0", False),
-            br.TargetRow("d", "< 5", "not measured", None),
+            TargetRow("a", ">= 1", "2", True),
+            TargetRow("b <c>", ">= 1", "0", False),
+            TargetRow("d", "< 5", "not measured", None),
         ]
     )
     parts = html.split("</div>")[:-1]
@@ -288,7 +295,8 @@ def test_a_missing_file_is_one_clear_line(tmp_path: Path) -> None:
     with pytest.raises(br.ResultsMissing) as info:
         br.read(where)
     message = str(info.value)
-    assert "\n" not in message and str(where) in message and "make bench" in message
+    assert "\n" not in message and str(where) in message
+    assert "python -m benchmarks.run" in message
     assert not where.parent.exists()
 
 
@@ -345,9 +353,9 @@ def test_report_refuses_a_non_object() -> None:
 
 
 def test_the_committed_results_read_cleanly_and_verdicts_agree() -> None:
-    assert br.DEFAULT_PATH.is_file(), f"{br.DEFAULT_PATH} is missing: run `make bench`"
-    raw = json.loads(br.DEFAULT_PATH.read_text())
-    rep = br.read()
+    assert COMMITTED.is_file(), f"{COMMITTED} is missing: run `make bench`"
+    raw = json.loads(COMMITTED.read_text())
+    rep = br.read(COMMITTED)
     assert rep.date == raw["date"]
     assert f"Valkey {raw['machine']['valkey']}" in rep.machine
     assert [f.key for f in rep.figures] == list(raw["figures"])
@@ -355,13 +363,47 @@ def test_the_committed_results_read_cleanly_and_verdicts_agree() -> None:
         assert row.min <= row.median <= row.max
         assert row.median == raw["figures"][row.key]["median"]
     assert [r.key for r in rep.ratios] == list(raw["ratios"])
-    stored = [br.TargetRow(t["name"], t["goal"], t["got"], t["met"]) for t in raw["targets"]]
+    stored = [TargetRow(t["name"], t["goal"], t["got"], t["met"]) for t in raw["targets"]]
     assert rep.stored_targets == stored
     assert rep.targets == stored, "recomputed verdicts differ from the benchmark's own"
     assert rep.verdicts_agree
     warm = [t for t in rep.transitions if "cold" not in t.name]
-    assert {t.name for t in warm} == set(TRANSITIONS)
+    assert {t.name for t in warm} == set(HANDLES)
     assert all(t.evalsha == 1 and t.round_trips == 1 for t in warm)
+
+
+# ------------------------------------------------------------------------- what gets loaded
+
+HEAVY = ("ipywidgets", "IPython", "matplotlib")
+
+
+def _loaded_after(code: str) -> list[str]:
+    """Run ``code`` in a fresh interpreter; the heavy libraries loaded by its end."""
+    probe = (
+        f"import json, sys\n{code}\n"
+        f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_reading_results_loads_no_widget_or_plotting_library() -> None:
+    code = (
+        "from echomq_lab.report import results\n"
+        f"rep = results.read({str(COMMITTED)!r})\n"
+        "assert results.figures_text(rep) and results.targets_html(rep.targets)"
+    )
+    assert _loaded_after(code) == []
+
+
+def test_charts_load_matplotlib_only_to_draw() -> None:
+    code = "from echomq_lab.report import charts"
+    assert _loaded_after(code) == []
+    draw = f"{code}, results\ncharts.wire_chart(results.read({str(COMMITTED)!r}))"
+    assert "matplotlib" in _loaded_after(draw)
 
 
 # ------------------------------------------------------------------------------------ charts
@@ -373,7 +415,7 @@ def _bars(ax: Any) -> list[Rectangle]:
 
 def test_throughput_chart_draws_one_bar_per_contender() -> None:
     rep = br.report(_results())
-    ax = br.throughput_chart(rep)
+    ax = charts.throughput_chart(rep)
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert labels == ["no-op limit ÷ 3", "our cycle", "bare EVALSHA", "embedded", "python-rq"]
     heights = [b.get_height() for b in _bars(ax)]
@@ -387,12 +429,12 @@ def test_throughput_chart_draws_one_bar_per_contender() -> None:
 
 def test_throughput_chart_draws_on_given_axes() -> None:
     ax = Figure().add_subplot()
-    assert br.throughput_chart(br.report(_results()), ax) is ax
+    assert charts.throughput_chart(br.report(_results()), ax) is ax
     assert len(_bars(ax)) == 5
 
 
 def test_wire_chart_pairs_ours_with_rq() -> None:
-    ax = br.wire_chart(br.report(_results()))
+    ax = charts.wire_chart(br.report(_results()))
     heights = [b.get_height() for b in _bars(ax)]
     assert heights == pytest.approx([3.0, 16.0, 22.0, 65.0])
     assert [t.get_text() for t in ax.get_xticklabels()] == [
@@ -405,8 +447,8 @@ def test_wire_chart_pairs_ours_with_rq() -> None:
 
 
 def test_charts_of_the_committed_results() -> None:
-    rep = br.read()
-    ax = br.throughput_chart(rep)
+    rep = br.read(COMMITTED)
+    ax = charts.throughput_chart(rep)
     assert len(_bars(ax)) == len(rep.bars) == 5
     assert _bars(ax)[0].get_height() == pytest.approx(rep.figures[0].median / 3)
 
@@ -415,9 +457,9 @@ def test_charts_of_the_committed_results() -> None:
 
 
 def test_calls_text() -> None:
-    assert br.calls_text([]) == "no request"
-    assert br.calls_text(["EVALSHA"]) == "1 EVALSHA"
-    assert br.calls_text(["EVALSHA", "SCRIPT LOAD", "EVALSHA"]) == (
+    assert counting.calls_text([]) == "no request"
+    assert counting.calls_text(["EVALSHA"]) == "1 EVALSHA"
+    assert counting.calls_text(["EVALSHA", "SCRIPT LOAD", "EVALSHA"]) == (
         "3 requests: EVALSHA, SCRIPT LOAD, EVALSHA"
     )
 
@@ -425,9 +467,9 @@ def test_calls_text() -> None:
 def test_counting_sees_the_cold_cache_once_then_one_evalsha() -> None:
     conn = echomq_lab.connect(fresh=True)
     queue = "count-cold"
-    with br.counting(conn) as cold:
+    with counting.counting(conn) as cold:
         jobs.enqueue(conn, queue, branded.mint(), b"a")
-    with br.counting(conn) as warm:
+    with counting.counting(conn) as warm:
         jobs.enqueue(conn, queue, branded.mint(), b"b")
     assert cold == ["EVALSHA", "SCRIPT LOAD", "EVALSHA"]
     assert warm == ["EVALSHA"]
@@ -435,11 +477,11 @@ def test_counting_sees_the_cold_cache_once_then_one_evalsha() -> None:
 
 def test_counting_restores_the_client_even_after_an_error(conn: redis.Redis) -> None:
     conn.hset("count-a-hash", "f", "v")
-    with pytest.raises(redis.ResponseError, match="WRONGTYPE"), br.counting(conn) as calls:
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"), counting.counting(conn) as calls:
         conn.incr("count-a-hash")  # a hash is not a counter: the server refuses
     assert calls == ["INCRBY"]
     assert "execute_command" not in vars(conn)
-    with br.counting(conn) as after:
+    with counting.counting(conn) as after:
         pass
     conn.ping()
     assert after == []
@@ -447,8 +489,8 @@ def test_counting_restores_the_client_even_after_an_error(conn: redis.Redis) -> 
 
 def test_every_transition_is_one_evalsha_live(conn: redis.Redis) -> None:
     queue = "count-live"
-    traced = br.transition_calls(conn, queue)
-    assert {t.name.split(" ")[0] for t in traced} == set(TRANSITIONS)
+    traced = counting.transition_calls(conn, queue)
+    assert {t.name.split(" ")[0] for t in traced} == set(HANDLES)
     assert all(t.calls == ("EVALSHA",) for t in traced), [t.line() for t in traced]
     assert [t.reply for t in traced] == [
         "enqueued", "token 1", "lease pushed back", "scheduled", "1 moved", "token 2",
@@ -457,3 +499,17 @@ def test_every_transition_is_one_evalsha_live(conn: redis.Redis) -> None:
     ]  # fmt: skip
     assert traced[0].line() == "enqueue:                1 EVALSHA       -> enqueued"
     assert list(conn.scan_iter(match=keyspace.base(queue) + "*")) == []
+
+
+def test_the_walk_stops_at_the_first_reply_it_did_not_expect() -> None:
+    conn = echomq_lab.connect(fresh=True)
+    seen: list[str] = []
+
+    def step(name: str, call: Any) -> Any:
+        seen.append(name)
+        reply = call()
+        return 0 if name == "promote" else reply  # as if promote had found nothing due
+
+    with pytest.raises(RuntimeError, match=r"promote on 'walk-odd' answered 0, expected 1"):
+        counting.walk(conn, "walk-odd", step)
+    assert seen == ["enqueue", "claim", "extend", "retry", "promote"]

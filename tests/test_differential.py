@@ -85,7 +85,7 @@ from hypothesis.stateful import (
 )
 
 from echomq_lab import branded, connect, jobs
-from echomq_lab.errors import EchoMQError, JobGone, KindRefused, StaleToken
+from echomq_lab.errors import EchoMQError, JobGone, KindRefused, StaleToken, kind_of
 from echomq_lab.keyspace import SetName
 from echomq_lab.snapshot import Snapshot, drifts, snapshot
 
@@ -143,7 +143,7 @@ def run(conn: redis.Redis, fn: Callable[..., Any], args: tuple[Any, ...]) -> Out
         value = fn(conn, *args)
     except Exception as exc:  # every kind of failure is part of the comparison
         t1 = time.time() * 1000
-        wire = exc.wire_class if isinstance(exc, EchoMQError) else None
+        wire = kind_of(exc) if isinstance(exc, EchoMQError) else None
         return Outcome(None, type(exc), wire, str(exc).splitlines()[0][:160], t0, t1)
     return Outcome(value, t0_ms=t0, t1_ms=time.time() * 1000)
 

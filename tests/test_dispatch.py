@@ -247,10 +247,18 @@ def test_error_hierarchy() -> None:
         (errors.StaleToken, "EMQSTALE"),
         (errors.KindRefused, "EMQKIND"),
         (errors.WrongState, "EMQSTATE"),
-        (errors.JobGone, "EMQGONE"),
-        (errors.ServerUnavailable, "EMQDOWN"),
     ):
-        assert issubclass(cls, errors.EchoMQError) and cls.wire_class == word
+        assert issubclass(cls, errors.Refusal) and cls.wire_class == word
+        assert not issubclass(cls, errors.HostCondition)
+        exc = cls("the detail")
+        assert str(exc) == f"{word}: the detail" and errors.kind_of(exc) == word
+    for host, label in ((errors.JobGone, "job gone"), (errors.ServerUnavailable,
+                                                       "server unreachable")):
+        # the host's own conditions: no wire class, and their text is the detail alone
+        assert issubclass(host, errors.HostCondition) and issubclass(host, errors.EchoMQError)
+        assert not issubclass(host, errors.Refusal) and not hasattr(host, "wire_class")
+        exc = host("the detail")
+        assert str(exc) == "the detail" and errors.kind_of(exc) == label == host.label
     assert set(errors.WIRE_CLASSES) == {"EMQSTALE", "EMQKIND", "EMQSTATE"}
 
 

@@ -117,3 +117,14 @@ def test_binder_installs_the_package_and_fails_loudly() -> None:
     assert first_command.startswith("set -e"), "postBuild must begin with set -e"
     assert "pip install" in post
     assert (ROOT / "binder" / "postBuild").stat().st_mode & 0o111, "postBuild must be executable"
+
+
+def test_binder_installs_the_package_as_a_user_would() -> None:
+    """Not editable: tests/test_installed.py runs every notebook from an install like this."""
+    post = (ROOT / "binder" / "postBuild").read_text()
+    installs = [
+        line.split()
+        for line in post.splitlines()
+        if not line.lstrip().startswith("#") and "pip install" in line
+    ]
+    assert installs == [["python", "-m", "pip", "install", "--no-deps", "."]], installs

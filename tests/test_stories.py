@@ -9,21 +9,11 @@ from __future__ import annotations
 import pytest
 import redis
 
-from echomq_lab import branded, errors, jobs, keyspace
+from echomq_lab import branded, errors, jobs, keyspace, transitions
+from echomq_lab.clock import server_now_ms, wait_for_server, wait_out_lease
+from echomq_lab.queues import reset
 from echomq_lab.snapshot import check, snapshot
-from echomq_lab.stories import (
-    STEP_NAMES,
-    TRANSITIONS,
-    Transitions,
-    TwoWorkers,
-    Worker,
-    reset,
-    sample_row,
-    server_now_ms,
-    wait_for_server,
-    wait_out_lease,
-    wrote,
-)
+from echomq_lab.stories import STEP_NAMES, Transitions, TwoWorkers, Worker, sample_row, wrote
 
 Q = "stories"
 
@@ -140,7 +130,7 @@ def test_transitions_walk_every_transition(conn: redis.Redis) -> None:
         taken = run.run(name)
         seen.setdefault(name, []).append(taken)
         assert check(conn, Q) == []
-    assert set(seen) | {"schedule", "reap"} == set(TRANSITIONS)
+    assert set(seen) | {"schedule", "reap"} == set(transitions.NAMES)
     assert seen["enqueue"][0].message == (
         "enqueue wrote state=pending, attempts=0, payload (19 bytes)"
     )

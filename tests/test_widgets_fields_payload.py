@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from echomq_lab import branded, connect, fields, jobs, keyspace, stories
+from echomq_lab import branded, clock, connect, fields, jobs, keyspace, queues
 from echomq_lab.widgets import style
 from echomq_lab.widgets.field_picker import FieldPicker
 from echomq_lab.widgets.payload import PayloadRoundTrip, as_text, hex_text
@@ -128,7 +128,7 @@ def _after_promote(conn: redis.Redis) -> str:
 
 def _after_reap(conn: redis.Redis) -> str:
     job_id, _ = _claimed(conn, lease_ms=1)
-    stories.wait_out_lease(conn, Q, job_id)
+    clock.wait_out_lease(conn, Q, job_id)
     assert jobs.reap(conn, Q) == 1
     return job_id
 
@@ -162,7 +162,7 @@ def test_written_values_match_the_table(conn: redis.Redis) -> None:
         for w in f.writes:
             if w.value is None:
                 continue
-            stories.reset(conn, Q)
+            queues.reset(conn, Q)
             job_id = WALKS[(w.script, w.when)](conn)
             row = jobs.record(conn, Q, job_id)
             assert row is not None
@@ -180,7 +180,7 @@ def test_newborn_row_is_exactly_the_three_fields(conn: redis.Redis) -> None:
 def test_claim_adds_one_to_attempts_and_hands_it_over(conn: redis.Redis) -> None:
     job_id, token = _claimed(conn, lease_ms=1)
     assert token == 1
-    stories.wait_out_lease(conn, Q, job_id)
+    clock.wait_out_lease(conn, Q, job_id)
     jobs.reap(conn, Q)
     again = jobs.claim(conn, Q, 60_000)
     assert again is not None and again.token == 2
@@ -429,6 +429,7 @@ def test_round_trip_panel_reports_a_server_that_went_away() -> None:
     server.connected = False  # fakeredis: the server stops answering
     panel.send.click()
     assert panel.results == []
-    assert panel.error is not None and panel.error.startswith("EMQDOWN: cannot reach")
+    assert panel.error is not None
+    assert panel.error.startswith("cannot reach embedded fakeredis (in this process): ")
     assert "\n" not in panel.error
     assert "emq-refused" in panel.message.value

@@ -62,27 +62,27 @@ class Script:
             )
         except NoScriptError:
             with reaching(conn):
-                return self._load_and_run(conn, keys, args)
+                self.load_into(conn)
+                try:
+                    return conn.evalsha(self.sha, len(keys), *keys, *args)
+                except ResponseError as exc:
+                    raise self.refusal(exc) from None
         except ResponseError as exc:
-            raise _refusal(exc) from None
+            raise self.refusal(exc) from None
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise unreachable(conn, exc) from None
 
-    def _load_and_run(self, conn: redis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+    def load_into(self, conn: redis.Redis) -> None:
+        """SCRIPT LOAD the body; RuntimeError if the server knows it by another SHA1."""
         loaded = conn.script_load(self.source)
         if loaded != self.sha:
             raise RuntimeError(f"server hashed {self.name}.lua as {loaded!r}")
-        try:
-            return conn.execute_command(  # type: ignore[no-untyped-call]
-                "EVALSHA", self.sha, len(keys), *keys, *args
-            )
-        except ResponseError as exc:
-            raise _refusal(exc) from None
 
-
-def _refusal(exc: ResponseError) -> Exception:
-    """The typed refusal a script's error reply names, or the reply itself when it names none."""
-    return errors.from_reply(str(exc)) or exc
+    @staticmethod
+    def refusal(exc: ResponseError) -> Exception:
+        """The typed refusal an error reply stands for, or the reply itself if it is none."""
+        refused = errors.from_reply(str(exc))
+        return exc if refused is None else refused
 
 
 @cache

@@ -19,7 +19,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from echomq_lab.sim.leases import Lease
-from echomq_lab.widgets.style import MUTED, STATE_COLOURS, message_html
+from echomq_lab.theme import MUTED, STATE_COLOURS, message_html
 
 #: How a lease ended -> its colour on the timeline.
 OUTCOME_COLOURS: dict[str, str] = {

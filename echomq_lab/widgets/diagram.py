@@ -2,7 +2,8 @@
 
 Nodes are the four states a row can hold (pending, active, scheduled, dead) plus ``completed``,
 the retired end where the row no longer exists; each is filled with its colour from
-:mod:`echomq_lab.widgets.style`. Edges carry the transition names. :meth:`StateDiagram.update`
+:mod:`echomq_lab.widgets.style`. The edges are the registry's (:mod:`echomq_lab.transitions`),
+each placed by the layout table here, and carry the transition names. :meth:`StateDiagram.update`
 marks the current state and lights the edge of the transition just taken.
 """
 
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
-from echomq_lab.stories import RETIRED, START
+from echomq_lab import transitions
+from echomq_lab.transitions import RETIRED, START
 from echomq_lab.widgets import style
-from echomq_lab.widgets.record_view import Panel
+from echomq_lab.widgets.base import Panel
 
 NODE_W, NODE_H = 110, 36
 #: Centre of each node in the SVG's coordinates.
@@ -31,8 +33,36 @@ DIM, LIT = "#a0a0a0", "#111111"
 
 
 @dataclass(frozen=True)
+class Layout:
+    """Where one arrow is drawn: its SVG path and the point its label is centred on."""
+
+    path: str
+    label_at: tuple[int, int]
+
+
+#: The geometry of every arrow, keyed by the (source, target) states of a registry edge; a
+#: test checks that each edge of :data:`echomq_lab.transitions.EDGES` has exactly one entry.
+LAYOUT: dict[tuple[str, str], Layout] = {
+    (START, "pending"): Layout("M 50 160 L 133 160", (92, 150)),
+    (START, "scheduled"): Layout("M 47 152 L 283 56", (160, 96)),
+    ("pending", "active"): Layout("M 245 151 L 433 151", (339, 144)),
+    ("active", "pending"): Layout("M 435 170 L 247 170", (339, 186)),
+    ("active", "scheduled"): Layout("M 458 136 L 372 71", (432, 96)),
+    ("active", "dead"): Layout("M 458 184 L 372 249", (470, 226)),
+    ("scheduled", "pending"): Layout("M 310 68 L 220 139", (298, 114)),
+    ("dead", "pending"): Layout("M 308 252 L 220 182", (222, 232)),
+    ("active", RETIRED): Layout("M 551 160 L 612 160", (582, 150)),
+    ("active", "active"): Layout("M 500 135 C 485 90, 550 90, 532 133", (517, 88)),
+}
+
+
+@dataclass(frozen=True)
 class Edge:
-    """One drawn transition: the transition names it stands for, its ends, and its geometry."""
+    """One drawn transition: the names it stands for, its ends, its label and its geometry.
+
+    ``names`` are the transition's name and its handles' names (``schedule`` is also drawn for
+    ``enqueue_in`` and ``enqueue_at``).
+    """
 
     label: str
     names: tuple[str, ...]
@@ -42,20 +72,15 @@ class Edge:
     label_at: tuple[int, int]
 
 
-EDGES: tuple[Edge, ...] = (
-    Edge("enqueue", ("enqueue",), START, "pending", "M 50 160 L 133 160", (92, 150)),
-    Edge("enqueue_in / enqueue_at", ("schedule", "enqueue_in", "enqueue_at"), START, "scheduled",
-         "M 47 152 L 283 56", (160, 96)),
-    Edge("claim", ("claim",), "pending", "active", "M 245 151 L 433 151", (339, 144)),
-    Edge("reap", ("reap",), "active", "pending", "M 435 170 L 247 170", (339, 186)),
-    Edge("retry", ("retry",), "active", "scheduled", "M 458 136 L 372 71", (432, 96)),
-    Edge("retry (at the cap)", ("retry",), "active", "dead", "M 458 184 L 372 249", (470, 226)),
-    Edge("promote", ("promote",), "scheduled", "pending", "M 310 68 L 220 139", (298, 114)),
-    Edge("reprocess", ("reprocess",), "dead", "pending", "M 308 252 L 220 182", (222, 232)),
-    Edge("complete", ("complete",), "active", RETIRED, "M 551 160 L 612 160", (582, 150)),
-    Edge("extend", ("extend",), "active", "active",
-         "M 500 135 C 485 90, 550 90, 532 133", (517, 88)),
-)
+def _drawn(name: str, edge: transitions.Edge) -> Edge:
+    """The registry's ``edge`` of transition ``name``, placed by :data:`LAYOUT`."""
+    names = tuple(dict.fromkeys((name, *transitions.get(name).handle_names)))
+    where = LAYOUT[(edge.source, edge.target)]
+    return Edge(edge.label, names, edge.source, edge.target, where.path, where.label_at)
+
+
+#: Every arrow the diagram draws, one per edge of the registry, in registry order.
+EDGES: tuple[Edge, ...] = tuple(_drawn(name, edge) for name, edge in transitions.EDGES)
 
 
 def find_edge(name: str, source: str, target: str) -> Edge | None:

@@ -16,7 +16,8 @@ import redis
 from echomq_lab import jobs
 from echomq_lab.stories import SampleRow, sample_row
 from echomq_lab.widgets import style
-from echomq_lab.widgets.record_view import Panel, RecordView
+from echomq_lab.widgets.base import Panel
+from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
 
 
@@ -104,7 +105,7 @@ class FencePanel(Panel):
         if self.sample is None:
             return "no sample row yet"
         row = self.record.row
-        att = row.get(b"attempts", b"?").decode("utf-8", "replace") if row else None
+        att = row.shown(b"attempts", "?") if row else None
         now = f"the row's attempts is {att}" if att else "the row is gone"
         return f"sample row {self.sample.job_id}: {now}"
 

@@ -14,9 +14,9 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import errors, fields, jobs, stories
-from echomq_lab.snapshot import Row
+from echomq_lab.row import Row, decoded
 from echomq_lab.widgets import style
-from echomq_lab.widgets.record_view import Panel
+from echomq_lab.widgets.base import Panel
 
 _CELL = "padding:2px 8px;vertical-align:top;text-align:left"
 _MONO = "font-family:monospace"
@@ -29,7 +29,7 @@ def value_text(value: bytes) -> str:
 
 def _value_html(name: str, value: bytes) -> str:
     if name == "state":
-        return style.state_badge(value.decode("utf-8", "replace"))
+        return style.state_badge(decoded(value))
     return f'<code class="emq-value">{html.escape(value_text(value))}</code>'
 
 
@@ -88,7 +88,7 @@ class FieldPicker(Panel):
         assert self.conn is not None and self.queue is not None
         try:
             self.sample = stories.sample_row(self.conn, self.queue)
-            self.row = jobs.record(self.conn, self.queue, self.sample.job_id)
+            self.row = Row.from_record(jobs.record(self.conn, self.queue, self.sample.job_id))
             self.error = None
         except (errors.EchoMQError, ValueError, TypeError, RuntimeError, TimeoutError) as exc:
             self.error = style.one_line(exc)
@@ -108,7 +108,7 @@ class FieldPicker(Panel):
         if self.sample is None or self.conn is None or self.queue is None:
             return None
         try:
-            self.row = jobs.record(self.conn, self.queue, self.sample.job_id)
+            self.row = Row.from_record(jobs.record(self.conn, self.queue, self.sample.job_id))
             self.error = None
         except errors.EchoMQError as exc:
             self.error = style.one_line(exc)

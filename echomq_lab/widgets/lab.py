@@ -14,13 +14,17 @@ from collections.abc import Callable, Sequence
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import branded, jobs
+from echomq_lab import branded, jobs, transitions
 from echomq_lab.stories import DEFAULT_LEASE_MS, Worker
 from echomq_lab.widgets import style
-from echomq_lab.widgets.record_view import Panel
+from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.sets_view import SetsView
 
-WORKER_ACTIONS = ("claim", "complete", "retry", "extend", "drop")
+#: What a worker can do with the job it holds: the fenced transitions (they present its token),
+#: and drop (forget it, as a crash would).
+HELD_ACTIONS: tuple[str, ...] = (*transitions.FENCED, "drop")
+#: Every button of a worker's card: claim first, then what it does with the job it holds.
+WORKER_ACTIONS: tuple[str, ...] = ("claim", *HELD_ACTIONS)
 
 
 class WorkerCard:
@@ -50,7 +54,7 @@ class WorkerCard:
             f"<span style='font-family:monospace'>{self.worker.holding()}</span>"
             if held else f"<span style='color:{style.MUTED}'>holds nothing</span>"
         )
-        for action in ("complete", "retry", "extend", "drop"):
+        for action in HELD_ACTIONS:
             self.buttons[action].disabled = held is None
 
 

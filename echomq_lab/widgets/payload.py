@@ -14,7 +14,7 @@ import redis
 
 from echomq_lab import errors, fields
 from echomq_lab.widgets import style
-from echomq_lab.widgets.record_view import Panel
+from echomq_lab.widgets.base import Panel
 
 #: How many bytes of a payload the hex columns show before eliding the rest.
 HEX_SHOWN = 24

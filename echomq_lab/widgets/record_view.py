@@ -9,62 +9,19 @@ is not UTF-8.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from typing import Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import errors, jobs
-from echomq_lab.snapshot import Row, Snapshot, decoded
+from echomq_lab import jobs
+from echomq_lab.row import Row, decoded
+from echomq_lab.snapshot import Snapshot
 from echomq_lab.widgets import style
+from echomq_lab.widgets.base import Panel
 
-#: The three protocol fields, in the order the views list them; extra fields follow, sorted.
-FIELD_ORDER = (b"state", b"attempts", b"payload")
 #: How many characters of a payload the view shows before it elides the rest.
 PAYLOAD_SHOWN = 120
 GONE = "no row (completed or never enqueued)"
-
-
-class Panel:
-    """What every panel shares: a root ``widget``, a text rendering, and display by delegation.
-
-    ``display(panel)`` (or a panel as a cell's last expression) shows ``panel.widget``; the
-    plain-text part of the bundle is :meth:`text`, so a frontend without the widget manager
-    (and nbval) sees what the panel shows, not a widget repr.
-    """
-
-    widget: W.Box
-    #: The one-line status the panel shows last (empty before any action), and whether it was ok.
-    last_message: str = ""
-    last_ok: bool = True
-
-    def text(self) -> str:  # pragma: no cover - every panel overrides it
-        raise NotImplementedError
-
-    def _say(self, line: W.HTML, text: str, ok: bool) -> None:
-        """Show ``text`` on the panel's message line (green when ok, red when refused)."""
-        self.last_message, self.last_ok = text, ok
-        line.value = style.message_html(text, ok)
-
-    def _safely(self, line: W.HTML, action: Callable[[], str]) -> bool:
-        """Run a button's ``action``; show its account, or the refusal as one line.
-
-        A protocol refusal or a bad input never becomes a traceback: the server was not changed
-        (the library refuses before writing), and the message says why.
-        """
-        try:
-            text = action()
-        except (errors.EchoMQError, ValueError, TypeError, RuntimeError, TimeoutError) as exc:
-            self._say(line, style.one_line(exc), ok=False)
-            return False
-        self._say(line, text, ok=True)
-        return True
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle: dict[str, Any] = dict(self.widget._repr_mimebundle_(**kwargs))
-        bundle["text/plain"] = self.text()
-        return bundle
 
 
 def show_value(value: bytes, limit: int = PAYLOAD_SHOWN) -> str:
@@ -76,12 +33,6 @@ def show_value(value: bytes, limit: int = PAYLOAD_SHOWN) -> str:
     if len(text) > limit:
         text = f"{text[:limit]}… ({len(value)} bytes)"
     return text
-
-
-def ordered_fields(row: Row) -> list[bytes]:
-    """The row's field names: the protocol fields first, any others after, sorted."""
-    head = [f for f in FIELD_ORDER if f in row]
-    return head + sorted(f for f in row if f not in FIELD_ORDER)
 
 
 def changed_fields(before: Row | None, after: Row | None) -> set[bytes]:
@@ -146,16 +97,15 @@ class RecordView(Panel):
 
     def _read(self, job_id: str, snap: Snapshot | None) -> Row | None:
         if snap is not None:
-            row = snap.rows.get(job_id)
-            return dict(row) if row is not None else None
-        return jobs.record(self.conn, self.queue, job_id)
+            return snap.rows.get(job_id)
+        return Row.from_record(jobs.record(self.conn, self.queue, job_id))
 
     @property
     def state(self) -> str | None:
         """The row's state, or None when there is no row."""
         if self.row is None:
             return None
-        return self.row.get(b"state", b"").decode("utf-8", "replace")
+        return self.row.state or ""
 
     # -- rendering --------------------------------------------------------------------------
 
@@ -176,13 +126,13 @@ class RecordView(Panel):
             )
             return
         lines = []
-        for name in ordered_fields(self.row):
+        for name in self.row.field_order():
             value = self.row[name]
             lit = name in self.changed
             bg = f"background:{style.CHANGED_BG};" if lit else ""
             cell = html.escape(show_value(value))
             if name == b"state":
-                cell = style.state_badge(value.decode("utf-8", "replace"))
+                cell = style.state_badge(self.row.shown(name))
             mark = ' <span class="emq-changed-mark" title="changed">●</span>' if lit else ""
             cls = ' class="emq-changed"' if lit else ""
             lines.append(
@@ -214,7 +164,7 @@ class RecordView(Panel):
         if self.row is None:
             return f"{head}\n  {GONE}"
         out = [head]
-        for name in ordered_fields(self.row):
+        for name in self.row.field_order():
             label = show_value(name)
             note = "  (changed)" if name in self.changed else ""
             value = show_value(self.row[name])

@@ -18,7 +18,7 @@ from echomq_lab import snapshot as snapshot_mod
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.snapshot import Drift, Snapshot
 from echomq_lab.widgets import style
-from echomq_lab.widgets.record_view import Panel
+from echomq_lab.widgets.base import Panel
 
 #: What each set's score means, for the column header.
 SCORE_MEANING: dict[SetName, str] = {

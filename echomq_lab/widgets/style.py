@@ -1,28 +1,19 @@
-"""Shared look of every panel: one colour per state, and one-line messages for refusals."""
+"""Shared look of every panel: state badges, quoted values and one-line refusals.
+
+The colours and the status line come from :mod:`echomq_lab.theme` (plain data, shared with the
+charts) and are re-exported here for the panels.
+"""
 
 from __future__ import annotations
 
 import html
 
 from echomq_lab import errors
-
-#: One colour per state, used by every panel (record view, sets view, diagram, pickers).
-STATE_COLOURS: dict[str, str] = {
-    "pending": "#2f6fdf",
-    "active": "#e08a00",
-    "scheduled": "#7b4fc9",
-    "dead": "#c0392b",
-    "completed": "#2e8b57",
-}
-#: The set that holds a job in each state (completed jobs are in none: their row is deleted).
-SET_COLOURS: dict[str, str] = {
-    "pending": STATE_COLOURS["pending"],
-    "active": STATE_COLOURS["active"],
-    "schedule": STATE_COLOURS["scheduled"],
-    "dead": STATE_COLOURS["dead"],
-}
-MUTED = "#888888"
-CHANGED_BG = "#fff3b0"
+from echomq_lab.theme import CHANGED_BG as CHANGED_BG
+from echomq_lab.theme import MUTED as MUTED
+from echomq_lab.theme import SET_COLOURS as SET_COLOURS
+from echomq_lab.theme import STATE_COLOURS as STATE_COLOURS
+from echomq_lab.theme import message_html as message_html
 
 
 def quoted(value: bytes, limit: int | None = None) -> str:
@@ -55,12 +46,3 @@ def one_line(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}"
 
-
-def message_html(text: str, ok: bool) -> str:
-    """A one-line status message: green for an accepted call, red for a refusal."""
-    colour = "#2e8b57" if ok else "#c0392b"
-    mark = "✓" if ok else "✗"
-    return (
-        f'<div class="emq-message emq-{"ok" if ok else "refused"}" '
-        f'style="color:{colour};font-family:monospace">{mark} {html.escape(text)}</div>'
-    )

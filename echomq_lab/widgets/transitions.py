@@ -11,10 +11,13 @@ from __future__ import annotations
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab.stories import DEFAULT_LEASE_MS, RETIRED, TRANSITIONS, Transitions
+from echomq_lab import transitions
+from echomq_lab.stories import DEFAULT_LEASE_MS, Transitions
+from echomq_lab.transitions import RETIRED
 from echomq_lab.widgets import style
+from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.diagram import StateDiagram
-from echomq_lab.widgets.record_view import Panel, RecordView
+from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
 
 
@@ -38,7 +41,7 @@ class TransitionPanel(Panel):
         self.conn, self.queue = conn, queue
         self.runner = Transitions(conn, queue)
         self.picker = W.ToggleButtons(
-            options=list(TRANSITIONS), value="enqueue", description="transition",
+            options=list(transitions.NAMES), value=transitions.NAMES[0], description="transition",
             style={"button_width": "96px"},
         )
         self.lease = W.IntText(value=lease_ms, description="lease ms", layout=_small())

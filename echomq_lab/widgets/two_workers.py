@@ -14,7 +14,8 @@ import redis
 
 from echomq_lab.stories import DEFAULT_LEASE_MS, STEPS, TwoWorkers
 from echomq_lab.widgets import style
-from echomq_lab.widgets.record_view import Panel, RecordView
+from echomq_lab.widgets.base import Panel
+from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
 
 #: The short label of each step's button.

@@ -1,0 +1,175 @@
+"""The transitions registry (echomq_lab.transitions) against what it describes.
+
+The registry is the one list of transitions; these tests hold it to the Lua files that ship,
+the handles in ``jobs``, the fences the scripts really check (on every backend), the field
+table, the panels and the diagram that are derived from it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import redis
+
+from echomq_lab import branded, connect, errors, fields, jobs, scripts, stories, transitions
+from echomq_lab.transitions import RETIRED, START
+from echomq_lab.widgets import diagram, lab
+from echomq_lab.widgets import transitions as transition_panel
+
+Q = "registry"
+LONG = 60_000
+PACKAGE = Path(__file__).resolve().parent.parent / "echomq_lab"
+
+
+def lua_files() -> set[str]:
+    """The stems of the ``.lua`` files the scripts package ships."""
+    folder = resources.files("echomq_lab.scripts")
+    return {p.name.removesuffix(".lua") for p in folder.iterdir() if p.name.endswith(".lua")}
+
+
+def test_every_shipped_script_is_a_transition_or_a_view() -> None:
+    assert set(transitions.SCRIPTS) | set(scripts.VIEWS) == lua_files()
+    assert not set(transitions.SCRIPTS) & set(scripts.VIEWS)
+    assert scripts.names() == transitions.SCRIPTS + scripts.VIEWS
+    assert len(set(transitions.NAMES)) == len(transitions.NAMES)
+    assert len(set(transitions.SCRIPTS)) == len(transitions.SCRIPTS)
+    for t in transitions.TRANSITIONS:
+        assert scripts.load(t.script).name == t.script
+
+
+def test_lookups_by_name_and_script() -> None:
+    for t in transitions.TRANSITIONS:
+        assert transitions.get(t.name) is t
+        assert transitions.by_script(t.script) is t
+    with pytest.raises(ValueError, match=r"unknown transition 'fly': pick one of enqueue, claim"):
+        transitions.get("fly")
+    with pytest.raises(ValueError, match="no transition runs the script 'snapshot'"):
+        transitions.by_script("snapshot")
+
+
+def scripts_reached(fn: Callable[..., object]) -> set[str]:
+    """The scripts a ``jobs`` function loads, directly or through one private helper."""
+    source = inspect.getsource(fn)
+    found = set(re.findall(r'load\("(\w+)"\)', source))
+    for helper in re.findall(r"\b(_\w+)\(", source):
+        target = getattr(jobs, helper, None)
+        if inspect.isfunction(target):
+            found |= set(re.findall(r'load\("(\w+)"\)', inspect.getsource(target)))
+    return found
+
+
+def test_handles_are_exactly_the_jobs_functions_that_run_a_transition() -> None:
+    public = {
+        name: fn for name, fn in inspect.getmembers(jobs, inspect.isfunction)
+        if fn.__module__ == jobs.__name__ and not name.startswith("_")
+    }  # fmt: skip
+    running = {name: scripts_reached(fn) for name, fn in public.items() if scripts_reached(fn)}
+    registered = {h.__name__: t.script for t in transitions.TRANSITIONS for h in t.handles}
+    assert set(running) == set(registered)
+    for name, script in registered.items():
+        assert running[name] == {script}, name
+        assert public[name] is getattr(jobs, name)
+    assert {"browse", "record", "check_lease"} <= set(public) - set(running)
+
+
+def test_the_states_each_script_writes_are_the_registrys() -> None:
+    for t in transitions.TRANSITIONS:
+        source = scripts.load(t.script).source
+        written = set(re.findall(r"'state', '(\w+)'", source))
+        deletes_row = "redis.call('DEL'" in source
+        assert written == set(t.writes) - {RETIRED}, t.name
+        assert deletes_row == (RETIRED in t.writes), t.name
+
+
+def test_the_field_table_agrees_with_the_registry_on_state() -> None:
+    table = {(w.script, w.value.decode()) for w in fields.FIELDS["state"].writes if w.value}
+    registry = {(t.script, s) for t in transitions.TRANSITIONS for s in t.writes if s != RETIRED}
+    assert table == registry
+    assert fields.RETIRED_BY == "complete" == transitions.by_script(fields.RETIRED_BY).name
+    for entry in (*fields.FIELDS.values(), *fields.EXTRA_FIELDS.values()):
+        for w in entry.writes:
+            assert w.handles == transitions.by_script(w.script).handle_names
+
+
+def test_edges_go_where_the_transition_writes() -> None:
+    for t in transitions.TRANSITIONS:
+        assert t.edges, t.name
+        targets = {e.target for e in t.edges}
+        if t.writes:
+            assert targets == set(t.writes), t.name
+        else:  # it leaves the state alone: its edge loops
+            assert all(e.source == e.target for e in t.edges), t.name
+    sources = {e.source for _, e in transitions.EDGES}
+    assert START in sources and RETIRED not in sources
+
+
+def test_fenced_means_the_script_checks_the_token() -> None:
+    for t in transitions.TRANSITIONS:
+        source = scripts.load(t.script).source
+        checks = "attempts ~= ARGV[2]" in source and "EMQSTALE" in source
+        assert checks == t.fenced, t.name
+        for handle in t.handles:
+            assert ("token" in inspect.signature(handle).parameters) == t.fenced, handle
+    assert transitions.FENCED == tuple(t.name for t in transitions.TRANSITIONS if t.fenced)
+
+
+#: One call per fenced transition, presenting ``token`` for ``job`` in queue Q.
+FENCED_CALLS: dict[str, Callable[[redis.Redis, str, int], object]] = {
+    "complete": lambda c, job, token: jobs.complete(c, Q, job, token),
+    "retry": lambda c, job, token: jobs.retry(c, Q, job, token, 0, 5, "e"),
+    "extend": lambda c, job, token: jobs.extend(c, Q, job, token, LONG),
+}
+
+
+def test_each_fenced_transition_refuses_a_stale_token(conn: redis.Redis) -> None:
+    assert set(FENCED_CALLS) == set(transitions.FENCED)
+    for name in transitions.FENCED:
+        job = branded.mint()
+        jobs.enqueue(conn, Q, job, b"x")
+        claimed = jobs.claim(conn, Q, LONG)
+        assert claimed is not None and claimed.id == job
+        row = jobs.record(conn, Q, job)
+        with pytest.raises(errors.StaleToken, match=rf"^EMQSTALE: token {claimed.token + 1} is"):
+            FENCED_CALLS[name](conn, job, claimed.token + 1)
+        assert jobs.record(conn, Q, job) == row, name
+        FENCED_CALLS[name](conn, job, claimed.token)  # the live token is accepted
+        if name == "extend":
+            jobs.complete(conn, Q, job, claimed.token)
+
+
+def test_the_diagram_draws_every_registry_edge_once() -> None:
+    wanted = [(e.source, e.target) for _, e in transitions.EDGES]
+    assert len(set(wanted)) == len(wanted)  # the layout is keyed by the two states
+    assert set(diagram.LAYOUT) == set(wanted)
+    assert [(d.source, d.target, d.label) for d in diagram.EDGES] == [
+        (e.source, e.target, e.label) for _, e in transitions.EDGES
+    ]
+    for (name, _), drawn in zip(transitions.EDGES, diagram.EDGES, strict=True):
+        assert drawn.names[0] == name
+        assert set(drawn.names) == {name, *transitions.get(name).handle_names}
+        assert drawn.source in {*diagram.NODES, START} and drawn.target in diagram.NODES
+
+
+def test_the_panels_offer_the_registrys_transitions() -> None:
+    panel = transition_panel.TransitionPanel(connect(fresh=True), Q)
+    assert tuple(panel.picker.options) == transitions.NAMES
+    assert lab.HELD_ACTIONS == (*transitions.FENCED, "drop")
+    for name in transitions.FENCED:  # a worker can present its token to every fenced verb
+        assert callable(getattr(stories.Worker, name))
+
+
+def test_transition_names_are_listed_in_the_registry_only() -> None:
+    """No other module of the package spells three or more transition names in one literal."""
+    names = set(transitions.NAMES)
+    group = re.compile(r"[(\[{]([^()\[\]{}]*)[)\]}]")
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "transitions.py" and path.parent == PACKAGE:
+            continue
+        for m in group.finditer(path.read_text(encoding="utf-8")):
+            quoted = set(re.findall(r"""["'](\w+)["']""", m.group(1)))
+            assert len(quoted & names) < 3, f"{path.relative_to(PACKAGE)}: {m.group(0)[:80]}"

@@ -754,7 +754,7 @@ def machine(server: RunningServer | None) -> dict[str, Any]:
         info["valkey"] = server.version
         info["valkey_binary"] = server.binary
     try:
-        import hiredis  # type: ignore[import-not-found]  # noqa: F401
+        import hiredis  # noqa: F401
 
         info["redis_py_parser"] = "hiredis"
     except ImportError:

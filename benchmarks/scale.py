@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -82,6 +83,10 @@ class Point:
     longest_command_us: int
     longest_command: str
     fill_s: float
+    command_median_us: int
+    command_p99_us: int
+    commands_over_1ms: int
+    server_waited_ms: float
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
@@ -124,22 +129,65 @@ def view_ms(conn: redis.Redis, queue: str, views: int) -> float:
     return statistics.median(spent)
 
 
-def slowlog_on(conn: redis.Redis, max_len: int) -> None:
-    """Log every command from now on (threshold 0), ``max_len`` entries kept."""
-    conn.config_set("slowlog-log-slower-than", 0)
-    conn.config_set("slowlog-max-len", max_len)
-    conn.slowlog_reset()
+def run_delay_ms(pid: int | None) -> float:
+    """How long process ``pid`` has waited for a CPU so far, ms (/proc/PID/schedstat), or 0."""
+    if pid is None:
+        return 0.0
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e6
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
-def longest(conn: redis.Redis, max_len: int) -> tuple[int, str, int]:
-    """The longest logged command (µs, its words) and how many were logged; logging off."""
-    entries: list[dict[str, Any]] = conn.slowlog_get(max_len)
-    conn.config_set("slowlog-log-slower-than", 10_000)
-    mine = [e for e in entries if not _words(e).upper().startswith(("SLOWLOG", "CONFIG"))]
-    if not mine:
-        return 0, "", 0
-    top = max(mine, key=lambda e: int(e["duration"]))
-    return int(top["duration"]), _words(top)[:60], len(mine)
+@dataclass
+class Logged:
+    """What SLOWLOG saw of the commands in one window, and how long the server waited for a CPU.
+
+    On a busy machine the operating system can pause the server in the middle of a command;
+    SLOWLOG counts that pause as the command's time, so ``server_waited_ms`` is kept beside it.
+    """
+
+    commands: int
+    median_us: int
+    p99_us: int
+    longest_us: int
+    longest: str
+    over_1ms: int
+    server_waited_ms: float
+
+
+class CommandLog:
+    """SLOWLOG on for a block (every command at or above ``threshold_us``), read afterwards."""
+
+    def __init__(
+        self, conn: redis.Redis, pid: int | None, threshold_us: int = 0, max_len: int = 10_000
+    ) -> None:
+        self.conn, self.pid, self.threshold, self.max_len = conn, pid, threshold_us, max_len
+        self.waited = 0.0
+
+    def __enter__(self) -> CommandLog:
+        self.conn.config_set("slowlog-log-slower-than", self.threshold)
+        self.conn.config_set("slowlog-max-len", self.max_len)
+        self.conn.slowlog_reset()
+        self.waited = run_delay_ms(self.pid)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.waited = run_delay_ms(self.pid) - self.waited
+
+    def read(self) -> Logged:
+        """The logged commands (SLOWLOG and CONFIG left out); logging back to its default."""
+        entries: list[dict[str, Any]] = self.conn.slowlog_get(self.max_len)
+        self.conn.config_set("slowlog-log-slower-than", 10_000)
+        mine = [e for e in entries if not _words(e).upper().startswith(("SLOWLOG", "CONFIG"))]
+        times = sorted(int(e["duration"]) for e in mine)
+        if not times:
+            return Logged(0, 0, 0, 0, "", 0, self.waited)
+        top = max(mine, key=lambda e: int(e["duration"]))
+        return Logged(
+            len(times), times[len(times) // 2], round(percentile(times, 99)), times[-1],
+            _words(top)[:60], sum(t >= 1000 for t in times), self.waited,
+        )  # fmt: skip
 
 
 def _words(entry: dict[str, Any]) -> str:
@@ -147,47 +195,58 @@ def _words(entry: dict[str, Any]) -> str:
     return command.decode(errors="replace") if isinstance(command, bytes) else str(command)
 
 
-def clicks(conn: redis.Redis, queue: str, presses: int) -> tuple[list[float], tuple[int, str]]:
-    """Click-to-render ms of ``presses`` presses, and the longest server command meanwhile."""
+def clicks(
+    conn: redis.Redis, queue: str, presses: int, pid: int | None
+) -> tuple[list[float], Logged]:
+    """Click-to-render ms of ``presses`` presses, and what the server ran meanwhile."""
     from echomq_lab.widgets import TransitionPanel
 
     panel = TransitionPanel(conn, queue)
     for name in ROUND:  # warm up: scripts loaded, widgets built
         panel.press(name)
-    slowlog_on(conn, 10_000)
     spent = []
-    for k in range(presses):
-        start = time.perf_counter()
-        panel.press(ROUND[k % len(ROUND)])
-        spent.append((time.perf_counter() - start) * 1000)
-    us, words, _ = longest(conn, 10_000)
-    return spent, (us, words)
+    with CommandLog(conn, pid) as log:
+        for k in range(presses):
+            start = time.perf_counter()
+            panel.press(ROUND[k % len(ROUND)])
+            spent.append((time.perf_counter() - start) * 1000)
+    return spent, log.read()
 
 
-def point(conn: redis.Redis, keys: str, depth: int, sizes: Sizes) -> Point:
+def point(conn: redis.Redis, keys: str, depth: int, sizes: Sizes, pid: int | None) -> Point:
     """Fill ``conn`` to ``depth`` (the keyspace already laid) and measure every figure."""
     took = fill(conn, QUEUE, depth)
     rate = cycle_rate(conn, QUEUE, sizes.cycles)
     one_view = view_ms(conn, QUEUE, sizes.views)
-    spent, (us, words) = clicks(conn, QUEUE, sizes.presses)
+    spent, log = clicks(conn, QUEUE, sizes.presses, pid)
     return Point(
         keys, depth, rate, one_view, statistics.median(spent), percentile(spent, 95), max(spent),
-        us, words, took,
+        log.longest_us, log.longest, took, log.median_us, log.p99_us, log.over_1ms,
+        log.server_waited_ms,
     )  # fmt: skip
 
 
-def check_deep(conn: redis.Redis, depth: int) -> dict[str, Any]:
-    """Plant two drifts deep in the queue, run ``check()``; what it found and what it cost."""
+def _processed(conn: redis.Redis) -> int:
+    return int(conn.info("stats")["total_commands_processed"])
+
+
+def check_deep(conn: redis.Redis, depth: int, pid: int | None) -> dict[str, Any]:
+    """Plant two drifts deep in the queue, run ``check()``; what it found and what it cost.
+
+    SLOWLOG keeps only commands of 1 ms or more here (the walk sends about one per row).
+    """
     pending = keyspace.queue_key(QUEUE, "pending")
     deep = cast(list[bytes], conn.zrange(pending, depth * 3 // 4, depth * 3 // 4 + 1))
     mismatch, orphan = (d.decode() for d in deep)
     conn.hset(keyspace.job_key(QUEUE, mismatch), "state", "dead")
     conn.zrem(pending, orphan)  # its row stays: a row in no set
-    slowlog_on(conn, 400_000)
-    start = time.perf_counter()
-    report = drift.check(conn, QUEUE)
-    wall = time.perf_counter() - start
-    us, words, logged = longest(conn, 400_000)
+    before = _processed(conn)
+    with CommandLog(conn, pid, threshold_us=1000) as log:
+        start = time.perf_counter()
+        report = drift.check(conn, QUEUE)
+        wall = time.perf_counter() - start
+    sent = _processed(conn) - before
+    slow = log.read()
     return {
         "depth": depth,
         "planted": {"state-mismatch": mismatch, "row-in-no-set": orphan},
@@ -197,11 +256,13 @@ def check_deep(conn: redis.Redis, depth: int) -> dict[str, Any]:
         "members": report.members,
         "rows": report.rows,
         "calls": report.calls,
+        "commands": sent,
         "consistent": report.consistent,
         "wall_s": wall,
-        "commands_logged": logged,
-        "longest_command_us": us,
-        "longest_command": words,
+        "commands_over_1ms": slow.over_1ms,
+        "longest_command_us": slow.longest_us,
+        "longest_command": slow.longest,
+        "server_waited_ms": slow.server_waited_ms,
     }
 
 
@@ -299,6 +360,7 @@ def run(quick: bool = False, with_1m: bool = False) -> dict[str, Any]:
     others = 10_000 if quick else OTHER_KEYS
     server: RunningServer = start_server("valkey", extra_args=["--enable-debug-command", "yes"])
     points: list[Point] = []
+    load_before = os.getloadavg()
     try:
         conn = echomq_lab.connect(server.url)
         out: dict[str, Any] = {"parsers": parsers(server.url, sizes)}
@@ -309,13 +371,14 @@ def run(quick: bool = False, with_1m: bool = False) -> dict[str, Any]:
                     conn.execute_command(  # type: ignore[no-untyped-call]
                         "DEBUG", "POPULATE", others, "other"
                     )
-                points.append(point(conn, keys, depth, sizes))
+                points.append(point(conn, keys, depth, sizes, server.proc.pid))
                 print(_row(points[-1]), flush=True)
-        out["check"] = check_deep(conn, depths[-1])
+        out["check"] = check_deep(conn, depths[-1], server.proc.pid)
         conn.close()
     finally:
         server.stop()
     out["points"] = [asdict(p) for p in points]
+    out["load_avg"] = {"before": load_before, "after": os.getloadavg()}
     out["quick"] = quick
     out["other_keys"] = others
     out["presses"] = f"TransitionPanel.press cycling {', '.join(ROUND)}, {sizes.presses} presses"

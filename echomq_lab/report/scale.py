@@ -30,6 +30,9 @@ class ScalePoint:
     click_max_ms: float
     longest_command_us: int
     longest_command: str
+    command_median_us: int
+    command_p99_us: int
+    server_waited_ms: float
 
 
 def _scale(results: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -50,6 +53,8 @@ def points(results: Mapping[str, Any]) -> list[ScalePoint]:
                     float(raw["view_ms"]), float(raw["click_median_ms"]),
                     float(raw["click_p95_ms"]), float(raw["click_max_ms"]),
                     int(raw["longest_command_us"]), str(raw["longest_command"]),
+                    int(raw["command_median_us"]), int(raw["command_p99_us"]),
+                    float(raw["server_waited_ms"]),
                 )  # fmt: skip
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -60,20 +65,22 @@ def points(results: Mapping[str, Any]) -> list[ScalePoint]:
 def table_text(results: Mapping[str, Any]) -> str:
     """The points as a plain-text table, then the check and the parser lines."""
     head = (
-        f"{'the server holds':<22}{'jobs':>10}{'cycle/s':>9}{'view ms':>9}"
-        f"{'click ms':>10}{'p95 ms':>8}{'longest µs':>12}  command"
+        f"{'the server holds':<22}{'jobs':>10}{'cycle/s':>9}{'view ms':>9}{'click ms':>10}"
+        f"{'p95':>6}{'cmd µs':>8}{'p99':>7}{'longest':>9}{'waited ms':>11}"
     )
     lines = [head, "-" * len(head)]
     for p in points(results):
         lines.append(
             f"{p.keyspace:<22}{p.depth:>10,}{p.cycle_jobs_s:>9,.0f}{p.view_ms:>9.2f}"
-            f"{p.click_median_ms:>10.1f}{p.click_p95_ms:>8.1f}{p.longest_command_us:>12,}"
-            f"  {p.longest_command.split(' ')[0]}"
+            f"{p.click_median_ms:>10.1f}{p.click_p95_ms:>6.1f}{p.command_median_us:>8,}"
+            f"{p.command_p99_us:>7,}{p.longest_command_us:>9,}{p.server_waited_ms:>11.0f}"
         )
-    lines.append(
-        "click = one TransitionPanel press to the redrawn panel; longest = the longest single "
-        "server command during the clicks (SLOWLOG)"
-    )
+    lines += [
+        "click = one TransitionPanel press to the redrawn panel (ms); cmd µs, p99, longest = the",
+        "server commands during the clicks (SLOWLOG: median, 99th percentile, longest); waited ms",
+        "= how long the server process waited for a CPU meanwhile (a busy machine pauses it, and",
+        "SLOWLOG counts a pause inside a command as that command's time)",
+    ]
     lines += [check_line(results), parser_line(results)]
     return "\n".join(line for line in lines if line)
 
@@ -84,10 +91,13 @@ def check_line(results: Mapping[str, Any]) -> str:
     if not isinstance(c, Mapping):
         return ""
     planted = "found both planted drifts" if c.get("found_all_planted") else "MISSED a drift"
+    slow = int(c["commands_over_1ms"])
+    longest = f"the longest {int(c['longest_command_us']):,} µs" if slow else "none"
     return (
         f"check() on {int(c['depth']):,} jobs: {planted}, walking {int(c['members']):,} members "
-        f"and {int(c['rows']):,} rows in {int(c['calls']):,} short calls ({float(c['wall_s']):.1f}"
-        f" s); its longest server command took {int(c['longest_command_us']):,} µs"
+        f"and {int(c['rows']):,} rows with {int(c['commands']):,} server commands in "
+        f"{int(c['calls']):,} round trips ({float(c['wall_s']):.1f} s); commands of 1 ms or more: "
+        f"{slow:,} ({longest}); the server waited {float(c['server_waited_ms']):,.0f} ms for a CPU"
     )
 
 

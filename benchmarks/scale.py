@@ -184,8 +184,12 @@ class CommandLog:
         if not times:
             return Logged(0, 0, 0, 0, "", 0, self.waited)
         top = max(mine, key=lambda e: int(e["duration"]))
+        # SLOWLOG lists the commands a script runs as well as the script: the median and p99
+        # are of the script runs (EVALSHA) alone, the longest and the count of all.
+        runs = sorted(int(e["duration"]) for e in mine if _words(e).upper().startswith("EVALSHA"))
+        runs = runs or times
         return Logged(
-            len(times), times[len(times) // 2], round(percentile(times, 99)), times[-1],
+            len(times), runs[len(runs) // 2], round(percentile(runs, 99)), times[-1],
             _words(top)[:60], sum(t >= 1000 for t in times), self.waited,
         )  # fmt: skip
 
@@ -353,12 +357,27 @@ def parsers(url: str, sizes: Sizes) -> dict[str, Any]:
 # The run, the table, the chart
 
 
+#: The niceness the benchmark's own server runs at, so that other work on a shared machine
+#: pauses it less often (SLOWLOG counts such a pause as part of the command it interrupts).
+SERVER_NICE = -10
+
+
+def _raise_priority(pid: int) -> int:
+    """Run ``pid`` at :data:`SERVER_NICE` if this process may; the niceness it runs at."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, SERVER_NICE)
+    except OSError:
+        pass
+    return os.getpriority(os.PRIO_PROCESS, pid)
+
+
 def run(quick: bool = False, with_1m: bool = False) -> dict[str, Any]:
     """Start a Valkey, measure every point, stop it; the results (JSON-ready)."""
     sizes = QUICK if quick else FULL
     depths = (100, 1_000) if quick else DEPTHS + ((BIG,) if with_1m else ())
     others = 10_000 if quick else OTHER_KEYS
     server: RunningServer = start_server("valkey", extra_args=["--enable-debug-command", "yes"])
+    niced = _raise_priority(server.proc.pid)
     points: list[Point] = []
     load_before = os.getloadavg()
     try:
@@ -379,6 +398,7 @@ def run(quick: bool = False, with_1m: bool = False) -> dict[str, Any]:
         server.stop()
     out["points"] = [asdict(p) for p in points]
     out["load_avg"] = {"before": load_before, "after": os.getloadavg()}
+    out["server_nice"] = niced
     out["quick"] = quick
     out["other_keys"] = others
     out["presses"] = f"TransitionPanel.press cycling {', '.join(ROUND)}, {sizes.presses} presses"
@@ -406,7 +426,7 @@ def chart(scale: dict[str, Any], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.6), dpi=110)
+    fig, ax = plt.subplots(figsize=(10, 4.6), dpi=110)
     report_scale.chart({"scale": scale}, ax)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

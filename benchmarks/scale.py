@@ -37,6 +37,7 @@ import echomq_lab
 from benchmarks.batch import enqueue_many
 from echomq_lab import branded, drift, jobs, keyspace
 from echomq_lab.report import scale as report_scale
+from echomq_lab.report.scale import ScalePoint as Point
 from echomq_lab.scripts import load
 from echomq_lab.snapshot import view
 from echomq_lab.testing import RunningServer, start_server
@@ -67,26 +68,6 @@ class Sizes:
 
 FULL = Sizes(cycles=600, views=50, presses=PRESSES, parser_repeats=9, parser_cycles=300)
 QUICK = Sizes(cycles=30, views=5, presses=8, parser_repeats=2, parser_cycles=20)
-
-
-@dataclass
-class Point:
-    """The figures at one depth in one keyspace."""
-
-    keyspace: str
-    depth: int
-    cycle_jobs_s: float
-    view_ms: float
-    click_median_ms: float
-    click_p95_ms: float
-    click_max_ms: float
-    longest_command_us: int
-    longest_command: str
-    fill_s: float
-    command_median_us: int
-    command_p99_us: int
-    commands_over_1ms: int
-    server_waited_ms: float
 
 
 def percentile(values: Sequence[float], pct: float) -> float:

@@ -10,7 +10,7 @@ imported only there).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from echomq_lab.report.targets import TargetRow
@@ -25,7 +25,7 @@ LONGEST_COMMAND_US = 5000
 
 @dataclass(frozen=True)
 class ScalePoint:
-    """One depth in one keyspace."""
+    """One depth in one keyspace, as ``benchmarks/scale.py`` measures and records it."""
 
     keyspace: str
     depth: int
@@ -36,9 +36,18 @@ class ScalePoint:
     click_max_ms: float
     longest_command_us: int
     longest_command: str
+    fill_s: float
     command_median_us: int
     command_p99_us: int
+    commands_over_1ms: int
     server_waited_ms: float
+
+
+#: The fields that are not floats, and what they are.
+_KINDS: dict[str, type] = {
+    "keyspace": str, "longest_command": str, "depth": int, "longest_command_us": int,
+    "command_median_us": int, "command_p99_us": int, "commands_over_1ms": int,
+}  # fmt: skip
 
 
 def _scale(results: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -53,16 +62,8 @@ def points(results: Mapping[str, Any]) -> list[ScalePoint]:
     out = []
     for i, raw in enumerate(_scale(results).get("points", [])):
         try:
-            out.append(
-                ScalePoint(
-                    str(raw["keyspace"]), int(raw["depth"]), float(raw["cycle_jobs_s"]),
-                    float(raw["view_ms"]), float(raw["click_median_ms"]),
-                    float(raw["click_p95_ms"]), float(raw["click_max_ms"]),
-                    int(raw["longest_command_us"]), str(raw["longest_command"]),
-                    int(raw["command_median_us"]), int(raw["command_p99_us"]),
-                    float(raw["server_waited_ms"]),
-                )  # fmt: skip
-            )
+            out.append(ScalePoint(**{f.name: _KINDS.get(f.name, float)(raw[f.name])
+                                     for f in fields(ScalePoint)}))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"scale.points[{i}] is incomplete: {exc}") from None
     return out

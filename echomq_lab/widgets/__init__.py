@@ -16,3 +16,8 @@ from echomq_lab.widgets.fence import FencePanel as FencePanel
 from echomq_lab.widgets.lab import LabPanel as LabPanel
 from echomq_lab.widgets.transitions import TransitionPanel as TransitionPanel
 from echomq_lab.widgets.two_workers import TwoWorkersStory as TwoWorkersStory
+
+# isort: split
+# Self-checks graded by the server, and answers shown on request.
+from echomq_lab.widgets.selfcheck import Reveal as Reveal
+from echomq_lab.widgets.selfcheck import SelfCheck as SelfCheck

@@ -6,7 +6,7 @@ API (for pages and widgets)::
     fencing.VERBS    # ("complete", "retry", "extend")
     fencing.TOKENS   # ("live", "stale", "future")
     fencing.LEASES   # ("held", "reaped")
-    trial = fencing.run(conn, queue, "retry", "stale", "held")
+    trial = fencing.run(conn, queue, "retry", "stale", "held")   # or a token number: 3
     trial.outcome    # Outcome: .accepted, .kind ("accepted" | "EMQSTALE" | ...), .detail
     trial.untouched  # True when the queue's keys are exactly as before the call
     trial.line()     # one line in words, e.g. "retry with token 1 (stale): refused EMQSTALE ..."
@@ -86,15 +86,31 @@ def attempt(call: Callable[[], Any]) -> Outcome:
     return Outcome("accepted", str(reply))
 
 
-def token_of(sample: SampleRow, kind: str) -> int:
-    """The token of kind ``kind`` (live, stale or future) for ``sample``."""
+def token_of(sample: SampleRow, kind: str | int) -> int:
+    """The token of kind ``kind`` (live, stale or future) for ``sample``; an int is itself.
+
+    ValueError for an unknown kind, TypeError/ValueError for an int that is no token.
+    """
+    if isinstance(kind, int) and not isinstance(kind, bool):
+        if kind < 1:
+            raise ValueError(f"token must be at least 1, got {kind}")
+        return kind
     if kind == "live":
         return sample.token
     if kind == "stale":
         return sample.stale_token
     if kind == "future":
         return sample.token + 1
+    if not isinstance(kind, str):
+        raise TypeError(f"token must be an int or a kind, not {type(kind).__name__}")
     raise ValueError(f"unknown token kind {kind!r}: pick one of {', '.join(TOKENS)}")
+
+
+def kind_of(sample: SampleRow, token: int) -> str:
+    """What ``token`` is against ``sample``: live, stale (older) or future (newer)."""
+    if token == sample.token:
+        return "live"
+    return "stale" if token < sample.token else "future"
 
 
 def queue_keys(conn: redis.Redis, queue: str) -> dict[bytes, Any]:
@@ -111,13 +127,14 @@ def queue_keys(conn: redis.Redis, queue: str) -> dict[bytes, Any]:
 
 
 def call_verb(conn: redis.Redis, queue: str, verb: str, job_id: str, token: int) -> Outcome:
-    """Run fenced verb ``verb`` on ``job_id`` with ``token``; retry gives up with no delay."""
+    """Run fenced verb ``verb`` on ``job_id`` with ``token``; retry asks for no delay, extend
+    for a long lease."""
     if verb == "complete":
         return attempt(lambda: jobs.complete(conn, queue, job_id, token))
     if verb == "retry":
         return attempt(lambda: jobs.retry(conn, queue, job_id, token, 0, 5, "it failed"))
     if verb == "extend":
-        return attempt(lambda: jobs.extend(conn, queue, job_id, token, HOLD_MS))
+        return attempt(lambda: f"new deadline {jobs.extend(conn, queue, job_id, token, HOLD_MS)}")
     raise ValueError(f"unknown verb {verb!r}: pick one of {', '.join(VERBS)}")
 
 
@@ -138,8 +155,8 @@ class Trial:
         """The trial in one line: what was presented, what the server said, what changed."""
         head = f"{self.verb} with token {self.token} ({self.token_kind}, lease {self.lease})"
         if self.outcome.accepted:
-            return f"{head}: {self.outcome.words()}; it wrote {self.change}"
-        tail = "the row is untouched" if self.untouched else f"yet it wrote {self.change}"
+            return f"{head}: {self.outcome.words()}; {self.change}"
+        tail = "the row is untouched" if self.untouched else f"yet {self.change}"
         return f"{head}: {self.outcome.words()}; {tail}"
 
 
@@ -156,27 +173,48 @@ def prepare(conn: redis.Redis, queue: str, lease: str, *, lease_ms: int = 60) ->
     return sample
 
 
-def run(
-    conn: redis.Redis, queue: str, verb: str, token_kind: str, lease: str, *, lease_ms: int = 60
-) -> Trial:
-    """Build a fresh sample row, put its lease in state ``lease``, present the token.
+def _effect(before: dict[bytes, Any], after: dict[bytes, Any], row: bytes) -> str:
+    """What a call did to the queue, in words: the row's change, or the lease's."""
+    if before.get(row) == after.get(row):
+        return "nothing changed" if before == after else "the row is unchanged; the lease moved"
+    written = wrote(before.get(row), after.get(row))
+    return "it deleted the row and its lease" if after.get(row) is None else f"it wrote {written}"
 
-    The queue is emptied first. ValueError for an unknown verb, token kind or lease.
-    """
-    if verb not in VERBS:
-        raise ValueError(f"unknown verb {verb!r}: pick one of {', '.join(VERBS)}")
-    if token_kind not in TOKENS:
-        raise ValueError(f"unknown token kind {token_kind!r}: pick one of {', '.join(TOKENS)}")
-    sample = prepare(conn, queue, lease, lease_ms=lease_ms)
-    token = token_of(sample, token_kind)
+
+def present(
+    conn: redis.Redis, queue: str, sample: SampleRow, verb: str, token: int, lease: str
+) -> Trial:
+    """Run ``verb`` with ``token`` on the prepared ``sample``; compare the queue around it."""
     row = keyspace.job_key(queue, sample.job_id).encode()
     before = queue_keys(conn, queue)
     outcome = call_verb(conn, queue, verb, sample.job_id, token)
     after = queue_keys(conn, queue)
-    change = wrote(before.get(row), after.get(row))
-    if before.get(row) == after.get(row) and before != after:
-        change = "the row is unchanged; the lease was re-scored"
-    return Trial(verb, token_kind, lease, sample, token, outcome, before == after, change)
+    change = _effect(before, after, row)
+    return Trial(verb, kind_of(sample, token), lease, sample, token, outcome, before == after,
+                 change)
+
+
+def check_choice(verb: str, token: str | int, lease: str) -> None:
+    """ValueError (or TypeError) naming the choices when one of the three is not offered."""
+    if verb not in VERBS:
+        raise ValueError(f"unknown verb {verb!r}: pick one of {', '.join(VERBS)}")
+    if lease not in LEASES:
+        raise ValueError(f"unknown lease {lease!r}: pick one of {', '.join(LEASES)}")
+    token_of(SampleRow("", 2, 1), token)
+
+
+def run(
+    conn: redis.Redis, queue: str, verb: str, token: str | int, lease: str, *,
+    lease_ms: int = 60,
+) -> Trial:
+    """Build a fresh sample row, put its lease in state ``lease``, present the token.
+
+    ``token`` is a kind (live, stale, future) or a number. The queue is emptied first. A choice
+    that is not offered raises ValueError/TypeError before anything is written.
+    """
+    check_choice(verb, token, lease)
+    sample = prepare(conn, queue, lease, lease_ms=lease_ms)
+    return present(conn, queue, sample, verb, token_of(sample, token), lease)
 
 
 __all__ = [
@@ -189,7 +227,10 @@ __all__ = [
     "Trial",
     "attempt",
     "call_verb",
+    "check_choice",
+    "kind_of",
     "prepare",
+    "present",
     "queue_keys",
     "run",
     "token_of",

@@ -21,3 +21,4 @@ from echomq_lab.widgets.two_workers import TwoWorkersStory as TwoWorkersStory
 # Self-checks graded by the server, and answers shown on request.
 from echomq_lab.widgets.selfcheck import Reveal as Reveal
 from echomq_lab.widgets.selfcheck import SelfCheck as SelfCheck
+from echomq_lab.widgets.simulation import SimulationPanel as SimulationPanel

@@ -10,7 +10,6 @@ from echomq_lab.checks.base import LONG_MS, SHORT_MS, Check, Observed, fields, f
 from echomq_lab.fencing import attempt, prepare, queue_keys
 from echomq_lab.stories import wrote
 
-
 _AFTER_REPROCESS = ("1", "2", "3")
 
 

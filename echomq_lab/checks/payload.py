@@ -8,7 +8,6 @@ from echomq_lab import jobs, scripts
 from echomq_lab.checks.base import LONG_MS, Check, Observed, fresh_job, row_of
 from echomq_lab.queues import reset
 
-
 #: A payload no text decoder likes: NUL bytes, invalid UTF-8, every byte value once.
 BINARY = b"\x00head\xff\xfe" + bytes(range(256)) + b"tail\x00"
 _ROUND = (

@@ -12,7 +12,6 @@ from echomq_lab.queues import reset
 from echomq_lab.row import FIELD_NAMES, decoded
 from echomq_lab.stories import wrote
 
-
 _CLAIM_FIELDS = ("state only", "attempts only", "state and attempts", "state, attempts and payload")
 
 

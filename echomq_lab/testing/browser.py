@@ -85,11 +85,22 @@ class Lab:
         return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?token={self.token}&reset"
 
 
+#: Files outside notebooks/ that a notebook reads by a path relative to itself.
+REPOSITORY_FILES = ("benchmarks/results.json",)
+
+
 @contextmanager
 def jupyter_lab(notebooks: Path, workdir: Path) -> Iterator[Lab]:
     """Start JupyterLab on a copy of ``notebooks`` inside ``workdir``; stop it afterwards."""
     root = workdir / "notebooks"
     shutil.copytree(notebooks, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    # The repository files the notebooks name relative to themselves (06 reads the benchmark's
+    # results) go beside the copy, where ``../`` finds them.
+    for name in REPOSITORY_FILES:
+        source = notebooks.parent / name
+        if source.is_file():
+            (workdir / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, workdir / name)
     env = {k: v for k, v in os.environ.items() if k != "ECHOMQ_REDIS_URL"}
     for var, sub in (
         ("JUPYTER_CONFIG_DIR", "config"),

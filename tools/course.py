@@ -1,0 +1,250 @@
+"""The reading order (tools/pages.toml) and the navigation written from it.
+
+One list says which notebooks make up the course and in what order. From it come each
+notebook's navigation cell (previous / up to the hub / next; the hub's also holds the table of
+every page) and README's reading-order table between its marker comments. Standard library
+only, so the tools run with any Python 3.11+.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = Path("tools") / "pages.toml"
+NOTEBOOKS = Path("notebooks")
+README = Path("README.md")
+#: The tag that marks the generated navigation cell of a notebook.
+TAG = "navigation"
+README_START = "<!-- reading-order:start (written by make nav from tools/pages.toml) -->"
+README_END = "<!-- reading-order:end -->"
+KINDS = ("hub", "page", "lab")
+FILE = re.compile(r"(?P<number>\d\d)-[a-z0-9]+(?:-[a-z0-9]+)*\.ipynb")
+#: A hand-written navigation line (before the cells were generated): "- **Next:** ...".
+LEGACY = re.compile(r"^\s*-\s*\*\*(?:Previous|Next|Up):\*\*", re.MULTILINE)
+
+
+class CourseError(Exception):
+    """The reading order cannot be used as it stands; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Page:
+    """One entry of the reading order."""
+
+    number: int
+    file: str
+    kind: str
+    title: str
+    summary: str
+    note: str = ""
+
+
+def load(root: Path = ROOT) -> list[Page]:
+    """The entries of ``tools/pages.toml`` in order; CourseError names a malformed entry."""
+    path = root / PAGES
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CourseError(f"{PAGES}: {exc}") from exc
+    pages = []
+    for n, entry in enumerate(data.get("page", []), start=1):
+        where = f"{PAGES} entry {n}"
+        unknown = set(entry) - {"file", "kind", "title", "summary", "note"}
+        if unknown:
+            raise CourseError(f"{where}: unknown keys {sorted(unknown)}")
+        for key in ("file", "kind", "title", "summary"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                raise CourseError(f"{where}: '{key}' must be a non-empty string")
+        match = FILE.fullmatch(entry["file"])
+        if not match:
+            raise CourseError(f"{where}: file {entry['file']!r} is not NN-lowercase-words.ipynb")
+        if entry["kind"] not in KINDS:
+            raise CourseError(f"{where}: kind {entry['kind']!r} is not one of {KINDS}")
+        pages.append(Page(int(match["number"]), entry["file"], entry["kind"], entry["title"],
+                          entry["summary"], str(entry.get("note", ""))))
+    return pages
+
+
+def first_heading(nb: dict[str, Any]) -> str:
+    """The text of the notebook's first ``# `` heading, or '' if it has none."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in source(cell).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return ""
+
+
+def problems(pages: list[Page], root: Path = ROOT) -> list[str]:
+    """Every way the list and the notebooks on disk disagree, one line each (empty: none)."""
+    found = []
+    if not pages:
+        return [f"{PAGES} lists no pages"]
+    if [p.kind for p in pages].count("hub") != 1 or pages[0].kind != "hub":
+        found.append(f"{PAGES}: the first entry, and only it, must be kind = \"hub\"")
+    numbers = [p.number for p in pages]
+    if numbers != sorted(set(numbers)):
+        found.append(f"{PAGES}: file numbers must rise without repeats, not {numbers}")
+    listed = {p.file for p in pages}
+    for page in pages:
+        path = root / NOTEBOOKS / page.file
+        if not path.is_file():
+            found.append(f"{PAGES} lists {page.file}, which is not in {NOTEBOOKS}/")
+            continue
+        heading = first_heading(read_notebook(path))
+        if heading != page.title:
+            found.append(f"{page.file}: title {page.title!r} in {PAGES}, "
+                         f"but the notebook's heading is {heading!r}")
+    for path in sorted((root / NOTEBOOKS).glob("[0-9][0-9]-*.ipynb")):
+        if path.name not in listed:
+            found.append(f"{NOTEBOOKS}/{path.name} is not in {PAGES}; add:\n"
+                         + entry_toml(path.name, first_heading(read_notebook(path))))
+    return found
+
+
+def entry_toml(file: str, title: str, summary: str = "", kind: str = "") -> str:
+    """A ``[[page]]`` block for ``tools/pages.toml`` (strings escaped as TOML basic strings)."""
+    kind = kind or ("lab" if file[3:].startswith("lab-") else "page")
+    quoted = [json.dumps(v, ensure_ascii=False) for v in (file, kind, title, summary or "…")]
+    return "\n[[page]]\nfile = {}\nkind = {}\ntitle = {}\nsummary = {}\n".format(*quoted)
+
+
+def _cell(text: str) -> str:
+    """``text`` made safe inside a markdown table cell."""
+    return text.replace("|", "\\|")
+
+
+def _link(page: Page) -> str:
+    """A relative link to the page's notebook: it opens in JupyterLab and in Voilà alike."""
+    return f"[{page.title}]({page.file})"
+
+
+def hub_table(pages: list[Page]) -> str:
+    """The hub's table of every page, in reading order, linking each other notebook."""
+    rows = ["## Every page, in reading order", "",
+            "| # | page | what you come away with |", "|---|---|---|"]
+    for page in pages:
+        name = f"**{page.title}** (this page)" if page.kind == "hub" else _link(page)
+        rows.append(f"| {page.number} | {_cell(name)} | {_cell(page.summary)} |")
+    return "\n".join(rows)
+
+
+def nav_text(pages: list[Page], index: int) -> str:
+    """The navigation cell of ``pages[index]``: previous, next and up (plus the hub's table)."""
+    page, hub = pages[index], pages[0]
+    lines = ["---"]
+    if index == 0:
+        lines.append("- **Previous:** none — this is the first page.")
+    else:
+        lines.append(f"- **Previous:** {_link(pages[index - 1])}")
+    if index + 1 < len(pages):
+        lines.append(f"- **Next:** {_link(pages[index + 1])}")
+    else:
+        lines.append(f"- **Next:** back to the start, {_link(hub)}")
+    if page.kind != "hub":
+        lines.append(f"- **Up:** {_link(hub)} — the module hub")
+    text = "\n".join(lines)
+    return hub_table(pages) + "\n\n" + text if page.kind == "hub" else text
+
+
+def readme_table(pages: list[Page]) -> str:
+    """README's reading-order table, linking each notebook from the repository root."""
+    rows = ["| # | notebook | what you come away with |", "|---|---|---|"]
+    for page in pages:
+        name = f"[`{page.file}`]({NOTEBOOKS.as_posix()}/{page.file})"
+        if page.note:
+            name += f" — {page.note}"
+        rows.append(f"| {page.number} | {_cell(name)} | {_cell(page.summary)} |")
+    return "\n".join(rows)
+
+
+def source(cell: dict[str, Any]) -> str:
+    """A cell's source as one string (notebooks store it as a list of lines or a string)."""
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def read_notebook(path: Path) -> dict[str, Any]:
+    """The notebook at ``path`` as plain JSON data."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def dump_notebook(nb: dict[str, Any]) -> str:
+    """The notebook as Jupyter stores it (indent 1, sorted keys, UTF-8), so diffs stay small."""
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def nav_cell_index(nb: dict[str, Any]) -> int | None:
+    """The cell tagged ``navigation``; else the last hand-written navigation cell; else None."""
+    cells = nb["cells"]
+    for i, cell in enumerate(cells):
+        if TAG in cell.get("metadata", {}).get("tags", []):
+            return i
+    legacy = [i for i, c in enumerate(cells)
+              if c["cell_type"] == "markdown" and LEGACY.search(source(c))]
+    return legacy[-1] if legacy else None
+
+
+def stray_nav_cells(nb: dict[str, Any]) -> list[int]:
+    """Untagged cells that look like navigation, in a notebook that has a tagged one."""
+    return [i for i, c in enumerate(nb["cells"])
+            if c["cell_type"] == "markdown" and LEGACY.search(source(c))
+            and TAG not in c.get("metadata", {}).get("tags", [])]
+
+
+def with_nav(nb: dict[str, Any], text: str) -> dict[str, Any]:
+    """``nb`` with its navigation cell, last, holding ``text`` (tagged; added if missing)."""
+    lines = text.splitlines(keepends=True)
+    index = nav_cell_index(nb)
+    if index is None:
+        cell: dict[str, Any] = {"cell_type": "markdown", "metadata": {}, "source": []}
+        if nb.get("nbformat", 4) == 4 and nb.get("nbformat_minor", 0) >= 5:
+            ids = {c.get("id") for c in nb["cells"]}
+            cell["id"] = next(n for n in (f"{TAG}{s}" for s in ("", *range(1, 99)))
+                              if n not in ids)
+        nb["cells"].append(cell)
+        index = len(nb["cells"]) - 1
+    cell = nb["cells"].pop(index)
+    nb["cells"].append(cell)  # navigation closes the page, whatever was added after it
+    tags = [t for t in cell.get("metadata", {}).get("tags", []) if t != TAG]
+    cell.setdefault("metadata", {})["tags"] = [*tags, TAG]
+    cell["source"] = lines
+    return nb
+
+
+def with_readme_table(readme: str, table: str) -> str:
+    """``readme`` with the text between the reading-order markers replaced by ``table``."""
+    start, end = readme.find(README_START), readme.find(README_END)
+    if start < 0 or end < start:
+        raise CourseError(f"{README} lacks the markers {README_START!r} … {README_END!r}")
+    return readme[: start + len(README_START)] + "\n" + table + "\n" + readme[end:]
+
+
+def written(root: Path = ROOT) -> dict[Path, str]:
+    """{path: the text ``make nav`` writes there}, for every notebook and README.
+
+    Raises CourseError listing every problem when the list and the notebooks disagree.
+    """
+    pages = load(root)
+    found = problems(pages, root)
+    if found:
+        raise CourseError("\n".join(found))
+    out = {}
+    for index, page in enumerate(pages):
+        path = root / NOTEBOOKS / page.file
+        nb = with_nav(read_notebook(path), nav_text(pages, index))
+        found += [f"{page.file}: cell {i} is hand-written navigation beside the generated "
+                  "one; delete it" for i in stray_nav_cells(nb)]
+        out[path] = dump_notebook(nb)
+    if found:
+        raise CourseError("\n".join(found))
+    readme = (root / README).read_text(encoding="utf-8")
+    out[root / README] = with_readme_table(readme, readme_table(pages))
+    return out

@@ -82,6 +82,14 @@ def fresh_job(conn: redis.Redis, queue: str, payload: bytes = b'{"report": "marc
     return job_id
 
 
+def claim_it(conn: redis.Redis, queue: str, job_id: str, lease_ms: int) -> jobs.Claimed:
+    """Claim on ``queue``, which must hand out ``job_id``; RuntimeError saying so otherwise."""
+    claimed = jobs.claim(conn, queue, lease_ms)
+    if claimed is None or claimed.id != job_id:
+        raise RuntimeError(f"the claim in {queue!r} did not take {job_id}: {claimed}")
+    return claimed
+
+
 def row_of(conn: redis.Redis, queue: str, job_id: str) -> Row | None:
     """The job's row, or None when it has none."""
     return Row.from_record(jobs.record(conn, queue, job_id))

@@ -6,7 +6,16 @@ from __future__ import annotations
 import redis
 
 from echomq_lab import jobs
-from echomq_lab.checks.base import LONG_MS, SHORT_MS, Check, Observed, fields, fresh_job, row_of
+from echomq_lab.checks.base import (
+    LONG_MS,
+    SHORT_MS,
+    Check,
+    Observed,
+    claim_it,
+    fields,
+    fresh_job,
+    row_of,
+)
 from echomq_lab.fencing import attempt, prepare, queue_keys
 from echomq_lab.stories import wrote
 
@@ -15,12 +24,10 @@ _AFTER_REPROCESS = ("1", "2", "3")
 
 def _observe_after_reprocess(conn: redis.Redis, queue: str) -> Observed:
     job_id = fresh_job(conn, queue)
-    first = jobs.claim(conn, queue, LONG_MS)
-    assert first is not None
+    first = claim_it(conn, queue, job_id, LONG_MS)
     jobs.retry(conn, queue, job_id, first.token, 0, 2, "first try failed")
     jobs.promote(conn, queue)
-    second = jobs.claim(conn, queue, LONG_MS)
-    assert second is not None
+    second = claim_it(conn, queue, job_id, LONG_MS)
     jobs.retry(conn, queue, job_id, second.token, 0, 2, "second try failed")
     dead = row_of(conn, queue, job_id)
     jobs.reprocess(conn, queue, job_id)

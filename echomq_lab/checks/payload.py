@@ -5,7 +5,7 @@ from __future__ import annotations
 import redis
 
 from echomq_lab import jobs, scripts
-from echomq_lab.checks.base import LONG_MS, Check, Observed, fresh_job, row_of
+from echomq_lab.checks.base import LONG_MS, Check, Observed, claim_it, fresh_job, row_of
 from echomq_lab.queues import reset
 
 #: A payload no text decoder likes: NUL bytes, invalid UTF-8, every byte value once.
@@ -59,12 +59,10 @@ def _walk_payload(conn: redis.Redis, queue: str, payload: bytes) -> list[str]:
     job_id = fresh_job(conn, queue, payload)
     row = row_of(conn, queue, job_id)
     seen = [row.state or "?" if row else "no row"]
-    first = jobs.claim(conn, queue, LONG_MS)
-    assert first is not None
+    first = claim_it(conn, queue, job_id, LONG_MS)
     seen += [str(first.token), jobs.retry(conn, queue, job_id, first.token, 0, 3, "e")]
     seen.append(str(jobs.promote(conn, queue)))
-    second = jobs.claim(conn, queue, LONG_MS)
-    assert second is not None
+    second = claim_it(conn, queue, job_id, LONG_MS)
     seen += [str(second.token), jobs.complete(conn, queue, job_id, second.token)]
     return seen
 

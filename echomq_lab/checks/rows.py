@@ -6,7 +6,16 @@ from __future__ import annotations
 import redis
 
 from echomq_lab import branded, clock, jobs, keyspace
-from echomq_lab.checks.base import LONG_MS, SHORT_MS, Check, Observed, fields, fresh_job, row_of
+from echomq_lab.checks.base import (
+    LONG_MS,
+    SHORT_MS,
+    Check,
+    Observed,
+    claim_it,
+    fields,
+    fresh_job,
+    row_of,
+)
 from echomq_lab.connection import reaching
 from echomq_lab.queues import reset
 from echomq_lab.row import FIELD_NAMES, decoded
@@ -50,8 +59,7 @@ def _observe_deleters(conn: redis.Redis, queue: str) -> Observed:
     notes: list[str] = []
     for verb in _DELETERS[:3]:
         job_id = fresh_job(conn, queue)
-        held = jobs.claim(conn, queue, SHORT_MS if verb == "reap" else LONG_MS)
-        assert held is not None and held.id == job_id
+        held = claim_it(conn, queue, job_id, SHORT_MS if verb == "reap" else LONG_MS)
         if verb == "complete":
             jobs.complete(conn, queue, job_id, held.token)
         elif verb == "reap":

@@ -9,6 +9,7 @@ API (for the measure panel and pages)::
     live.rq_version()                             # "3.0.0", or None when python-rq is absent
     cost = live.rq_cycles(conn, 100)              # python-rq: enqueue + one burst worker
     cost.requests_per_job, cost.busiest           # e.g. 23.5, [("HSET", 6.1), ...]
+    live.own_client(conn)                         # a client of its own on the same server
 
 Every request is counted by :func:`echomq_lab.report.counting.counting`, the lab's one request
 counter: one entry a round trip, a pipeline flush counted once. python-rq is driven the way
@@ -64,6 +65,13 @@ def _count(n: object, name: str, low: int, high: int) -> int:
     if not low <= n <= high:
         raise ValueError(f"{name} must be between {low} and {high}, got {n}")
     return n
+
+
+def own_client(conn: redis.Redis) -> redis.Redis:
+    """A second client on ``conn``'s connection pool: the same server and settings, but
+    counting its requests leaves every other user of ``conn`` (another panel, a cell)
+    uncounted, and theirs out of the count."""
+    return redis.Redis(connection_pool=conn.connection_pool)
 
 
 def job_cycles(

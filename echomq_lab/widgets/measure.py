@@ -43,6 +43,8 @@ class MeasurePanel(Panel):
     def __init__(self, conn: redis.Redis, queue: str = "lab-06-measure", *, jobs: int = 300,
                  with_rq: bool = True) -> None:
         self.conn, self.queue, self.with_rq = conn, queue, with_rq
+        #: The client the measurement sends on: the same server, counted on its own.
+        self.client = live.own_client(conn)
         self.cycle: live.Cycle | None = None
         self.rq: live.RqCost | None = None
         self.walk: list[Traced] = []
@@ -97,13 +99,13 @@ class MeasurePanel(Panel):
     def _body(self, n: int) -> None:
         rq_share = 0.3 if self.with_rq and live.rq_version() else 0.0
         try:
-            self.cycle = live.job_cycles(self.conn, self.queue, n,
+            self.cycle = live.job_cycles(self.client, self.queue, n,
                                          self._stage(0.0, 0.6 - rq_share / 2, n))
-            self.walk = transition_calls(self.conn, self.queue)
+            self.walk = transition_calls(self.client, self.queue)
             self.progress.value = 1.0 - rq_share
             if rq_share:
                 k = max(10, n // RQ_SHARE)
-                self.rq = live.rq_cycles(self.conn, k, self._stage(1.0 - rq_share, 1.0, k))
+                self.rq = live.rq_cycles(self.client, k, self._stage(1.0 - rq_share, 1.0, k))
         except Exception as exc:  # noqa: BLE001 - shown on the status line, never a traceback
             self.error = style.one_line(exc)
         self.progress.value = 1.0

@@ -157,8 +157,13 @@ class SimulationPanel(Panel):
             time.sleep(POLL_S)
         if self._thread is not None:
             self._thread.join()
-        self._tick()
-        self._finish()
+        try:
+            self._tick()
+            self._finish()
+        except Exception as exc:  # noqa: BLE001 - one line on the panel, never a traceback
+            self.buttons["run"].disabled, self.buttons["stop"].disabled = False, True
+            self._show_status(f"the run ended, but showing it failed: {style.one_line(exc)}",
+                              ok=False)
 
     def _tick(self) -> None:
         if self._sim is None:
@@ -212,10 +217,17 @@ class SimulationPanel(Panel):
         return (self.window.value, self.window.value + self.length.value)
 
     def draw(self) -> None:
-        """Draw the followed worker's or job's leases inside the window."""
+        """Draw the followed worker's or job's leases inside the window; a failure to draw is
+        one line on the status line."""
         key = self.follow.value
         if not key or self.result is None or self._quiet:
             return
+        try:
+            self._draw(key)
+        except Exception as exc:  # noqa: BLE001 - one line on the panel, never a traceback
+            self._show_status(f"the timeline could not be drawn: {style.one_line(exc)}", ok=False)
+
+    def _draw(self, key: str) -> None:
         window = self.current_window()
         picked = F.pick(self.leases(), key, window)
         fig = Figure(figsize=(9, 3.4), layout="constrained")

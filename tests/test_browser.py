@@ -81,7 +81,7 @@ class Click:
 #: fails its test: add one (a panel, the buttons to press, a text that then appears).
 CLICKS: dict[str, Click] = {
     "00-the-record-hash.ipynb": Click(
-        ".emq-field-picker", ("state",), "where the job is in its lifecycle"),
+        ".emq-field-picker", ("payload",), "the caller's bytes"),
     "01-the-hash-and-its-fields.ipynb": Click(
         ".emq-field-picker", ("payload",), "the caller's bytes"),
     CENTRE: Click(
@@ -89,6 +89,9 @@ CLICKS: dict[str, Click] = {
     "03-the-payload.ipynb": Click(
         ".emq-payload-round-trip", ("round-trip the samples",), "7 of 7 came back byte for byte"),
     STORY: Click(".emq-lab-panel", ("enqueue",), ": enqueued"),
+    "05-lab-the-fence-under-load.ipynb": Click(".emq-simulation", ("Run",), "every verdict holds"),
+    "06-lab-one-round-trip.ipynb": Click(
+        ".emq-measure", ("measure now",), "every one an EVALSHA"),
 }
 
 

@@ -37,8 +37,10 @@ class FencePanel(Panel):
         self.sample: SampleRow | None = None
         self.token = W.IntText(value=token, description="token", layout=W.Layout(width="160px"))
         self.buttons = {
-            "complete": W.Button(description="complete", button_style="primary", icon="check"),
+            "complete": W.Button(description="complete", button_style="primary", icon="check",
+                                 tooltip="complete the sample row with the token above"),
             "rebuild": W.Button(description="rebuild the sample row", icon="refresh",
+                                tooltip="a new sample row, claimed twice (attempts 2)",
                                 layout=W.Layout(width="auto")),
         }
         self.buttons["complete"].on_click(lambda _b: self._complete())

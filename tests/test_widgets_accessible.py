@@ -106,7 +106,8 @@ def test_every_control_says_what_it_does(cls: type[Panel]) -> None:
         f"{cls.__name__} has no entry in BUILD (tests/test_widgets_accessible.py): add one")
     panel = build()
     assert isinstance(panel, cls)
-    controls = [w for w in walk(panel.widget) if isinstance(w, (W.Button, W.ToggleButtons, *INPUTS))]
+    kinds = (W.Button, W.ToggleButtons, *INPUTS)
+    controls = [w for w in walk(panel.widget) if isinstance(w, kinds)]
     assert not problems(panel.widget), f"{cls.__name__}: {problems(panel.widget)}"
     print(f"{cls.__name__}: {len(controls)} controls, each labelled")
 

@@ -1,7 +1,7 @@
 """Time from a clean clone to a served lab: ``git clone``, ``make lab``, the server answering.
 
-``python -m benchmarks.setup_time [--installer pip|uv] [--cache warm|cold] [--out PATH]``
-clones this repository's committed HEAD into a temporary folder, runs
+``python -m benchmarks.setup_time [--installer pip|uv] [--cache warm|cold] [--ref REF]
+[--out PATH]`` clones this repository's committed HEAD (or REF) into a temporary folder, runs
 ``make lab LAB_ARGS="--no-browser --port=N"`` there and stops the clock when JupyterLab answers
 ``/api/status`` on N. ``--cache cold`` gives the installer an empty cache of its own
 (``PIP_NO_CACHE_DIR=1`` for pip, a fresh ``UV_CACHE_DIR`` for uv); ``--installer uv`` puts the
@@ -68,7 +68,7 @@ def _answers(url: str) -> bool:
         return False
 
 
-def measure(installer: str, cache: str) -> dict[str, object]:
+def measure(installer: str, cache: str, ref: str = "HEAD") -> dict[str, object]:
     """One clean clone to a served lab; returns the record (seconds, packages, settings)."""
     with tempfile.TemporaryDirectory(prefix="emq-setup-") as name:
         tmp = Path(name)
@@ -77,6 +77,8 @@ def measure(installer: str, cache: str) -> dict[str, object]:
         args = f"--no-browser --ip=127.0.0.1 --port={port} --IdentityProvider.token={token}"
         start = time.monotonic()
         subprocess.run(["git", "clone", "-q", str(ROOT), str(tmp / "clone")], check=True)
+        if ref != "HEAD":
+            subprocess.run(["git", "-C", str(tmp / "clone"), "checkout", "-q", ref], check=True)
         log = (tmp / "make.log").open("wb")
         proc = subprocess.Popen(
             ["make", "lab", f"LAB_ARGS={args}"], cwd=tmp / "clone", env=env,
@@ -99,6 +101,7 @@ def measure(installer: str, cache: str) -> dict[str, object]:
         "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "installer": installer,
         "cache": cache,
+        "ref": ref,
         "seconds": round(seconds, 1),
         "packages": len(listed),
         "installed": listed,
@@ -109,9 +112,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--installer", choices=("pip", "uv"), default="pip")
     parser.add_argument("--cache", choices=("warm", "cold"), default="warm")
+    parser.add_argument("--ref", default="HEAD", help="the commit to clone (default HEAD)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     opts = parser.parse_args()
-    record = measure(opts.installer, opts.cache)
+    record = measure(opts.installer, opts.cache, opts.ref)
     runs = json.loads(opts.out.read_text()) if opts.out.exists() else []
     runs.append(record)
     opts.out.parent.mkdir(parents=True, exist_ok=True)

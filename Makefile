@@ -8,7 +8,7 @@ LAB_STAMP   := $(VENV)/.lab-installed
 STAMP       := $(VENV)/.installed
 PYTEST_ARGS ?=
 # uv (from PyPI) when it is on PATH: it installs the lab several times faster than pip (README,
-# "Set-up time"); pip otherwise.
+# "Set-up time"); pip otherwise (first brought up to date: a new venv's pip is slower).
 UV          := $(shell command -v uv 2>/dev/null)
 INSTALL     := $(if $(UV),$(UV) pip install --python $(PY),$(PY) -m pip install)
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
@@ -22,6 +22,7 @@ $(PY):
 
 # Re-install only when pyproject.toml changed since the last install.
 $(LAB_STAMP): pyproject.toml | $(PY)
+	$(if $(UV),,$(PY) -m pip install --upgrade pip)
 	$(INSTALL) -e .
 	mkdir -p $(LAB_SETTINGS)
 	echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' \

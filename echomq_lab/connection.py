@@ -61,13 +61,15 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
-def connect(url: str | None = None, *, fresh: bool = False) -> redis.Redis:
+def connect(url: str | None = None, *, fresh: bool = False, ping: bool = True) -> redis.Redis:
     """A client for the lab: embedded by default, or the real server at ``url``.
 
     ``url`` falls back to the ``ECHOMQ_REDIS_URL`` environment variable. A real server is
     pinged once; if it cannot be reached, :class:`errors.ServerUnavailable` names the URL
-    (password hidden). ``fresh=True`` asks for a new isolated embedded server. A URL whose query
-    says ``cluster=1`` gives a cluster client seeded from that node (see :func:`cluster_url`).
+    (password hidden). ``ping=False`` skips that first ping, so a notebook can build its panels
+    while the server is down (each says so in one line, and works once the server answers).
+    ``fresh=True`` asks for a new isolated embedded server. A URL whose query says
+    ``cluster=1`` gives a cluster client seeded from that node (see :func:`cluster_url`).
     """
     if url is None and not fresh:
         url = os.environ.get(ENV_URL) or None
@@ -79,7 +81,7 @@ def connect(url: str | None = None, *, fresh: bool = False) -> redis.Redis:
     seed = cluster_url(url)
     if seed is not None:
         return _connect_cluster(url, seed)
-    return _connect_single(url)
+    return _connect_single(url, ping=ping)
 
 
 #: No silent resends: a script whose reply was lost may have run, and running it again (say, a
@@ -91,18 +93,21 @@ _CLIENT_OPTIONS: dict[str, Any] = {
 }
 
 
-def _connect_single(url: str, shown: str | None = None) -> redis.Redis:
-    """A pinged single-server client; errors name ``shown`` (default ``url``), password hidden."""
+def _connect_single(url: str, shown: str | None = None, *, ping: bool = True) -> redis.Redis:
+    """A single-server client, pinged once unless ``ping`` is False; errors name ``shown``
+    (default ``url``), password hidden."""
     shown = redact(url if shown is None else shown)
     try:
         conn = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **_CLIENT_OPTIONS)
     except ValueError as exc:
         raise ValueError(f"bad server URL {shown!r}: {exc}") from None
+    if not ping:
+        return conn
     try:
         conn.ping()
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         conn.close()
-        raise errors.ServerUnavailable(f"cannot reach {shown}: {exc}") from None
+        raise unreachable(conn, exc, shown) from None
     return conn
 
 
@@ -137,7 +142,7 @@ def _connect_cluster(url: str, seed: str) -> redis.Redis:
     try:
         enabled = probe.info("cluster").get("cluster_enabled")
     except (redis.ConnectionError, redis.TimeoutError) as exc:
-        raise errors.ServerUnavailable(f"cannot reach {redact(url)}: {exc}") from None
+        raise unreachable(probe, exc, redact(url)) from None
     finally:
         probe.close()
     if str(enabled) != "1":
@@ -186,7 +191,26 @@ class reaching:  # noqa: N801 - used like a function: ``with reaching(conn): ...
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if exc is not None and isinstance(exc, LOST):
-            raise errors.ServerUnavailable(f"cannot reach {describe(self.conn)}: {exc}") from None
+            raise unreachable(self.conn, exc) from None
+
+
+def unreachable(
+    conn: redis.Redis, exc: BaseException, where: str | None = None
+) -> errors.ServerUnavailable:
+    """The one-line error for a lost call to ``conn`` (at ``where``, default its URL), saying
+    what happened: the password was refused (:class:`errors.AuthFailed`), the server took the
+    call but did not answer in time (:class:`errors.NoAnswer`: it may have run), or the server
+    could not be reached at all (:class:`errors.ServerUnavailable`)."""
+    where = where or describe(conn)
+    if isinstance(exc, redis.AuthenticationError):
+        return errors.AuthFailed(f"authentication failed at {where}: {exc}")
+    if isinstance(exc, redis.TimeoutError):
+        wait = conn.connection_pool.connection_kwargs.get("socket_timeout")
+        within = f" within {wait:g} s" if isinstance(wait, (int, float)) else ""
+        return errors.NoAnswer(
+            f"{where} did not answer{within}; the call may or may not have run"
+        )
+    return errors.ServerUnavailable(f"cannot reach {where}: {exc}")
 
 
 def node_client(conn: redis.Redis, key: str) -> redis.Redis:

@@ -1,10 +1,13 @@
 """Typed errors of the lab, split by who spoke.
 
 - :class:`Refusal` and its subclasses are answers **the server gave**: a script replied with an
-  error whose first word is a wire class (``EMQSTALE``, ``EMQKIND``, ``EMQSTATE``).
+  error whose first word is a wire class (``EMQSTALE``, ``EMQKIND``, ``EMQSTATE``,
+  ``EMQROW``).
 - :class:`HostCondition` and its subclasses are what **the host saw** on its own: the row it
   asked about does not exist (:class:`JobGone`), or the server could not be reached
-  (:class:`ServerUnavailable`). They carry no wire class; their text is the lab's own words.
+  (:class:`ServerUnavailable`; more precisely :class:`NoAnswer` when it took the call but never
+  answered, :class:`AuthFailed` when it refused the password). They carry no wire class; their
+  text is the lab's own words.
 
 Both branches share the root :class:`EchoMQError`, so ``except errors.Refusal`` never swallows a
 dead server. Bad arguments never reach the server: they raise :class:`ValueError` or
@@ -52,6 +55,13 @@ class WrongState(Refusal):
     wire_class = "EMQSTATE"
 
 
+class BadRow(Refusal):
+    """The job's row is not one the protocol could have written (its ``attempts`` is not a whole
+    number, or claim found no payload); the script refused before its first write."""
+
+    wire_class = "EMQROW"
+
+
 class HostCondition(EchoMQError):
     """Something the host found, not a refusal the server answered.
 
@@ -74,6 +84,19 @@ class ServerUnavailable(HostCondition):
     label = "server unreachable"
 
 
+class NoAnswer(ServerUnavailable):
+    """The server took the call but gave no answer in time (a frozen or overloaded server): the
+    call may or may not have run, so a caller must not assume either."""
+
+    label = "no answer"
+
+
+class AuthFailed(ServerUnavailable):
+    """The server answered, but refused the client's credentials (a wrong or missing password)."""
+
+    label = "authentication failed"
+
+
 class NotReplicated(HostCondition):
     """A durable claim's write reached fewer replicas than asked for in time.
 
@@ -92,7 +115,7 @@ class NotReplicated(HostCondition):
 
 
 WIRE_CLASSES: dict[str, type[Refusal]] = {
-    cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState)
+    cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState, BadRow)
 }
 
 

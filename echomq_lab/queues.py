@@ -1,11 +1,12 @@
-"""Whole-queue housekeeping from the host: emptying one queue and nothing else."""
+"""Whole-queue housekeeping from the host: emptying one queue and nothing else, and preparing
+the queues of a notebook."""
 
 from __future__ import annotations
 
 import redis
 
-from echomq_lab import keyspace
-from echomq_lab.connection import node_client, reaching
+from echomq_lab import errors, keyspace
+from echomq_lab.connection import describe, node_client, reaching
 
 
 def reset(conn: redis.Redis, queue: str) -> int:
@@ -21,3 +22,29 @@ def reset(conn: redis.Redis, queue: str) -> int:
         if found:
             conn.delete(*found)
     return len(found)
+
+
+def prepare(conn: redis.Redis, *queues: str) -> str:
+    """Empty each of ``queues`` and say, in one line, which server the lab talks to.
+
+    A server that cannot be reached is not an error here: the line says so (and that the
+    panels work once it answers), so a notebook's first cell never ends in a traceback.
+    """
+    try:
+        for queue in queues:
+            reset(conn, queue)
+    except errors.ServerUnavailable as exc:
+        return f"the lab's server: {exc}; start it, then press any panel's button"
+    return f"the lab's server: {describe(conn)}"
+
+
+def forget(conn: redis.Redis, queue: str, job_id: str) -> None:
+    """Delete one job of ``queue`` from the host: its row and its member in each of the four
+    sets. Housekeeping for a story that starts again; the queue's other jobs are untouched."""
+    base = keyspace.base(queue)
+    with reaching(conn):
+        pipe = conn.pipeline(transaction=True)
+        for name in keyspace.SET_NAMES:
+            pipe.zrem(base + name, job_id)
+        pipe.delete(keyspace.job_key(queue, job_id))
+        pipe.execute()

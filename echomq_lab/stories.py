@@ -6,14 +6,14 @@ leases and run-at: a story that waits for a lease to expire polls the server, no
 
 - :func:`sample_row` builds the course's sample row, whose current token is 2.
 - :class:`Transitions` runs one named transition on the job it follows and says what it wrote.
-- :class:`TwoWorkers` is the two-workers-one-job story as a step machine.
+- the two-workers-one-job story is :class:`echomq_lab.two_workers.TwoWorkers`.
 - :class:`Worker` is a worker that holds at most one job and its token (the free-play lab).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import redis
 
@@ -113,6 +113,19 @@ def sample_row(
 # -- one transition at a time ------------------------------------------------------------------
 
 
+def dropped_note(dropped: jobs.Dropped, shown: int = 3) -> str:
+    """What a claim, promote or reap dropped, as a tail for its message (empty when nothing),
+    e.g. ``; dropped 1 orphan (no row): 'JOB…'``; members shown by the one display rule."""
+    parts = []
+    for kind, found in (("orphan (no row)", dropped.orphans),
+                        ("member that is not a JOB id", dropped.malformed)):  # fmt: skip
+        if found:
+            names = ", ".join(repr(decoded(m)) for m in found[:shown])
+            more = f" and {len(found) - shown} more" if len(found) > shown else ""
+            parts.append(f"{len(found)} × {kind}: {names}{more}")
+    return f"; dropped {'; '.join(parts)}" if parts else ""
+
+
 @dataclass(frozen=True)
 class Taken:
     """A transition that ran: its name, the job, the state before and after, and a message."""
@@ -172,10 +185,11 @@ class Transitions:
             call = "enqueue" if name == "enqueue" else f"enqueue_in ({self.delay_ms} ms)"
             return self._done(name, new_id, START, row, f"{call} wrote {wrote(None, row)}")
         if name == "claim":
-            claimed = jobs.claim(conn, q, self.lease_ms)
+            claimed, dropped = jobs.claim_dropping(conn, q, self.lease_ms)
             if claimed is None:
                 return self._done(name, followed, before, before_row,
-                                  "claim found nothing pending (it returned None)")
+                                  "claim found nothing pending (it returned None)"
+                                  + dropped_note(dropped))
             if claimed.id != followed:
                 before_row = None
                 before = "pending"
@@ -183,9 +197,10 @@ class Transitions:
             row = _record(conn, q, claimed.id)
             note = "" if claimed.id == followed else f" (it took the oldest pending, {claimed.id})"
             msg = f"claim wrote {wrote(before_row, row)} (token {claimed.token}){note}"
-            return self._done(name, claimed.id, before, row, msg)
+            return self._done(name, claimed.id, before, row, msg + dropped_note(dropped))
         if name in ("promote", "reap"):
-            count = jobs.promote(conn, q) if name == "promote" else jobs.reap(conn, q)
+            count, dropped = (jobs.promote_dropping(conn, q) if name == "promote"
+                              else jobs.reap_dropping(conn, q))
             row = _record(conn, q, followed) if followed else None
             what = "due job" if name == "promote" else "expired lease"
             msg = f"{name} moved {count} {what}{'' if count == 1 else 's'} to pending"
@@ -193,7 +208,7 @@ class Transitions:
                 msg += f"; it wrote {wrote(before_row, row)}"
             elif count == 0:
                 msg += self._why_nothing(name)
-            return self._done(name, followed, before, row, msg)
+            return self._done(name, followed, before, row, msg + dropped_note(dropped))
         if name == "reprocess":
             job_id = self._need_job()
             jobs.reprocess(conn, q, job_id)
@@ -238,123 +253,6 @@ class Transitions:
               message: str) -> Taken:
         after = _state(row) if job_id else before
         return Taken(name, job_id, before, after, message)
-
-
-# -- two workers, one job ----------------------------------------------------------------------
-
-#: The steps of the two-workers story, in order, with what each one does.
-STEPS: tuple[tuple[str, str], ...] = (
-    ("a_claims", "A claims the job (token 1, a short lease)"),
-    ("a_stalls", "A stalls: its lease runs out on the server clock"),
-    ("reaper_returns", "the reaper returns the job to pending"),
-    ("b_claims", "B claims the job (token 2)"),
-    ("a_completes", "A wakes up and completes with token 1"),
-    ("b_completes", "B completes with token 2"),
-)
-STEP_NAMES: tuple[str, ...] = tuple(name for name, _ in STEPS)
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """One step of the story: what was done, what the server answered, and if it refused."""
-
-    step: str
-    title: str
-    message: str
-    refused: bool = False
-
-
-@dataclass
-class TwoWorkers:
-    """Two workers, one job: a step machine the two-workers widget drives.
-
-    :meth:`start` empties the queue and enqueues one job; :meth:`step` runs the next step (and
-    only the next one). Worker A's lease is ``lease_ms``; worker B holds its lease long.
-    """
-
-    conn: redis.Redis
-    queue: str
-    lease_ms: int = DEFAULT_LEASE_MS
-    payload: bytes | str = b'{"report": "march"}'
-    job_id: str = ""
-    token_a: int | None = None
-    token_b: int | None = None
-    done: list[StepResult] = field(default_factory=list)
-
-    def start(self) -> str:
-        """Empty the queue, enqueue one fresh job, and rewind to the first step; return its id."""
-        jobs.check_lease(self.lease_ms)
-        reset(self.conn, self.queue)
-        self.job_id = branded.mint("JOB")
-        jobs.enqueue(self.conn, self.queue, self.job_id, self.payload)
-        self.token_a = self.token_b = None
-        self.done = []
-        return self.job_id
-
-    @property
-    def next_step(self) -> str | None:
-        """The name of the step that may run now, or None when the story is over."""
-        if not self.job_id:
-            return None
-        return STEP_NAMES[len(self.done)] if len(self.done) < len(STEPS) else None
-
-    def step(self, name: str) -> StepResult:
-        """Run step ``name``; it must be :attr:`next_step` (ValueError otherwise)."""
-        if name not in STEP_NAMES:
-            raise ValueError(f"unknown step {name!r}: the steps are {', '.join(STEP_NAMES)}")
-        if name != self.next_step:
-            nxt = self.next_step or "none (the story is over: start again)"
-            raise ValueError(f"step {name!r} is not next; the next step is {nxt}")
-        title = dict(STEPS)[name]
-        result = getattr(self, "_" + name)(title)
-        assert isinstance(result, StepResult)
-        self.done.append(result)
-        return result
-
-    def _claim(self, who: str, lease_ms: int) -> int:
-        claimed = jobs.claim(self.conn, self.queue, lease_ms)
-        if claimed is None or claimed.id != self.job_id:
-            raise RuntimeError(f"{who}'s claim did not take {self.job_id}: {claimed}")
-        return claimed.token
-
-    def _a_claims(self, title: str) -> StepResult:
-        self.token_a = self._claim("A", self.lease_ms)
-        return StepResult("a_claims", title,
-                          f"A holds token {self.token_a}; its lease is {self.lease_ms} ms")
-
-    def _a_stalls(self, title: str) -> StepResult:
-        wait_out_lease(self.conn, self.queue, self.job_id)
-        return StepResult("a_stalls", title,
-                          "the server clock passed A's deadline; A still believes it holds the job")
-
-    def _reaper_returns(self, title: str) -> StepResult:
-        count = jobs.reap(self.conn, self.queue)
-        row = _record(self.conn, self.queue, self.job_id)
-        return StepResult("reaper_returns", title,
-                          f"reap returned {count} job to pending; state={_state(row)}, "
-                          f"attempts={row.shown(b'attempts', '?') if row else '?'} (untouched)")
-
-    def _b_claims(self, title: str) -> StepResult:
-        self.token_b = self._claim("B", HOLD_MS)
-        return StepResult("b_claims", title,
-                          f"B holds token {self.token_b}; the row's attempts is now "
-                          f"{self.token_b}, so A's token {self.token_a} is stale")
-
-    def _complete(self, step: str, title: str, who: str, token: int | None) -> StepResult:
-        assert token is not None
-        try:
-            jobs.complete(self.conn, self.queue, self.job_id, token)
-        except errors.EchoMQError as exc:
-            return StepResult(step, title, f"{who} refused: {exc} (the row is untouched)",
-                              refused=True)
-        return StepResult(step, title,
-                          f"{who} completed with token {token}: the row and the lease are gone")
-
-    def _a_completes(self, title: str) -> StepResult:
-        return self._complete("a_completes", title, "A", self.token_a)
-
-    def _b_completes(self, title: str) -> StepResult:
-        return self._complete("b_completes", title, "B", self.token_b)
 
 
 # -- a worker for free play --------------------------------------------------------------------
@@ -436,13 +334,9 @@ class Worker:
 __all__ = [
     "DEFAULT_LEASE_MS",
     "HOLD_MS",
-    "STEPS",
-    "STEP_NAMES",
     "SampleRow",
-    "StepResult",
     "Taken",
     "Transitions",
-    "TwoWorkers",
     "Worker",
     "sample_row",
     "wrote",

@@ -35,6 +35,9 @@ class Transition:
     ``handles`` are the :mod:`jobs` functions that run ``script``; ``writes`` the ``state``
     values the script can leave in the row (empty: it leaves ``state`` alone; :data:`RETIRED`:
     it deletes the row); ``fenced`` means the caller must present the lease's token.
+    ``dropping`` is the variant of the handle that also returns the members the script dropped
+    because no job stood behind them (orphans, malformed ids), for the transitions that read
+    ids from a set (claim, promote, reap); None for the others.
     """
 
     name: str
@@ -44,6 +47,7 @@ class Transition:
     edges: tuple[Edge, ...]
     fenced: bool
     summary: str
+    dropping: Callable[..., Any] | None = None
 
     @property
     def handle_names(self) -> tuple[str, ...]:
@@ -57,7 +61,7 @@ TRANSITIONS: tuple[Transition, ...] = (
                "writes a new row and adds its id to pending"),
     Transition("claim", "claim", (jobs.claim,), ("active",),
                (Edge("pending", "active", "claim"),), False,
-               "leases the oldest pending job and mints its token"),
+               "leases the oldest pending job and mints its token", jobs.claim_dropping),
     Transition("schedule", "schedule", (jobs.enqueue_at, jobs.enqueue_in), ("scheduled",),
                (Edge(START, "scheduled", "enqueue_in / enqueue_at"),), False,
                "writes a new row that runs later, in the schedule set"),
@@ -67,10 +71,10 @@ TRANSITIONS: tuple[Transition, ...] = (
                "gives the lease back after a failure: another try later, or dead at the cap"),
     Transition("promote", "promote", (jobs.promote,), ("pending",),
                (Edge("scheduled", "pending", "promote"),), False,
-               "moves scheduled jobs that are due into pending"),
+               "moves scheduled jobs that are due into pending", jobs.promote_dropping),
     Transition("reap", "reap", (jobs.reap,), ("pending",),
                (Edge("active", "pending", "reap"),), False,
-               "returns jobs whose lease ran out to pending"),
+               "returns jobs whose lease ran out to pending", jobs.reap_dropping),
     Transition("reprocess", "reprocess", (jobs.reprocess,), ("pending",),
                (Edge("dead", "pending", "reprocess"),), False,
                "sends a dead job back to pending"),

@@ -63,8 +63,8 @@ def test_cycle_wire_cost_is_three_round_trips_per_job(valkey_url: str) -> None:
     cost = bench.cycle_wire_cost(valkey_url, jobs_n=5)
     assert cost["round_trips_per_job"] == 3
     assert cost["evalsha_per_job"] == 3
-    # enqueue 3 + claim 6 + complete 4 commands inside the scripts, plus the 3 EVALSHAs.
-    assert cost["commands_per_job"] == 16
+    # enqueue 3 + claim 8 + complete 4 commands inside the scripts, plus the 3 EVALSHAs.
+    assert cost["commands_per_job"] == 18
 
 
 def test_throughput_workloads_leave_no_job_behind(valkey_url: str) -> None:

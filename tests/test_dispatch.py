@@ -104,8 +104,8 @@ TRANSITIONS: dict[str, tuple[str, Setup, object]] = {
     "reap": ("reap", lambda c: lambda: jobs.reap(c, Q), 0),
     "reprocess": ("reprocess", _setup_reprocess, "pending"),
     "extend": ("extend", _setup_extend, ANY),
-    "snapshot": ("snapshot", lambda c: lambda: snapshot.snapshot(c, Q), ANY),
-    "check": ("snapshot", lambda c: lambda: snapshot.check(c, Q), []),
+    "snapshot": ("view", lambda c: lambda: snapshot.snapshot(c, Q), ANY),
+    "view": ("view", lambda c: lambda: snapshot.view(c, Q), ANY),
 }
 
 
@@ -247,19 +247,22 @@ def test_error_hierarchy() -> None:
         (errors.StaleToken, "EMQSTALE"),
         (errors.KindRefused, "EMQKIND"),
         (errors.WrongState, "EMQSTATE"),
+        (errors.BadRow, "EMQROW"),
     ):
         assert issubclass(cls, errors.Refusal) and cls.wire_class == word
         assert not issubclass(cls, errors.HostCondition)
         exc = cls("the detail")
         assert str(exc) == f"{word}: the detail" and errors.kind_of(exc) == word
-    for host, label in ((errors.JobGone, "job gone"), (errors.ServerUnavailable,
-                                                       "server unreachable")):
+    for host, label in ((errors.JobGone, "job gone"),
+                        (errors.ServerUnavailable, "server unreachable"),
+                        (errors.NoAnswer, "no answer"),
+                        (errors.AuthFailed, "authentication failed")):
         # the host's own conditions: no wire class, and their text is the detail alone
         assert issubclass(host, errors.HostCondition) and issubclass(host, errors.EchoMQError)
         assert not issubclass(host, errors.Refusal) and not hasattr(host, "wire_class")
         exc = host("the detail")
         assert str(exc) == "the detail" and errors.kind_of(exc) == label == host.label
-    assert set(errors.WIRE_CLASSES) == {"EMQSTALE", "EMQKIND", "EMQSTATE"}
+    assert set(errors.WIRE_CLASSES) == {"EMQSTALE", "EMQKIND", "EMQSTATE", "EMQROW"}
 
 
 def test_suffixed_refusal_from_a_live_server_is_typed(conn: redis.Redis) -> None:

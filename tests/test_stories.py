@@ -13,7 +13,8 @@ from echomq_lab import branded, errors, jobs, keyspace, transitions
 from echomq_lab.clock import server_now_ms, wait_for_server, wait_out_lease
 from echomq_lab.queues import reset
 from echomq_lab.snapshot import check, snapshot
-from echomq_lab.stories import STEP_NAMES, Transitions, TwoWorkers, Worker, sample_row, wrote
+from echomq_lab.stories import Transitions, Worker, sample_row, wrote
+from echomq_lab.two_workers import STEP_NAMES, TwoWorkers
 
 Q = "stories"
 

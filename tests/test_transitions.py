@@ -70,6 +70,7 @@ def test_handles_are_exactly_the_jobs_functions_that_run_a_transition() -> None:
     }  # fmt: skip
     running = {name: scripts_reached(fn) for name, fn in public.items() if scripts_reached(fn)}
     registered = {h.__name__: t.script for t in transitions.TRANSITIONS for h in t.handles}
+    registered |= {t.dropping.__name__: t.script for t in transitions.TRANSITIONS if t.dropping}
     assert set(running) == set(registered)
     for name, script in registered.items():
         assert running[name] == {script}, name

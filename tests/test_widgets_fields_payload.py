@@ -54,7 +54,7 @@ def test_mentions_skip_comments() -> None:
     # claim's header comment says "{id, payload, token}"; only its code line is a mention
     claim_lines = [m for m in fields.mentions("payload") if m.script == "claim"]
     assert len(claim_lines) == 1
-    assert claim_lines[0].line.startswith("return")
+    assert claim_lines[0].line.startswith("got = redis.call('HMGET'")
     assert not any(m.line.startswith("--") for n in fields.FIELD_NAMES for m in fields.mentions(n))
 
 

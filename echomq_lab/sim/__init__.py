@@ -3,7 +3,7 @@ with a ledger of every call, audited at the end.
 
 The package by concept:
 
-* :mod:`.settings` -- :class:`Settings`, how a run behaves;
+* :mod:`.settings` -- :class:`Settings`, how a run behaves (faults included: ``evictions``);
 * :mod:`.runner` -- :class:`Simulation` (and :func:`simulate`), which runs the actors of
   :mod:`.actors` (workers, reaper, promoter, sampler) sharing one :mod:`.state`;
 * :mod:`.ledger` -- :class:`Call` and :class:`Ledger`, every answer the server gave;
@@ -21,6 +21,7 @@ from echomq_lab.sim.audit import (
     V_DRIFT,
     V_FINAL,
     V_ONCE,
+    V_ORPHANS,
     V_RUN,
     V_STALE,
     V_TOKENS,
@@ -41,6 +42,7 @@ __all__ = [
     "V_DRIFT",
     "V_FINAL",
     "V_ONCE",
+    "V_ORPHANS",
     "V_RUN",
     "V_STALE",
     "V_TOKENS",

@@ -35,6 +35,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-attempts", type=int, default=d.max_attempts)
     p.add_argument("--lease-ms", type=int, nargs=2, default=d.lease_ms, metavar=("LOW", "HIGH"))
     p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--evictions", type=int, default=d.evictions,
+                   help="job rows to delete under live leases (the eviction fault)")
     p.add_argument("--timeout", type=float, default=d.timeout_s, help="seconds, overall")
     p.add_argument("--url", default=None, help="a real server (default: embedded fakeredis)")
     p.add_argument("--out", type=Path, default=None, help="write the figures here as JSON")
@@ -45,7 +47,7 @@ def _settings(a: argparse.Namespace) -> Settings:
     """The run's settings from the parsed options."""
     return Settings(jobs=a.jobs, workers=a.workers, stall=a.stall, fail=a.fail,
                     max_attempts=a.max_attempts, lease_ms=tuple(a.lease_ms), seed=a.seed,
-                    timeout_s=a.timeout)
+                    timeout_s=a.timeout, evictions=a.evictions)
 
 
 def _write(result: Result, out: Path) -> None:

@@ -1,10 +1,15 @@
-"""The actors of a run: the producer, the workers, and the reaper, promoter and sampler.
+"""The actors of a run: the producer, the workers, and the reaper, promoter, sampler and evictor.
 
 Each actor is a function of the run's shared :class:`RunState`, its thread name and index. A
 worker claims a job, works for a moment (or stalls past its lease), then completes it or, when
 the work "fails", retries it (dead at the attempts cap). Every answer goes into the ledger.
 Actors survive a server that goes away: a call that raises :class:`errors.ServerUnavailable` is
 recorded as a lost reply, the actor backs off and carries on.
+
+The evictor is the eviction fault: another client deleting job rows under live leases (as a
+server under ``maxmemory`` with ``allkeys-lru`` would). Each id a claim, reap or promote then
+drops as an orphan goes into the ledger as a ``drop`` call, so the audit can show that nothing
+minted a token for it again.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from collections.abc import Callable
 
 import redis
 
-from echomq_lab import branded, errors, jobs
+from echomq_lab import branded, errors, jobs, keyspace
+from echomq_lab.connection import reaching
 from echomq_lab.sim.clients import Backoff
 from echomq_lab.sim.state import RunState
 from echomq_lab.snapshot import drifts, snapshot
@@ -63,13 +69,14 @@ def _claim(run: RunState, conn: redis.Redis, name: str, rng: random.Random,
     lease_ms = rng.randint(*run.settings.lease_ms)
     started = run.ledger.now()
     try:
-        got = jobs.claim(conn, run.queue, lease_ms)
+        got, dropped = jobs.claim_dropping(conn, run.queue, lease_ms)
     except errors.ServerUnavailable as exc:
         run.down(name)
         run.ledger.record_error(name, "claim", "", 0, exc, started=started, lease_ms=lease_ms)
         backoff.wait(run.stop)
         return None
     backoff.reset()
+    record_drops(run, name, dropped, started)
     if got is None:
         run.stop.wait(rng.uniform(0.001, 0.004))
         return None
@@ -80,6 +87,15 @@ def _claim(run: RunState, conn: redis.Redis, name: str, rng: random.Random,
     if detail:
         run.note(f"{name} claimed {got.id} and its payload differs from the enqueued")
     return got, lease_ms
+
+
+def record_drops(run: RunState, name: str, dropped: jobs.Dropped, started: float) -> None:
+    """One ``drop`` call in the ledger per member a transition dropped (orphan or malformed)."""
+    for kind, found in (("orphan", dropped.orphans), ("malformed", dropped.malformed)):
+        for member in found:
+            job_id = member.decode("ascii", "replace")
+            run.ledger.record(name, "drop", job_id, 0, "accepted", kind, started=started)
+    run.count("orphans_dropped", dropped.total)
 
 
 def _send(run: RunState, conn: redis.Redis, verb: str, got: jobs.Claimed, delay_ms: int) -> str:
@@ -186,12 +202,12 @@ def reaper(run: RunState, name: str, index: int) -> None:
     def step(conn: redis.Redis) -> None:
         while True:
             started = run.ledger.now()
-            n = jobs.reap(conn, run.queue)
-            if n == 0:
-                return
-            run.count("reaped", n)
-            run.ledger.record(name, "reap", "", 0, "accepted", str(n), started=started)
-            if n < 100:
+            n, dropped = jobs.reap_dropping(conn, run.queue)
+            record_drops(run, name, dropped, started)
+            if n:
+                run.count("reaped", n)
+                run.ledger.record(name, "reap", "", 0, "accepted", str(n), started=started)
+            if n + dropped.total < 100:
                 return
 
     _loop(run, name, run.settings.reap_every_s, step)
@@ -202,7 +218,8 @@ def promoter(run: RunState, name: str, index: int) -> None:
 
     def step(conn: redis.Redis) -> None:
         started = run.ledger.now()
-        n = jobs.promote(conn, run.queue, batch=1000)
+        n, dropped = jobs.promote_dropping(conn, run.queue, batch=1000)
+        record_drops(run, name, dropped, started)
         if n:
             run.count("promoted", n)
             run.ledger.record(name, "promote", "", 0, "accepted", str(n), started=started)
@@ -223,3 +240,43 @@ def sampler(run: RunState, name: str, index: int) -> None:
         return 10 * took
 
     _loop(run, name, run.settings.sample_every_s, step)
+
+
+#: The eviction fault, as one atomic step of another client: pick one live lease (deadline
+#: still ahead on the server's clock) among the first 50 and delete its job row. The id stays in
+#: active, as it does when a server evicts the row. Replies the id, or nil when none was live.
+EVICT_LUA = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local live = redis.call('ZRANGE', KEYS[1], '(' .. now, '+inf', 'BYSCORE', 'LIMIT', 0, 50)
+if #live == 0 then
+  return false
+end
+local id = live[tonumber(ARGV[2]) % #live + 1]
+if redis.call('DEL', ARGV[1] .. id) == 0 then
+  return false
+end
+return id
+"""
+
+
+def evictor(run: RunState, name: str, index: int) -> None:
+    """Delete ``evictions`` job rows under live leases, one every ``evict_every_s``."""
+    rng = random.Random(f"{run.settings.seed}:{name}")
+    keys = [keyspace.queue_key(run.queue, "active")]
+    prefix = keyspace.job_prefix(run.queue)
+
+    def step(conn: redis.Redis) -> float | None:
+        if run.counts["evicted"] >= run.settings.evictions:
+            return 3600.0  # done: sleep until the run stops
+        started = run.ledger.now()
+        with reaching(conn):
+            got = conn.eval(EVICT_LUA, 1, *keys, prefix, rng.randrange(1 << 30))
+        if got is not None:
+            run.count("evicted")
+            run.ledger.record(name, "evict", got.decode("ascii"), 0, "accepted", "row deleted",
+                              started=started)
+        return None
+
+    if run.settings.evictions:
+        _loop(run, name, run.settings.evict_every_s, step)

@@ -9,6 +9,8 @@ each with the violations that broke it:
 * every turned-away settle was for a token that really was stale (see :mod:`.proof`);
 * the sampled drift checks (one atomic snapshot each) found nothing;
 * nothing is left on the server but the dead jobs' rows;
+* no job whose row was deleted under its lease (the eviction fault) was claimed again: its id
+  was dropped as an orphan, and no token was minted for it;
 * the run itself finished cleanly.
 
 A lost reply hides whether its call ran; the audit allows for what it can hide and counts the
@@ -34,10 +36,13 @@ V_TOKENS = "no token was handed to two leases"
 V_STALE = "every refusal was for a token that really was stale"
 V_DRIFT = "check() found no drift at any sampled moment"
 V_CLEAN = "nothing left behind but the dead"
+V_ORPHANS = "no job was claimed again after its row was deleted"
 V_RUN = "the run finished cleanly (no timeout, no crashed thread)"
-VERDICTS: tuple[str, ...] = (V_ONCE, V_FINAL, V_TOKENS, V_STALE, V_DRIFT, V_CLEAN, V_RUN)
+VERDICTS: tuple[str, ...] = (
+    V_ONCE, V_FINAL, V_TOKENS, V_STALE, V_DRIFT, V_CLEAN, V_ORPHANS, V_RUN,
+)  # fmt: skip
 
-Fate = Literal["completed", "dead", "unfinished", "lost"]
+Fate = Literal["completed", "dead", "unfinished", "lost", "evicted"]
 LeaseKey = tuple[str, str, int]  # (verb, job id, token)
 
 
@@ -67,6 +72,18 @@ class Audit:
     refusals_by_class: dict[str, int]
     duplicates: int
     resolved_after_lost_reply: int
+    evicted: int = 0
+    orphans_dropped: int = 0
+
+    @property
+    def tokens_minted_twice(self) -> int:
+        """How many tokens some job handed to more than one lease (0 when the fence held)."""
+        return len(self.problems.get(V_TOKENS, []))
+
+    @property
+    def stale_completes_accepted(self) -> int:
+        """How many completes or dead-letters were accepted with a token that was not final."""
+        return len(self.problems.get(V_FINAL, []))
 
     @property
     def verdicts(self) -> dict[str, bool]:
@@ -91,6 +108,8 @@ class _Run:
     final: Snapshot | None
     final_dead: set[str]
     on_server: set[str]
+    evictions: dict[str, Call]  # job id -> the call that deleted its row
+    dropped: set[str]  # ids a transition dropped as orphans or malformed
 
 
 @dataclass(frozen=True)
@@ -136,6 +155,8 @@ def _index(calls: Sequence[Call], final: Snapshot | None) -> _Run:
         final=final,
         final_dead=set(final.members("dead")) if final else set(),
         on_server=set(final.ids()) if final else set(),
+        evictions={c.job_id: c for c in calls if accepted(c, "evict")},
+        dropped={c.job_id for c in calls if accepted(c, "drop")},
     )
 
 
@@ -209,9 +230,12 @@ def _stale_settles_accepted(job: _Job) -> list[str]:
 
 
 def _fate(job: _Job, run: _Run) -> Fate:
-    """How the job ended: completed, dead, still on the server, or lost without a trace."""
+    """How the job ended: completed, dead, its row deleted by the eviction fault, still on the
+    server, or lost without a trace."""
     if job.finishing:
         return "completed"
+    if job.job_id in run.evictions:
+        return "evicted"
     if _is_dead(job, run) and (run.final is None or job.job_id in run.final_dead):
         return "dead"
     if run.final is not None and job.job_id in run.on_server:
@@ -243,16 +267,27 @@ def _check_refusals(job: _Job, run: _Run, tally: _Tally) -> None:
             )
 
 
+def _claimed_after_eviction(job: _Job, run: _Run) -> list[str]:
+    """A violation for each claim of the job that began after its row was deleted."""
+    evicted = run.evictions.get(job.job_id)
+    if evicted is None:
+        return []
+    return [f"job {job.job_id}: {c.actor} claimed it with token {c.token} after its row was "
+            "deleted (nothing may mint a token for an orphan)"
+            for c in job.claims if c.started > evicted.ended]
+
+
 def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
-    """Every per-job check, into ``tally``. The refusals of a vanished job are the vanishing's,
-    not the fence's, so they are not checked."""
+    """Every per-job check, into ``tally``. The refusals of a vanished or evicted job are the
+    vanishing's, not the fence's, so they are not checked."""
+    tally.problems[V_ORPHANS].extend(_claimed_after_eviction(job, run))
     tally.problems[V_TOKENS].extend(_shared_tokens(job))
     tally.problems[V_ONCE].extend(_once_problems(job, run))
     tally.problems[V_FINAL].extend(_stale_settles_accepted(job))
     tally.resolved += _resolved(job, run)
     fate = _fate(job, run)
     tally.fates[fate].append(job.job_id)
-    if fate != "lost":
+    if fate not in ("lost", "evicted"):
         _check_refusals(job, run, tally)
 
 
@@ -278,14 +313,25 @@ def _missing(tally: _Tally, restarts: int) -> list[str]:
     return out
 
 
-def _sampled_drift(samples: Sequence[Sample]) -> list[str]:
-    """One violation per drift check that found something, naming its first drift."""
+def _sampled_drift(samples: Sequence[Sample], excused: set[str]) -> list[str]:
+    """One violation per drift check that found something, naming its first drift. A drift of a
+    job whose row the eviction fault deleted (its id waiting to be dropped) is the fault's."""
     out: list[str] = []
     for sample in samples:
-        if sample.drifts:
-            more = f" (and {len(sample.drifts) - 1} more)" if len(sample.drifts) > 1 else ""
-            out.append(f"drift at {sample.at:.3f} s: {sample.drifts[0]}{more}")
+        found = [d for d in sample.drifts if d.job_id not in excused]
+        if found:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            out.append(f"drift at {sample.at:.3f} s: {found[0]}{more}")
     return out
+
+
+def _undropped(run: _Run) -> list[str]:
+    """Evicted jobs whose id no transition dropped, though the final state no longer holds it."""
+    gone = [j for j in run.evictions if j not in run.dropped and j not in run.on_server]
+    if run.final is None or not gone:
+        return []
+    return [f"{len(gone)} evicted ids left the sets without being dropped as orphans, "
+            f"e.g. {gone[0]}"]
 
 
 def _leftovers(final: Snapshot | None, enqueued: set[str]) -> list[str]:
@@ -327,7 +373,8 @@ def audit(
     for job_id in run.enqueued:
         _audit_job(_job(job_id, run.by_job.get(job_id, [])), run, tally)
     tally.problems[V_ONCE].extend(_missing(tally, restarts))
-    tally.problems[V_DRIFT].extend(_sampled_drift(samples))
+    tally.problems[V_DRIFT].extend(_sampled_drift(samples, set(run.evictions)))
+    tally.problems[V_ORPHANS].extend(_undropped(run))
     tally.problems[V_CLEAN].extend(_leftovers(final, set(run.enqueued)))
     tally.problems[V_RUN].extend(notes)
     return Audit(
@@ -340,4 +387,6 @@ def audit(
         refusals_by_class=dict(sorted(tally.classes.items())),
         duplicates=len(tally.duplicated),
         resolved_after_lost_reply=tally.resolved,
+        evicted=len(tally.fates["evicted"]),
+        orphans_dropped=len(run.dropped),
     )

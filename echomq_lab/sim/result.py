@@ -56,6 +56,10 @@ class Result:
     resolved_after_lost_reply: int
     restarts_seen: int
     timed_out: bool
+    evicted: int = 0
+    orphans_dropped: int = 0
+    tokens_minted_twice: int = 0
+    stale_completes_accepted: int = 0
     ledger: list[Call] = field(repr=False, default_factory=list)
     samples: list[Sample] = field(repr=False, default_factory=list)
     final: Snapshot | None = field(repr=False, default=None)
@@ -63,7 +67,8 @@ class Result:
     FIGURES = (
         "jobs", "workers", "claims", "stalls", "failures", "refusals", "duplicates",
         "completed", "dead", "lost_jobs", "unfinished_jobs", "reaped", "promoted",
-        "drift_samples", "connection_errors", "lost_replies", "restarts_seen", "elapsed_s",
+        "drift_samples", "connection_errors", "lost_replies", "restarts_seen", "evicted",
+        "orphans_dropped", "tokens_minted_twice", "stale_completes_accepted", "elapsed_s",
         "jobs_per_s",
     )  # fmt: skip
 
@@ -89,12 +94,12 @@ class Result:
 
     def summary(self) -> str:
         """The figures and verdicts as aligned text lines."""
-        lines = [f"{'backend':>20}: {self.backend} ({self.server})"]
+        lines = [f"{'backend':>24}: {self.backend} ({self.server})"]
         for name in self.FIGURES:
             value = getattr(self, name)
             shown = f"{value:.2f}" if isinstance(value, float) else str(value)
-            lines.append(f"{name:>20}: {shown}")
-        lines.append(f"{'violations':>20}: {len(self.violations)}")
+            lines.append(f"{name:>24}: {shown}")
+        lines.append(f"{'violations':>24}: {len(self.violations)}")
         for verdict, held in self.verdicts.items():
             lines.append(f"  {'ok ' if held else 'NO '} {verdict}")
         for msg in self.violations[:20]:
@@ -124,5 +129,8 @@ def result_of(run: RunState, backend: str, verdict: Audit, timing: Timing,
         lost_replies=sum(1 for k in calls if k.outcome == "lost-reply"),
         resolved_after_lost_reply=verdict.resolved_after_lost_reply,
         restarts_seen=run.restarts, timed_out=timing.timed_out,
+        evicted=verdict.evicted, orphans_dropped=verdict.orphans_dropped,
+        tokens_minted_twice=verdict.tokens_minted_twice,
+        stale_completes_accepted=verdict.stale_completes_accepted,
         ledger=calls, samples=list(run.samples), final=final,
     )  # fmt: skip

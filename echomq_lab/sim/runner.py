@@ -1,8 +1,9 @@
 """One simulated run: enqueue, let the workers and housekeepers loose, stop, audit.
 
-:class:`Simulation` starts ``workers`` worker threads plus a reaper, a promoter and a sampler
-(see :mod:`.actors`), waits until every job finished (or nothing is left to do, or the timeout),
-reads the queue's final state and hands ledger and state to :func:`.audit.audit`.
+:class:`Simulation` starts ``workers`` worker threads plus a reaper, a promoter, a sampler and
+(with ``evictions``) an evictor (see :mod:`.actors`), waits until every job finished (or nothing
+is left to do, or the timeout), reads the queue's final state and hands ledger and state to
+:func:`.audit.audit`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from echomq_lab.snapshot import Snapshot, snapshot
 Body = Callable[[RunState, str, int], None]
 HOUSEKEEPERS: tuple[tuple[str, Body], ...] = (
     ("reaper", actors.reaper), ("promoter", actors.promoter), ("sampler", actors.sampler),
+    ("evictor", actors.evictor),
 )  # fmt: skip
 #: How often (s) the run asks the server whether anything is left, once it looks idle.
 PROBE_EVERY_S = 0.25

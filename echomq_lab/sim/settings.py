@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from echomq_lab import keyspace
 
-_INTS = ("jobs", "workers", "max_attempts", "payload_bytes", "seed")
+_INTS = ("jobs", "workers", "max_attempts", "payload_bytes", "seed", "evictions")
 _CHANCES = ("stall", "fail")
 _RANGES = ("lease_ms", "work_ms", "overrun_ms", "retry_delay_ms")
-_PERIODS = ("reap_every_s", "promote_every_s", "sample_every_s", "timeout_s")
+_PERIODS = ("reap_every_s", "promote_every_s", "sample_every_s", "timeout_s", "evict_every_s")
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ class Settings:
     seed: int = 0
     queue: str = ""  # "" -> a fresh name per run
     payload_bytes: int = 16
+    evictions: int = 0  # job rows deleted under live leases during the run (the eviction fault)
+    evict_every_s: float = 0.01
 
     def check(self) -> None:
         """Raise ValueError/TypeError when a setting is out of range."""
@@ -53,6 +55,8 @@ class Settings:
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
         if self.jobs < 1 or self.workers < 1 or self.max_attempts < 1:
             raise ValueError("jobs, workers and max_attempts must be at least 1")
+        if self.evictions < 0:
+            raise ValueError("evictions must not be negative")
         if not 0 <= self.payload_bytes <= 1 << 20:
             raise ValueError("payload_bytes must be between 0 and 1 MiB")
 

@@ -71,8 +71,8 @@ class FieldPicker(Panel):
             children += [self.sample_line, W.HBox([self.reread]), self.message]
         self.widget = W.VBox(children, layout=W.Layout(min_width="420px"))
         self.widget.add_class("emq-field-picker")
-        self.picker.observe(self._on_pick, names="value")
-        self.reread.on_click(self._on_reread)
+        self.picker.observe(self._guarded(self._on_pick), names="value")
+        self.reread.on_click(self._guarded(self._on_reread))
         if sample:
             self._walk_sample()
         self._render()
@@ -90,7 +90,8 @@ class FieldPicker(Panel):
             self.sample = stories.sample_row(self.conn, self.queue)
             self.row = Row.from_record(jobs.record(self.conn, self.queue, self.sample.job_id))
             self.error = None
-        except (errors.EchoMQError, ValueError, TypeError, RuntimeError, TimeoutError) as exc:
+        except (errors.EchoMQError, redis.RedisError, ValueError, TypeError, RuntimeError,
+                TimeoutError) as exc:
             self.error = style.one_line(exc)
 
     @property
@@ -104,9 +105,14 @@ class FieldPicker(Panel):
         )
 
     def refresh(self) -> Row | None:
-        """Read the sample row again from the server (None when it is gone)."""
-        if self.sample is None or self.conn is None or self.queue is None:
+        """Read the sample row again from the server (None when it is gone). If it was never
+        built (the server was down, say), build it now."""
+        if self.conn is None or self.queue is None:
             return None
+        if self.sample is None:
+            self._walk_sample()
+            self._render()
+            return self.row
         try:
             self.row = Row.from_record(jobs.record(self.conn, self.queue, self.sample.job_id))
             self.error = None
@@ -157,7 +163,7 @@ class FieldPicker(Panel):
             f'<td style="{_CELL}">{html.escape(r.why)}</td></tr>'
             for r in f.reads
         ) or f'<tr><td colspan="3" style="{_CELL}">no script reads it</td></tr>'
-        head = f'style="{_CELL};color:#555;white-space:nowrap"'
+        head = f'style="{_CELL};color:{style.MUTED};white-space:nowrap"'
         self.card.value = (
             f'<div class="emq-field-card emq-field-{f.name}">'
             f'<div style="font-size:larger;margin:4px 0"><code>{f.name}</code> '

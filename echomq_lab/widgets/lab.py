@@ -9,6 +9,8 @@ disagree, and see that no sequence of presses does.
 
 from __future__ import annotations
 
+import functools
+import html
 from collections.abc import Callable, Sequence
 
 import ipywidgets as W  # type: ignore[import-untyped]
@@ -41,7 +43,7 @@ class WorkerCard:
             for action in WORKER_ACTIONS
         }
         self.widget = W.VBox(
-            [W.HTML(f"<b>worker {worker.name}</b>"), self.holding, self.lease,
+            [W.HTML(f"<b>worker {html.escape(worker.name)}</b>"), self.holding, self.lease,
              W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap"))],
             layout=W.Layout(border=f"1px solid {style.MUTED}", padding="4px", margin="2px",
                             flex="1 1 250px", max_width="340px"),
@@ -51,7 +53,7 @@ class WorkerCard:
     def draw(self) -> None:
         held = self.worker.held
         self.holding.value = (
-            f"<span style='font-family:monospace'>{self.worker.holding()}</span>"
+            f"<span style='font-family:monospace'>{html.escape(self.worker.holding())}</span>"
             if held else f"<span style='color:{style.MUTED}'>holds nothing</span>"
         )
         for action in HELD_ACTIONS:
@@ -93,14 +95,14 @@ class LabPanel(Panel):
         }
         for button in self.buttons.values():
             button.layout.width = "auto"
-        self.buttons["enqueue"].on_click(lambda _b: self._act(self._enqueue))
-        self.buttons["reap"].on_click(lambda _b: self._act(self._reap))
-        self.buttons["promote"].on_click(lambda _b: self._act(self._promote))
-        self.buttons["refresh"].on_click(lambda _b: self._draw())
+        self._on(self.buttons["enqueue"], lambda: self._act(self._enqueue))
+        self._on(self.buttons["reap"], lambda: self._act(self._reap))
+        self._on(self.buttons["promote"], lambda: self._act(self._promote))
+        self._on(self.buttons["refresh"], self._draw)
         for name, card in self.cards.items():
             for action, button in card.buttons.items():
                 self.buttons[f"{name}.{action}"] = button
-                button.on_click(lambda _b, c=card, a=action: self._act(self._worker_action(c, a)))
+                self._on(button, functools.partial(self._act_on, card, action))
         self.message = W.HTML()
         self.sets = SetsView(conn, queue)
         self.widget = W.VBox(
@@ -147,14 +149,19 @@ class LabPanel(Panel):
 
         return run
 
+    def _act_on(self, card: WorkerCard, action: str) -> None:
+        self._act(self._worker_action(card, action))
+
     def _act(self, action: Callable[[], str]) -> None:
         self._safely(self.message, action)
-        self._draw()
+        if not self.server_lost:  # a redraw would only wait on the lost server again
+            self._draw()
 
     def _draw(self) -> None:
         for card in self.cards.values():
             card.draw()
-        self.sets.refresh()
+        held = [c.worker.held.id for c in self.cards.values() if c.worker.held is not None]
+        self.sets.refresh(follow=held)  # the jobs the workers hold, wherever they sit
 
     def text(self) -> str:
         """Each worker's holding, the last message, the sets and the verdict, as plain text."""

@@ -8,6 +8,8 @@ snapshot, and a message line says what the script wrote.
 
 from __future__ import annotations
 
+import html
+
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
@@ -48,8 +50,9 @@ class TransitionPanel(Panel):
         self.delay = W.IntText(value=delay_ms, description="delay ms", layout=_small())
         self.max_attempts = W.IntText(value=max_attempts, description="max tries",
                                       layout=_small())
-        self.buttons = {"run": W.Button(description="Run", button_style="primary", icon="play")}
-        self.buttons["run"].on_click(lambda _b: self._run())
+        self.buttons = {"run": W.Button(description="Run", button_style="primary", icon="play",
+                                        tooltip="run the chosen transition's script")}
+        self._on(self.buttons["run"], self._run)
         self.following = W.HTML()
         self.message = W.HTML()
         self.record = RecordView(conn, queue)
@@ -90,7 +93,7 @@ class TransitionPanel(Panel):
         self._safely(self.message, act)
         if taken is not None:
             self._draw((taken.name, taken.before, taken.after))
-        else:
+        elif not self.server_lost:  # a redraw would only wait on the lost server again
             self._draw()
 
     def _draw(self, taken: tuple[str, str, str] | None = None) -> None:
@@ -110,7 +113,7 @@ class TransitionPanel(Panel):
         else:
             held = f"token {token}" if token is not None else "no token yet"
             self.following.value = (
-                f"following <code>{job_id}</code> · {held} · state "
+                f"following <code>{html.escape(job_id)}</code> · {html.escape(held)} · state "
                 f"{style.state_badge(current or RETIRED)}"
             )
 

@@ -1,18 +1,20 @@
 """TwoWorkersStory: two workers, one job, told as step buttons over the live row and sets.
 
-The story is :class:`echomq_lab.stories.TwoWorkers`; this panel only draws it. Each step's
+The story is :class:`echomq_lab.two_workers.TwoWorkers`; this panel only draws it. Each step's
 button is enabled only when that step is next; after each step the row and the four sets are
 redrawn from one snapshot and the step's outcome is added to the log.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab.stories import DEFAULT_LEASE_MS, STEPS, TwoWorkers
+from echomq_lab.stories import DEFAULT_LEASE_MS
+from echomq_lab.two_workers import STEPS, TwoWorkers
 from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.record_view import RecordView
@@ -30,7 +32,7 @@ BUTTON_LABELS: dict[str, str] = {
 
 
 class TwoWorkersStory(Panel):
-    """Step buttons ``buttons[<step>]`` (see :data:`echomq_lab.stories.STEP_NAMES`) and
+    """Step buttons ``buttons[<step>]`` (see :data:`echomq_lab.two_workers.STEP_NAMES`) and
     ``buttons["restart"]``; a log of the steps taken; the row and the sets.
 
     Construction starts the story: the queue is emptied and one job is enqueued.
@@ -42,11 +44,11 @@ class TwoWorkersStory(Panel):
         for step, title in STEPS:
             button = W.Button(description=BUTTON_LABELS[step], tooltip=title,
                               layout=W.Layout(width="auto"))
-            button.on_click(lambda _b, step=step: self._step(step))
+            self._on(button, functools.partial(self._step, step))
             self.buttons[step] = button
         self.buttons["restart"] = W.Button(description="start again", icon="refresh",
                                            layout=W.Layout(width="auto"))
-        self.buttons["restart"].on_click(lambda _b: self._restart())
+        self._on(self.buttons["restart"], self._restart)
         self.log = W.HTML()
         self.message = W.HTML()
         self.record = RecordView(conn, queue)
@@ -67,10 +69,13 @@ class TwoWorkersStory(Panel):
     def _restart(self) -> None:
         def act() -> str:
             job_id = self.story.start()
-            return f"the queue is empty but for one job, {job_id}, pending"
+            return f"the story's job {job_id} is pending (other jobs on the queue are left alone)"
 
         self._safely(self.message, act)
-        self._draw(fresh=True)
+        if not self.server_lost:  # a redraw would only wait on the lost server again
+            self._draw(fresh=True)
+        else:
+            self._draw_steps()
 
     def _step(self, step: str) -> None:
         def act() -> str:
@@ -82,7 +87,10 @@ class TwoWorkersStory(Panel):
             result = self.story.done[-1]
             if result.refused:  # the refusal the story expects: said in red, as the server did
                 self._say(self.message, result.message, ok=False)
-        self._draw()
+        if self.server_lost:  # the step was not taken; a redraw would only wait again
+            self._draw_steps()
+        else:
+            self._draw()
 
     def _draw(self, fresh: bool = False) -> None:
         job_id = self.story.job_id or None
@@ -92,6 +100,10 @@ class TwoWorkersStory(Panel):
             self.record.show(job_id, snap)
         else:
             self.record.refresh(job_id, snap=snap)
+        self._draw_steps()
+
+    def _draw_steps(self) -> None:
+        """The step buttons (only the next one enabled) and the log, from the story alone."""
         nxt = self.story.next_step
         for step, _ in STEPS:
             self.buttons[step].disabled = step != nxt
@@ -104,7 +116,7 @@ class TwoWorkersStory(Panel):
         done = self.story.done
         if i < len(done):
             result = done[i]
-            colour = style.STATE_COLOURS["dead"] if result.refused else "#2e8b57"
+            colour = style.REFUSED_TEXT if result.refused else style.OK_TEXT
             mark = "✗ refused" if result.refused else "✓"
             return (
                 f"<li>{html.escape(title)} <span style='color:{colour}'>{mark}</span> "

@@ -272,11 +272,12 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
     r.promoted_in_s = _wait_promotion(cluster, replica, slot)
     r.steps.append(f"primary killed (SIGKILL), one replica thawed; promoted in "
                    f"{r.promoted_in_s:.1f} s")
+    promoted_row = _row_text(replica, queue, job_id)  # read before the other replica syncs
     cluster.thaw(second_replica)
     _wait_following(cluster, second_replica, replica)
     r.steps.append("the second replica thawed and told to follow the promoted one")
     conn2 = connect(cluster.url_via(replica))
-    r.steps.append(f"the promoted replica holds the row as: {_row_text(replica, queue, job_id)}")
+    r.steps.append(f"the promoted replica holds the row as: {promoted_row}")
     second = w2.claim(conn2, r)
     r.steps.append(f"worker 2 claims: {_held(second, ledger)}")
     if held is not None:

@@ -41,6 +41,13 @@ BUILD: dict[str, Callable[[], object]] = {
     "LabPanel": lambda: widgets_pkg.LabPanel(fresh(), Q),
     "TransitionPanel": lambda: widgets_pkg.TransitionPanel(fresh(), Q),
     "TwoWorkersStory": lambda: widgets_pkg.TwoWorkersStory(fresh(), Q),
+    "ClusterPanel": lambda: importlib.import_module("echomq_lab.widgets.cluster").ClusterPanel(
+        fresh(), Q
+    ),
+    "MeasurePanel": lambda: widgets_pkg.MeasurePanel(fresh(), Q),
+    "Reveal": lambda: widgets_pkg.Reveal("a question", "its answer"),
+    "SelfCheck": lambda: widgets_pkg.SelfCheck.page(fresh(), 2)[0],
+    "SimulationPanel": lambda: widgets_pkg.SimulationPanel(),
 }
 
 

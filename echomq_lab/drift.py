@@ -6,16 +6,19 @@ two sets, a member whose row is gone, a row in no set) and every odd thing anoth
 that is not a whole number, a state no transition writes; the kinds are
 :mod:`echomq_lab.drift_kinds`') without ever holding the server for long:
 
-1. the ``TYPE`` and size of each set key are read (one ``MULTI``); a set key that is not a
-   sorted set is a ``wrong-type`` drift and is never walked;
+1. the size of each set is read (one ``MULTI`` of ``ZCARD``); a set key the server refuses
+   that for (``WRONGTYPE``) is read by ``TYPE`` only, is a ``wrong-type`` drift and is never
+   walked;
 2. each sorted set is walked with ``ZSCAN`` (:data:`STEP` members a call), scores included;
 3. the queue's row keys are found with ``SCAN MATCH emq:{Q}:job:*`` from the host
    (:data:`SCAN_STEP` keys examined a call), so a row that is in no set is found too;
-4. each key found is read with ``TYPE`` and ``HMGET state attempts``, :data:`BATCH` commands
-   to a pipeline; a key that is not a hash is a ``wrong-type`` drift and its content unread;
-5. every suspect is read again atomically (``MULTI``: its four scores, its row key's type, its
-   state and attempts; :data:`CONFIRM` suspects to a transaction), and only a drift that holds
-   in that one moment is reported (a wrong-type set key: as the final sizes read it).
+4. each key found is read with one ``HMGET state attempts``, :data:`BATCH` to a pipeline; a
+   key the server refuses that for is not a hash: it is read by ``TYPE`` only (so its content
+   is never read) and is a ``wrong-type`` drift;
+5. every suspect is read again atomically (``MULTI``: its four scores, whether its row key
+   exists, its state and attempts; :data:`CONFIRM` suspects to a transaction), and only a drift
+   that holds in that one moment is reported (a wrong-type set key: as the final sizes read it;
+   the name of a wrong type is the ``TYPE`` read just after).
 
 What each mode sees and cannot see:
 
@@ -48,7 +51,7 @@ from echomq_lab.row import decoded
 STEP = 200
 #: Keys examined by one SCAN call.
 SCAN_STEP = 1000
-#: Commands sent in one pipeline of row reads (two a key: TYPE and HMGET).
+#: Commands sent in one pipeline of row reads (one HMGET a key).
 BATCH = 500
 #: Suspects re-read in one MULTI/EXEC (six O(1) commands each).
 CONFIRM = 32
@@ -117,27 +120,40 @@ class Report(Sequence[Drift]):
 _SET_TYPES = ("zset", "none")
 
 
-def _kind(reply: object) -> str:
-    """A TYPE reply as text (redis-py gives bytes or str, an error for a failed command)."""
-    if isinstance(reply, bytes):
-        return reply.decode("ascii", "replace")
-    return reply if isinstance(reply, str) else "none"
+def _refused(reply: object) -> bool:
+    """True when a pipelined reply is the server's WRONGTYPE (the key holds another type)."""
+    return isinstance(reply, redis.ResponseError) and str(reply).startswith("WRONGTYPE")
+
+
+def _kinds(conn: redis.Redis, keys: Sequence[bytes | str]) -> list[str]:
+    """The TYPE of each key as text (one pipeline; only keys a command was refused for)."""
+    if not keys:
+        return []
+    pipe = conn.pipeline(transaction=False)
+    for key in keys:
+        pipe.type(key)
+    replies: list[Any] = pipe.execute(raise_on_error=False)
+    return [r.decode("ascii", "replace") if isinstance(r, bytes) else str(r) for r in replies]
 
 
 def _census(conn: redis.Redis, queue: str) -> tuple[dict[SetName, int], dict[SetName, str]]:
-    """Each set's size (0 for a key that is not a sorted set) and its key's TYPE, atomically."""
+    """Each set's size, atomically, and the TYPE of each set key that is not a sorted set (its
+    size counts 0), by set name in :data:`SET_NAMES` order."""
+    keys = {name: keyspace.queue_key(queue, name) for name in SET_NAMES}
     pipe = conn.pipeline(transaction=True)
     for name in SET_NAMES:
-        key = keyspace.queue_key(queue, name)
-        pipe.type(key)
-        pipe.zcard(key)
+        pipe.zcard(keys[name])
     replies: list[Any] = pipe.execute(raise_on_error=False)
-    kinds = {name: _kind(replies[2 * i]) for i, name in enumerate(SET_NAMES)}
-    sizes = {
-        name: int(replies[2 * i + 1]) if kinds[name] in _SET_TYPES else 0
-        for i, name in enumerate(SET_NAMES)
-    }
-    return sizes, kinds
+    sizes: dict[SetName, int] = {}
+    odd: list[SetName] = []
+    for name, reply in zip(SET_NAMES, replies, strict=True):
+        if _refused(reply):
+            odd.append(name)
+        elif isinstance(reply, Exception):
+            raise reply
+        sizes[name] = 0 if _refused(reply) else int(reply)
+    kinds = dict(zip(odd, _kinds(conn, [keys[name] for name in odd]), strict=True))
+    return sizes, {name: kind for name, kind in kinds.items() if kind not in _SET_TYPES}
 
 
 def _float(reply: object) -> float | None:
@@ -156,8 +172,9 @@ def _fields(reply: object) -> tuple[bytes | None, bytes | None]:
 
 @dataclass
 class _Facts:
-    """What was read of one id: its score in each set holding it, its row key's TYPE, and its
-    row's state and attempts (None: absent or not a hash)."""
+    """What was read of one id: its score in each set holding it, whether its row key holds a
+    hash (``kind``: ``hash``, ``none``, or the other type it holds), and its row's state and
+    attempts (None: absent, or not a hash)."""
 
     scores: dict[SetName, float] = field(default_factory=dict)
     kind: str = "none"
@@ -192,11 +209,12 @@ class _Walk:
     def _of(self, raw: bytes) -> _Facts:
         return self.facts.setdefault(raw, _Facts())
 
-    def sets(self, kinds: dict[SetName, str]) -> None:
-        """Every member of each sorted set with its score, a ZSCAN step at a time; a key of
-        another type is skipped (and one that turns into another type mid-walk, left there)."""
+    def sets(self, odd: dict[SetName, str]) -> None:
+        """Every member of each sorted set with its score, a ZSCAN step at a time; the set keys
+        in ``odd`` (another type) are skipped, and one that turns into another type mid-walk
+        is left there."""
         for name in SET_NAMES:
-            if kinds[name] not in _SET_TYPES:
+            if name in odd:
                 continue
             key, cursor = keyspace.queue_key(self.queue, name), 0
             while True:
@@ -219,8 +237,8 @@ class _Walk:
                     break
 
     def keys(self) -> None:
-        """Every key under the queue's row prefix (SCAN MATCH from the host), then each key's
-        TYPE and, for a hash, its state and attempts."""
+        """Every key under the queue's row prefix (SCAN MATCH from the host), then each row's
+        state and attempts; a key that is not a hash is read by TYPE only."""
         prefix = self.prefix
         found: list[bytes] = []
         cursor = 0
@@ -233,24 +251,33 @@ class _Walk:
             found += keys
             if cursor == 0:
                 break
-        per = max(1, BATCH // 2)
-        for start in range(0, len(found), per):
-            chunk = found[start : start + per]
-            pipe = self.conn.pipeline(transaction=False)
-            for key in chunk:
-                pipe.type(key)
-                pipe.hmget(key, "state", "attempts")
-            replies: list[Any] = pipe.execute(raise_on_error=False)
-            self.calls += 1
-            for i, key in enumerate(chunk):
-                kind = _kind(replies[2 * i])
-                if kind == "none":
-                    continue  # gone since the SCAN saw it
-                facts = self._of(key[len(prefix) :])
-                facts.kind = kind
-                if kind == "hash":
-                    self.rows += 1
-                    facts.state, facts.attempts = _fields(replies[2 * i + 1])
+        for start in range(0, len(found), BATCH):
+            self._read_rows(found[start : start + BATCH])
+
+    def _read_rows(self, chunk: list[bytes]) -> None:
+        """One pipeline of ``HMGET key state attempts``; the keys it was refused for are read
+        by TYPE only."""
+        prefix = self.prefix
+        pipe = self.conn.pipeline(transaction=False)
+        for key in chunk:
+            pipe.hmget(key, "state", "attempts")
+        replies: list[Any] = pipe.execute(raise_on_error=False)
+        self.calls += 1
+        odd = [key for key, reply in zip(chunk, replies, strict=True) if _refused(reply)]
+        for key, reply in zip(chunk, replies, strict=True):
+            if isinstance(reply, Exception) and not _refused(reply):
+                raise reply
+            if _refused(reply):
+                continue
+            # (a key gone since the SCAN saw it reads as a row of neither field: a suspect,
+            # which the atomic re-read settles)
+            state, attempts = _fields(reply)
+            facts = self._of(key[len(prefix) :])
+            facts.kind, facts.state, facts.attempts = "hash", state, attempts
+            self.rows += 1
+        self.calls += bool(odd)
+        for key, kind in zip(odd, _kinds(self.conn, odd), strict=True):
+            self._of(key[len(prefix) :]).kind = kind
 
     def suspects(self) -> list[bytes]:
         """The ids (and odd row keys' suffixes) whose walk-time facts show a drift."""
@@ -269,20 +296,30 @@ class _Walk:
             for raw in chunk:
                 for key in set_keys:
                     pipe.zscore(key, raw)
-                pipe.type(prefix + raw)
+                pipe.exists(prefix + raw)
                 pipe.hmget(prefix + raw, "state", "attempts")
             replies: list[Any] = pipe.execute(raise_on_error=False)
             self.calls += 1
-            for i, raw in enumerate(chunk):
-                *scores, kind, fields = replies[6 * i : 6 * i + 6]
-                facts = _Facts(kind=_kind(kind))
+            read = [_Facts() for _ in chunk]
+            odd: list[bytes] = []
+            for facts, raw, i in zip(read, chunk, range(0, 6 * len(chunk), 6), strict=True):
+                *scores, exists, fields = replies[i : i + 6]
                 facts.scores = {
                     n: f for n, s in zip(SET_NAMES, scores, strict=True)
                     if (f := _float(s)) is not None
                 }  # fmt: skip
-                if facts.kind == "hash":
+                if _refused(fields):
+                    odd.append(raw)
+                elif exists == 1:
+                    facts.kind = "hash"
                     facts.state, facts.attempts = _fields(fields)
-                now = facts.drifts(raw, prefix)
+            self.calls += bool(odd)
+            kinds = dict(zip(odd, _kinds(self.conn, [prefix + raw for raw in odd]), strict=True))
+            for facts, raw in zip(read, chunk, strict=True):
+                facts.kind = kinds.get(raw, facts.kind)
+                # a key that turned back into a row (or went) since it was refused: settled
+                flipped = raw in kinds and facts.kind in ("hash", "none")
+                now = [] if flipped else facts.drifts(raw, prefix)
                 held += now
                 settled += not now
         return held, settled
@@ -310,17 +347,13 @@ def check(conn: redis.Redis, queue: str) -> Report:
     """
     keyspace.check_queue(queue)
     with reaching(conn):
-        before, kinds_before = _census(conn, queue)
+        before, odd_before = _census(conn, queue)
         walk = _Walk(conn, queue, calls=1)
-        walk.sets(kinds_before)
+        walk.sets(odd_before)
         walk.keys()
         found, settled = walk.confirm(walk.suspects())
-        after, kinds = _census(conn, queue)
-    odd_sets = [
-        wrong_type(keyspace.queue_key(queue, name), kinds[name])
-        for name in SET_NAMES
-        if kinds[name] not in _SET_TYPES
-    ]
+        after, odd = _census(conn, queue)
+    odd_sets = [wrong_type(keyspace.queue_key(queue, name), kind) for name, kind in odd.items()]
     return Report(
         queue,
         tuple(odd_sets + found),

@@ -14,6 +14,12 @@ panel never shows a half-applied transition:
 Neither can see a row that sits in no set unless the caller follows it (no script lists keys by
 pattern); :func:`check` walks the whole queue from the host, in bounded steps, and finds those
 too. :func:`drifts` lists the disagreements among the ids a snapshot read.
+
+Both tolerate what another client may write: the script checks the TYPE of every key before
+reading it (a key of another type is named in ``Snapshot.others``, never read), members that
+are not UTF-8 are shown by :func:`row.decoded`, and ``+inf``/``-inf`` scores read as
+±:data:`INFINITE`; :func:`drifts` lists each of these among the drifts (the kinds are
+:mod:`echomq_lab.drift_kinds`').
 """
 
 from __future__ import annotations
@@ -190,9 +196,11 @@ def view(
     Reads each set's size and its first ``window`` members (pending and dead by id, active and
     schedule soonest first), each member's ``state`` and which sets hold it, and the whole rows
     of the jobs in ``follow`` (at most :data:`MAX_FOLLOW`, their keys declared), with the four
-    sets' scores of each. The work is at most ``4 * window + len(follow)`` look-ups whatever
-    the depth of the queue or the size of the keyspace. A malformed queue name or followed id,
-    too many follows, or a window outside 0..:data:`MAX_WINDOW` is refused before the wire.
+    sets' scores of each. The work is at most ``4 * window + len(follow)`` look-ups (each with
+    one TYPE of its row key) whatever the depth of the queue or the size of the keyspace. A
+    malformed queue name or followed id, too many follows, or a window outside
+    0..:data:`MAX_WINDOW` is refused before the wire. Keys of another type, infinite scores
+    and members that are not UTF-8 are read without failing (see the module docstring).
     """
     if not isinstance(window, int) or isinstance(window, bool):
         raise TypeError(f"window must be an int, not {type(window).__name__}")

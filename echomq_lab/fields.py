@@ -111,8 +111,9 @@ FIELDS: dict[str, Field] = {
         initial=b"pending",
         initial_text="pending ('scheduled' when enqueued for later)",
         role=(
-            "the lifecycle position; every transition rewrites it inside the same script that "
-            "moves the id between sets, so it never disagrees with the set that holds the job"
+            "the lifecycle position; each transition that moves the id between sets rewrites "
+            "it in the same script (extend moves nothing and leaves it; complete deletes the "
+            "row), so it always names the set that holds the job"
         ),
         writes=(
             Write("enqueue", "HSET", b"pending",
@@ -136,13 +137,13 @@ FIELDS: dict[str, Field] = {
     ),
     "attempts": Field(
         name="attempts",
-        holds="how many times the job has been claimed",
+        holds="the number of claims so far, which is also the current lease's token",
         initial=b"0",
         initial_text="0",
         role=(
-            "the retry count and the fencing token at once: claim adds one and hands the new "
-            "value to the worker; complete, retry and extend refuse a token that no longer "
-            "matches (EMQSTALE)"
+            "two roles, one number: it counts the tries, and it fences them. Enqueue sets 0; "
+            "only claim changes it, adding one and giving the worker the result as its token; "
+            "complete, retry and extend refuse any other token (EMQSTALE)"
         ),
         writes=(
             Write("enqueue", "HSET", b"0", "in the three-field HSET"),

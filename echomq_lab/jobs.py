@@ -12,7 +12,7 @@ from typing import Literal, NamedTuple, cast
 
 import redis
 
-from echomq_lab import errors, keyspace
+from echomq_lab import durable, errors, keyspace
 from echomq_lab.branded import check as check_id
 from echomq_lab.connection import reaching
 from echomq_lab.scripts import Arg, load
@@ -176,29 +176,50 @@ def _dropped(orphans: list[bytes], malformed: list[bytes]) -> Dropped:
     return Dropped(tuple(orphans), tuple(malformed))
 
 
-def _claim_run(conn: redis.Redis, queue: str, lease_ms: int) -> tuple[Claimed | None, Dropped]:
+def _claim_run(
+    conn: redis.Redis, queue: str, lease_ms: int, replicas: int = 0, timeout_ms: int = 1000
+) -> tuple[Claimed | None, Dropped]:
     """Run claim's script: the claimed job (or None) and the members dropped on the way.
 
     When a script run finds only dropped members it is run again, at most :data:`CLAIM_RUNS`
     times, so a run of orphans at the head of pending does not hide the jobs behind it.
     Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
-    or no payload; that refusal changes nothing.
+    or no payload; that refusal changes nothing. With ``replicas`` the claim is durable (see
+    :func:`claim`).
     """
     q = _q(queue)
     lease = lease_ms if type(lease_ms) is int and 0 < lease_ms <= MAX_MS else check_lease(lease_ms)
     args: list[Arg] = [q.prefix, lease]
     keys = [q.pending, q.active]
+    wanted = _int("replicas", replicas, 0, 64)
+    wait_ms = _int("timeout_ms", timeout_ms, 1, MAX_MS)
     dropped = NOTHING_DROPPED
     for _ in range(CLAIM_RUNS):
-        reply = load("claim")(conn, keys, args)
+        if wanted:
+            reply, acked = durable.run_and_wait(conn, load("claim"), keys, args, wanted, wait_ms)
+        else:
+            reply, acked = load("claim")(conn, keys, args), 0
         if len(reply) in (2, 5):
             dropped = dropped.plus(_dropped(*reply[-2:]))
         if len(reply) >= 3:
             job_id, payload, token = reply[:3]
-            return Claimed(job_id.decode("ascii"), payload, int(token)), dropped
+            claimed = Claimed(job_id.decode("ascii"), payload, int(token))
+            if acked < wanted:
+                raise _not_replicated(claimed, acked, wanted, wait_ms)
+            return claimed, dropped
         if not reply:
             break
     return None, dropped
+
+
+def _not_replicated(
+    claimed: Claimed, acked: int, wanted: int, wait_ms: int
+) -> errors.NotReplicated:
+    return errors.NotReplicated(
+        f"claim of {claimed.id} (token {claimed.token}) reached {acked} of {wanted} "
+        f"replica(s) in {wait_ms} ms; it may not survive a failover, do not start on it",
+        job_id=claimed.id, token=claimed.token, acked=acked, wanted=wanted,
+    )
 
 
 def claim_dropping(
@@ -208,13 +229,18 @@ def claim_dropping(
     return _claim_run(conn, queue, lease_ms)
 
 
-def claim(conn: redis.Redis, queue: str, lease_ms: int) -> Claimed | None:
+def claim(
+    conn: redis.Redis, queue: str, lease_ms: int, *, replicas: int = 0, timeout_ms: int = 1000
+) -> Claimed | None:
     """Lease the oldest pending job for ``lease_ms``; None when nothing is pending.
 
     The returned token is the row's new ``attempts``; present it to complete, retry and extend.
     Pending members with no job behind them are dropped on the way (see :func:`claim_dropping`).
+    ``replicas=N`` makes the claim durable: the same connection then WAITs up to
+    ``timeout_ms`` for N replicas to hold the claim, and :class:`errors.NotReplicated` is raised
+    when fewer did (the job stays leased; do not start work on that token).
     """
-    return _claim_run(conn, queue, lease_ms)[0]
+    return _claim_run(conn, queue, lease_ms, replicas, timeout_ms)[0]
 
 
 def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal["completed"]:

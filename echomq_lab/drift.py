@@ -11,7 +11,8 @@ that is not a whole number, a state no transition writes; the kinds are
    walked;
 2. each sorted set is walked with ``ZSCAN`` (:data:`STEP` members a call), scores included;
 3. the queue's row keys are found with ``SCAN MATCH emq:{Q}:job:*`` from the host
-   (:data:`SCAN_STEP` keys examined a call), so a row that is in no set is found too;
+   (:data:`SCAN_STEP` keys examined a call; on a cluster, on the node owning the queue's
+   slot, where every key of the queue lives), so a row that is in no set is found too;
 4. each key found is read with one ``HMGET state attempts``, :data:`BATCH` to a pipeline; a
    key the server refuses that for is not a hash: it is read by ``TYPE`` only (so its content
    is never read) and is a ``wrong-type`` drift;
@@ -42,7 +43,7 @@ from typing import Any, cast, overload
 import redis
 
 from echomq_lab import keyspace
-from echomq_lab.connection import reaching
+from echomq_lab.connection import node_client, reaching
 from echomq_lab.drift_kinds import Drift, drift_of, wrong_type
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import decoded
@@ -240,12 +241,13 @@ class _Walk:
         """Every key under the queue's row prefix (SCAN MATCH from the host), then each row's
         state and attempts; a key that is not a hash is read by TYPE only."""
         prefix = self.prefix
+        node = node_client(self.conn, prefix.decode())  # on a cluster: the queue's one node
         found: list[bytes] = []
         cursor = 0
         while True:
             cursor, keys = cast(
                 tuple[int, list[bytes]],
-                self.conn.scan(cursor, match=prefix + b"*", count=SCAN_STEP),
+                node.scan(cursor, match=prefix + b"*", count=SCAN_STEP),
             )
             self.calls += 1
             found += keys

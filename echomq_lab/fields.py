@@ -21,7 +21,7 @@ from echomq_lab import branded, jobs, keyspace, transitions
 from echomq_lab.connection import reaching
 from echomq_lab.row import FIELD_NAMES as FIELD_NAMES
 from echomq_lab.row import FieldName as FieldName
-from echomq_lab.scripts import load, names
+from echomq_lab.scripts import load
 
 #: The scripts that are transitions of the protocol (``snapshot`` is the lab's read-only view).
 TRANSITION_SCRIPTS: tuple[str, ...] = transitions.SCRIPTS
@@ -240,13 +240,14 @@ _CALL = re.compile(r"redis\.call\('([A-Za-z]+)'")
 
 
 def mentions(name: str, scripts: tuple[str, ...] | None = None) -> list[Mention]:
-    """Every code line (comments skipped) of the protocol scripts that names field ``name``.
+    """Every code line (comments skipped) of the transitions' scripts that names field ``name``
+    (the read-only views, such as ``view.lua``, are not transitions and are left out).
 
     A line counts when it holds ``'name'`` as a quoted Lua string inside a ``redis.call``.
     """
     quoted = f"'{name}'"
     found: list[Mention] = []
-    for script in names() if scripts is None else scripts:
+    for script in transitions.SCRIPTS if scripts is None else scripts:
         for no, line in enumerate(load(script).source.splitlines(), start=1):
             code = line.strip()
             if code.startswith("--") or quoted not in code:

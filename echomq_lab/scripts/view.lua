@@ -7,7 +7,7 @@
 -- ARGV[1] prefix    the row-key prefix emq:{Q}:job: (a window member's row key is prefix .. id)
 -- ARGV[2] window    how many members of each set to return (lowest scores first), or 'all'
 -- ARGV[3..] ids     the id of each followed row, in the order of KEYS[5..]
--- Reply: {now_ms, sizes, windows, seen}
+-- Reply: {now_ms, sizes, windows, seen, others}
 --   sizes   {ZCARD pending, active, schedule, dead}
 --   windows {flat {member, score, ...} per set}: pending oldest first, active and schedule
 --           soonest first, dead first by id
@@ -16,6 +16,12 @@
 --           a followed id: its four scores and its whole row (HGETALL of its declared key);
 --           a window member: its four scores and its state only (HGET); with window 'all',
 --           its whole row instead, and no scores (the windows already hold every member)
+--   others  flat {key, type, ...}: each key read that holds another type than the protocol
+--           keeps there (another client's string at a set key or at emq:{Q}:job:lock, say)
+-- Checks: TYPE of each set key before ZCARD/ZRANGE/ZSCORE, and TYPE of each row key it reads
+-- before HGET/HGETALL. A set key that is not a sorted set is read as an empty set, a row key
+-- that is not a hash as no row; either is named in others and its content is never read.
+-- Scores are returned as the server spells them ('inf' and '-inf' included), members as bytes.
 -- Read-only. No KEYS, no SCAN: a row in no set shows only when the host follows it.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -24,31 +30,46 @@ local stop = -1
 if not whole then
   stop = tonumber(ARGV[2]) - 1
 end
-local sizes, windows, seen, done = {}, {}, {}, {}
+local sizes, windows, seen, done, others, zset = {}, {}, {}, {}, {}, {}
+local function odd(key, kind)
+  others[#others + 1] = key
+  others[#others + 1] = kind
+end
 for i = 1, 4 do
-  sizes[i] = redis.call('ZCARD', KEYS[i])
-  if whole or stop >= 0 then
-    windows[i] = redis.call('ZRANGE', KEYS[i], 0, stop, 'WITHSCORES')
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  zset[i] = kind == 'zset' or kind == 'none'
+  sizes[i], windows[i] = 0, {}
+  if zset[i] then
+    sizes[i] = redis.call('ZCARD', KEYS[i])
+    if whole or stop >= 0 then
+      windows[i] = redis.call('ZRANGE', KEYS[i], 0, stop, 'WITHSCORES')
+    end
   else
-    windows[i] = {}
+    odd(KEYS[i], kind)
   end
 end
 local function scores(id)
-  local out = {}
+  local out = {false, false, false, false}
   for i = 1, 4 do
-    out[i] = redis.call('ZSCORE', KEYS[i], id)
+    if zset[i] then
+      out[i] = redis.call('ZSCORE', KEYS[i], id)
+    end
   end
   return out
 end
 for j = 5, #KEYS do
   local id = ARGV[j - 2]
-  local row = redis.call('HGETALL', KEYS[j])
   local s = scores(id)
-  local exists = 0
-  if #row > 0 then
+  local kind = redis.call('TYPE', KEYS[j]).ok
+  local exists, state, row = 0, false, {}
+  if kind == 'hash' then
     exists = 1
+    row = redis.call('HGETALL', KEYS[j])
+    state = redis.call('HGET', KEYS[j], 'state')
+  elseif kind ~= 'none' then
+    odd(KEYS[j], kind)
   end
-  seen[#seen + 1] = {id, s[1], s[2], s[3], s[4], exists, redis.call('HGET', KEYS[j], 'state'), row}
+  seen[#seen + 1] = {id, s[1], s[2], s[3], s[4], exists, state, row}
   done[id] = true
 end
 for i = 1, 4 do
@@ -62,13 +83,19 @@ for i = 1, 4 do
         s = scores(id)
       end
       local key = ARGV[1] .. id
-      local row = false
-      if whole then
-        row = redis.call('HGETALL', key)
+      local kind = redis.call('TYPE', key).ok
+      local exists, state, row = 0, false, false
+      if kind == 'hash' then
+        exists = 1
+        state = redis.call('HGET', key, 'state')
+        if whole then
+          row = redis.call('HGETALL', key)
+        end
+      elseif kind ~= 'none' then
+        odd(key, kind)
       end
-      local exists = redis.call('EXISTS', key)
-      seen[#seen + 1] = {id, s[1], s[2], s[3], s[4], exists, redis.call('HGET', key, 'state'), row}
+      seen[#seen + 1] = {id, s[1], s[2], s[3], s[4], exists, state, row}
     end
   end
 end
-return {now, sizes, windows, seen}
+return {now, sizes, windows, seen, others}

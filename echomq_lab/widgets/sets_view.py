@@ -53,6 +53,8 @@ def due_left(run_at_ms: int, now_ms: int) -> str:
 
 def describe_member(name: SetName, score: int, now_ms: int) -> str:
     """The text shown beside a member: the time left for active and schedule, else nothing."""
+    if abs(score) >= snapshot_mod.INFINITE and name in ("active", "schedule"):
+        return "an infinite score, not a time"
     if name == "active":
         return lease_left(score, now_ms)
     if name == "schedule":

@@ -200,6 +200,11 @@ def test_wrongtype_under_a_panel_is_one_line(conn: redis.Redis, name: str) -> No
     panel = PANELS[name](conn, Q)
     word = _refusing_writes("wrongtype", conn)
     said = press_everything(panel)
+    if name == "fence":  # each press builds a fresh sample row on an emptied queue: the odd
+        # key goes with the emptying, and the panel works on (one line, the sample row built)
+        assert one_line(panel), "the message line stayed empty"
+        assert conn.type(PENDING) in (b"zset", b"none"), "the fence panel left the odd key"
+        return
     if name != "field-picker":  # (its buttons only re-read its sample row, which is intact)
         assert one_line(panel), "the message line stayed empty"
         # the server's WRONGTYPE as one line, or check()'s drift naming the wrong-type key

@@ -48,6 +48,7 @@ import fakeredis
 import redis
 
 import echomq_lab
+from benchmarks import scale
 from benchmarks.batch import enqueue_many
 from echomq_lab import branded, jobs, keyspace, transitions
 from echomq_lab.report import targets as report_targets
@@ -754,7 +755,7 @@ def machine(server: RunningServer | None) -> dict[str, Any]:
         info["valkey"] = server.version
         info["valkey_binary"] = server.binary
     try:
-        import hiredis  # type: ignore[import-not-found]  # noqa: F401
+        import hiredis  # noqa: F401
 
         info["redis_py_parser"] = "hiredis"
     except ImportError:
@@ -970,6 +971,7 @@ def run(
     with_rq: bool = True,
     with_widgets: bool = True,
     sizes: Sizes | None = None,
+    with_scale: bool = True,
 ) -> dict[str, Any]:
     """Start a Valkey, measure everything, stop it; return the results (JSON-ready)."""
     sizes = sizes or (QUICK if quick else FULL)
@@ -1011,6 +1013,8 @@ def run(
     finally:
         server.stop()
     results["busy"] = busy.report()
+    if with_scale:  # its own server: deep queues and a million other keys (benchmarks/scale.py)
+        results["scale"] = scale.run(quick=quick, with_1m=not quick)
     results["targets"] = targets(results)
     return results
 
@@ -1026,6 +1030,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--with-notebooks", action="store_true", help="also time the whole nbval suite"
     )
     parser.add_argument("--no-rq", action="store_true", help="skip the python-rq comparison")
+    parser.add_argument("--no-scale", action="store_true", help="skip the deep-queue figures")
     parser.add_argument(
         "--out",
         type=Path,
@@ -1034,8 +1039,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"or {QUICK_OUT.relative_to(ROOT)} with --quick)",
     )
     args = parser.parse_args(argv)
-    results = run(quick=args.quick, with_notebooks=args.with_notebooks, with_rq=not args.no_rq)
+    results = run(quick=args.quick, with_notebooks=args.with_notebooks, with_rq=not args.no_rq,
+                  with_scale=not args.no_scale)
     out: Path = args.out or (QUICK_OUT if args.quick else DEFAULT_OUT)
+    if args.no_scale and out.exists():  # keep the deep-queue figures of the last run
+        results["scale"] = json.loads(out.read_text()).get("scale", {})
+    if results.get("scale"):
+        drawn = scale.DEFAULT_CHART if out == DEFAULT_OUT else out.with_suffix(".scale.png")
+        print(scale.table(results["scale"]), f"\n(chart: {scale.chart(results['scale'], drawn)})")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(table(results))

@@ -1,7 +1,8 @@
 """echomq_lab: the EchoMQ record-hash protocol, run for real, for the course's notebooks.
 
 ``connect()`` gives a client (embedded fakeredis with Lua by default); :mod:`jobs` holds one
-handle per transition; :mod:`snapshot` reads a queue whole and checks it for drift.
+handle per transition; :mod:`snapshot` reads what a panel shows of a queue (a bounded view)
+or a small queue whole, and :func:`check` walks a whole queue for drift in short steps.
 """
 
 from echomq_lab import branded, errors, jobs, keyspace, scripts, snapshot

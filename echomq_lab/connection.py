@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from types import TracebackType
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import fakeredis
 import redis
 from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
+from redis.exceptions import ClusterError, RedisClusterException, SlotNotCoveredError
 from redis.retry import Retry
 
 from echomq_lab import errors
@@ -25,6 +29,10 @@ EMBEDDED = "embedded fakeredis (in this process)"
 
 _lock = threading.Lock()
 _shared: fakeredis.FakeServer | None = None
+#: The seed URL (password hidden) of each cluster client :func:`connect` made.
+_SEEDS: weakref.WeakKeyDictionary[RedisCluster, str] = weakref.WeakKeyDictionary()
+#: What a lost server looks like to a client: single-node errors, and a cluster's own.
+LOST = (redis.ConnectionError, redis.TimeoutError, ClusterError, SlotNotCoveredError)
 
 
 def _shared_server() -> fakeredis.FakeServer:
@@ -60,7 +68,8 @@ def connect(url: str | None = None, *, fresh: bool = False, ping: bool = True) -
     pinged once; if it cannot be reached, :class:`errors.ServerUnavailable` names the URL
     (password hidden). ``ping=False`` skips that first ping, so a notebook can build its panels
     while the server is down (each says so in one line, and works once the server answers).
-    ``fresh=True`` asks for a new isolated embedded server.
+    ``fresh=True`` asks for a new isolated embedded server. A URL whose query says
+    ``cluster=1`` gives a cluster client seeded from that node (see :func:`cluster_url`).
     """
     if url is None and not fresh:
         url = os.environ.get(ENV_URL) or None
@@ -69,32 +78,91 @@ def connect(url: str | None = None, *, fresh: bool = False, ping: bool = True) -
         return fakeredis.FakeRedis(server=server, decode_responses=False)
     if fresh:
         raise ValueError("fresh=True makes an embedded server; it cannot be combined with a URL")
+    seed = cluster_url(url)
+    if seed is not None:
+        return _connect_cluster(url, seed)
+    return _connect_single(url, ping=ping)
+
+
+#: No silent resends: a script whose reply was lost may have run, and running it again (say, a
+#: second claim) is the caller's decision, so a lost connection surfaces at once.
+_CLIENT_OPTIONS: dict[str, Any] = {
+    "decode_responses": False,
+    "socket_connect_timeout": 3,
+    "socket_timeout": 10,
+}
+
+
+def _connect_single(url: str, shown: str | None = None, *, ping: bool = True) -> redis.Redis:
+    """A single-server client, pinged once unless ``ping`` is False; errors name ``shown``
+    (default ``url``), password hidden."""
+    shown = redact(url if shown is None else shown)
     try:
-        # No silent resends: a script whose reply was lost may have run, and running it again
-        # (say, a second claim) is the caller's decision, so a lost connection surfaces at once.
-        conn = redis.Redis.from_url(
-            url,
-            decode_responses=False,
-            socket_connect_timeout=3,
-            socket_timeout=10,
-            retry=Retry(NoBackoff(), 0),
-        )
+        conn = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **_CLIENT_OPTIONS)
     except ValueError as exc:
-        raise ValueError(f"bad server URL {redact(url)!r}: {exc}") from None
+        raise ValueError(f"bad server URL {shown!r}: {exc}") from None
     if not ping:
         return conn
     try:
         conn.ping()
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         conn.close()
-        raise unreachable(conn, exc, redact(url)) from None
+        raise unreachable(conn, exc, shown) from None
     return conn
+
+
+def cluster_url(url: str) -> str | None:
+    """For a URL whose query says ``cluster=1``, the same URL without that word; else None.
+
+    A cluster has only database 0: a cluster URL naming another (``/3`` or ``?db=3``) raises
+    ValueError saying so.
+    """
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    flags = [v for k, v in pairs if k.lower() == "cluster"]
+    if not flags or flags[-1].lower() not in ("1", "true", "yes"):
+        return None
+    dbs = [v for k, v in pairs if k.lower() == "db"] + [parts.path.strip("/") or "0"]
+    bad = [d for d in dbs if d != "0"]
+    if bad:
+        raise ValueError(
+            f"{redact(url)}: a cluster has only db 0, this URL names db {bad[0]!r}"
+        )
+    kept = [(k, v) for k, v in pairs if k.lower() not in ("cluster", "db")]
+    return urlunsplit(parts._replace(path="/0", query=urlencode(kept)))
+
+
+def _connect_cluster(url: str, seed: str) -> redis.Redis:
+    """A RedisCluster seeded from ``seed``'s node, after checking that node is in cluster mode.
+
+    The cluster client answers every command the lab sends (the same method names), so it is
+    handed back typed as the single-server client the handles take.
+    """
+    probe = _connect_single(seed, url)
+    try:
+        enabled = probe.info("cluster").get("cluster_enabled")
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise unreachable(probe, exc, redact(url)) from None
+    finally:
+        probe.close()
+    if str(enabled) != "1":
+        raise ValueError(
+            f"{redact(url)}: that server is not in cluster mode; drop ?cluster=1 to use it alone"
+        )
+    try:
+        conn = RedisCluster.from_url(seed, retry=Retry(NoBackoff(), 0), **_CLIENT_OPTIONS)
+    except RedisClusterException as exc:
+        raise errors.ServerUnavailable(f"cannot reach {redact(url)}: {exc}") from None
+    _SEEDS[conn] = redact(seed + ("&" if "?" in seed else "?") + "cluster=1")
+    return cast(redis.Redis, conn)
 
 
 def describe(conn: redis.Redis) -> str:
     """Where ``conn`` points, for messages: the URL with its password hidden, or 'embedded'."""
     if isinstance(conn, fakeredis.FakeRedis):
         return EMBEDDED
+    if isinstance(conn, RedisCluster):
+        return _SEEDS.get(conn, "a cluster")
     kw = conn.connection_pool.connection_kwargs
     if "path" in kw:
         return f"unix://{kw['path']}"
@@ -122,7 +190,7 @@ class reaching:  # noqa: N801 - used like a function: ``with reaching(conn): ...
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if exc is not None and isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+        if exc is not None and isinstance(exc, LOST):
             raise unreachable(self.conn, exc) from None
 
 
@@ -143,3 +211,17 @@ def unreachable(
             f"{where} did not answer{within}; the call may or may not have run"
         )
     return errors.ServerUnavailable(f"cannot reach {where}: {exc}")
+
+
+def node_client(conn: redis.Redis, key: str) -> redis.Redis:
+    """The client that talks to the one node holding ``key``: ``conn`` itself on a single
+    server; on a cluster, the client of the primary that owns the key's slot.
+
+    For the commands that act on one node only (SCAN, WAIT), which a cluster cannot route by
+    their arguments.
+    """
+    if not isinstance(conn, RedisCluster):
+        return conn
+    with reaching(conn):
+        node = conn.get_node_from_key(key)
+        return cast(redis.Redis, conn.get_redis_connection(node))

@@ -97,6 +97,23 @@ class AuthFailed(ServerUnavailable):
     label = "authentication failed"
 
 
+class NotReplicated(HostCondition):
+    """A durable claim's write reached fewer replicas than asked for in time.
+
+    The job is leased all the same, but its token might not survive a failover, so the worker
+    must not start on it; the lease runs out and the reaper hands the job on. ``job_id`` and
+    ``token`` name the claim, ``acked`` and ``wanted`` count the replicas.
+    """
+
+    label = "not replicated"
+
+    def __init__(
+        self, detail: str, *, job_id: str = "", token: int = 0, acked: int = 0, wanted: int = 0
+    ) -> None:
+        super().__init__(detail)
+        self.job_id, self.token, self.acked, self.wanted = job_id, token, acked, wanted
+
+
 WIRE_CLASSES: dict[str, type[Refusal]] = {
     cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState, BadRow)
 }

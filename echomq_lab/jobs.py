@@ -7,11 +7,13 @@ script with one EVALSHA. Refusals come back as the typed errors of :mod:`echomq_
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal, NamedTuple, cast
 
 import redis
 
-from echomq_lab import errors, keyspace
+from echomq_lab import durable, errors, keyspace
+from echomq_lab.branded import check as check_id
 from echomq_lab.connection import reaching
 from echomq_lab.scripts import Arg, load
 
@@ -20,6 +22,8 @@ MAX_MS = 365 * 24 * 3600 * 1000
 #: The latest run-at the lab accepts (ms since the Unix epoch): far beyond any real clock,
 #: and small enough that every score stays an exact integer on every server.
 MAX_RUN_AT_MS = 2**52
+#: The largest token the lab passes on (far beyond any real count of claims).
+MAX_TOKEN = 2**62
 
 
 class Claimed(NamedTuple):
@@ -59,6 +63,8 @@ Payload = bytes | bytearray | memoryview | str
 
 def _int(name: str, value: object, low: int, high: int) -> int:
     """``value`` if it is a plain int in low..high; TypeError/ValueError saying what is wrong."""
+    if type(value) is int and low <= value <= high:
+        return value
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     if not low <= value <= high:
@@ -72,10 +78,12 @@ def check_lease(value: object) -> int:
 
 
 def _token(value: object) -> int:
-    return _int("token", value, 1, 2**62)
+    return _int("token", value, 1, MAX_TOKEN)
 
 
 def _payload(value: object) -> bytes:
+    if type(value) is bytes:
+        return value
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -96,13 +104,30 @@ def _text(name: str, value: object) -> bytes:
     raise TypeError(f"{name} must be str or bytes, not {type(value).__name__}")
 
 
+class _Keys(NamedTuple):
+    """One queue's set keys and row-key prefix, built once per queue name."""
+
+    pending: str
+    active: str
+    schedule: str
+    dead: str
+    prefix: str
+
+
+@lru_cache(maxsize=1024)
+def _q(queue: str) -> _Keys:
+    """The keys of ``queue``; a bad name raises here, so only good names are ever cached."""
+    base = keyspace.base(queue)
+    return _Keys(base + "pending", base + "active", base + "schedule", base + "dead", base + "job:")
+
+
 def _keys(queue: str, *kinds: str) -> list[str]:
-    base = keyspace.base(queue)  # validated once per queue name, then cached
-    return [base + k for k in kinds]  # kinds are this module's own set names
+    q = _q(queue)
+    return [getattr(q, k) for k in kinds]  # kinds are this module's own set names
 
 
 def _row(queue: str, job_id: str) -> str:
-    return keyspace.job_key(queue, job_id)
+    return _q(queue).prefix + check_id(job_id)
 
 
 def enqueue(
@@ -113,8 +138,10 @@ def enqueue(
     An id that already has a row answers ``"duplicate"`` and changes nothing. A well-formed id
     of another namespace is refused by the script: :class:`errors.KindRefused`.
     """
-    row, data = _row(queue, job_id), _payload(payload)
-    reply = load("enqueue")(conn, [row, *_keys(queue, "pending")], [job_id, data])
+    q = _q(queue)
+    row = q.prefix + check_id(job_id)
+    data = payload if type(payload) is bytes else _payload(payload)
+    reply = load("enqueue")(conn, [row, q.pending], [job_id, data])
     return "enqueued" if reply == 1 else "duplicate"
 
 
@@ -149,27 +176,50 @@ def _dropped(orphans: list[bytes], malformed: list[bytes]) -> Dropped:
     return Dropped(tuple(orphans), tuple(malformed))
 
 
-def _claim_run(conn: redis.Redis, queue: str, lease_ms: int) -> tuple[Claimed | None, Dropped]:
+def _claim_run(
+    conn: redis.Redis, queue: str, lease_ms: int, replicas: int = 0, timeout_ms: int = 1000
+) -> tuple[Claimed | None, Dropped]:
     """Run claim's script: the claimed job (or None) and the members dropped on the way.
 
     When a script run finds only dropped members it is run again, at most :data:`CLAIM_RUNS`
     times, so a run of orphans at the head of pending does not hide the jobs behind it.
     Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
-    or no payload; that refusal changes nothing.
+    or no payload; that refusal changes nothing. With ``replicas`` the claim is durable (see
+    :func:`claim`).
     """
-    args: list[Arg] = [keyspace.job_prefix(queue), str(check_lease(lease_ms))]
-    keys = _keys(queue, "pending", "active")
+    q = _q(queue)
+    lease = lease_ms if type(lease_ms) is int and 0 < lease_ms <= MAX_MS else check_lease(lease_ms)
+    args: list[Arg] = [q.prefix, lease]
+    keys = [q.pending, q.active]
+    wanted = _int("replicas", replicas, 0, 64)
+    wait_ms = _int("timeout_ms", timeout_ms, 1, MAX_MS)
     dropped = NOTHING_DROPPED
     for _ in range(CLAIM_RUNS):
-        reply = load("claim")(conn, keys, args)
+        if wanted:
+            reply, acked = durable.run_and_wait(conn, load("claim"), keys, args, wanted, wait_ms)
+        else:
+            reply, acked = load("claim")(conn, keys, args), 0
         if len(reply) in (2, 5):
             dropped = dropped.plus(_dropped(*reply[-2:]))
         if len(reply) >= 3:
             job_id, payload, token = reply[:3]
-            return Claimed(job_id.decode("ascii"), payload, int(token)), dropped
+            claimed = Claimed(job_id.decode("ascii"), payload, int(token))
+            if acked < wanted:
+                raise _not_replicated(claimed, acked, wanted, wait_ms)
+            return claimed, dropped
         if not reply:
             break
     return None, dropped
+
+
+def _not_replicated(
+    claimed: Claimed, acked: int, wanted: int, wait_ms: int
+) -> errors.NotReplicated:
+    return errors.NotReplicated(
+        f"claim of {claimed.id} (token {claimed.token}) reached {acked} of {wanted} "
+        f"replica(s) in {wait_ms} ms; it may not survive a failover, do not start on it",
+        job_id=claimed.id, token=claimed.token, acked=acked, wanted=wanted,
+    )
 
 
 def claim_dropping(
@@ -179,13 +229,18 @@ def claim_dropping(
     return _claim_run(conn, queue, lease_ms)
 
 
-def claim(conn: redis.Redis, queue: str, lease_ms: int) -> Claimed | None:
+def claim(
+    conn: redis.Redis, queue: str, lease_ms: int, *, replicas: int = 0, timeout_ms: int = 1000
+) -> Claimed | None:
     """Lease the oldest pending job for ``lease_ms``; None when nothing is pending.
 
     The returned token is the row's new ``attempts``; present it to complete, retry and extend.
     Pending members with no job behind them are dropped on the way (see :func:`claim_dropping`).
+    ``replicas=N`` makes the claim durable: the same connection then WAITs up to
+    ``timeout_ms`` for N replicas to hold the claim, and :class:`errors.NotReplicated` is raised
+    when fewer did (the job stays leased; do not start work on that token).
     """
-    return _claim_run(conn, queue, lease_ms)[0]
+    return _claim_run(conn, queue, lease_ms, replicas, timeout_ms)[0]
 
 
 def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal["completed"]:
@@ -194,8 +249,10 @@ def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal[
     Raises :class:`errors.StaleToken` for a stale token or a lease that is gone (nothing
     changes), and :class:`errors.JobGone` when the row does not exist.
     """
-    keys = [*_keys(queue, "active"), _row(queue, job_id)]
-    reply = load("complete")(conn, keys, [job_id, str(_token(token))])
+    q = _q(queue)
+    keys = [q.active, q.prefix + check_id(job_id)]
+    fence = token if type(token) is int and 0 < token <= MAX_TOKEN else _token(token)
+    reply = load("complete")(conn, keys, [job_id, fence])
     if reply == 0:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return "completed"

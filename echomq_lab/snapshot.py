@@ -1,23 +1,42 @@
-"""Looking at a queue: one atomic snapshot of its four sets and rows, and the drift check.
+"""Looking at a queue: a bounded view for the panels, a whole read for small queues, drift facts.
 
-:func:`snapshot` reads everything in one script run (one round trip, one atomic moment), so the
-views never show a half-applied transition. :func:`check` lists every place where a row's
-``state`` and the sets disagree; after any sequence of transitions the list is empty.
+Both reads are one run of ``view.lua`` (one round trip, one atomic moment on the server), so a
+panel never shows a half-applied transition:
+
+- :func:`view` is what a panel reads on every click. Its cost does not grow with the queue or
+  the keyspace: each set's size, the first ``window`` members of each set, the state of each of
+  those members, and the whole rows of the few jobs the caller follows (their keys declared by
+  the host). A set deeper than the window is *windowed*: ``snap.showing("pending")`` reads
+  "showing 10 of 100,000".
+- :func:`snapshot` reads the four sets whole with every member's row: the lab's small queues,
+  the tests and the simulation use it. Its cost grows with the queue.
+
+Neither can see a row that sits in no set unless the caller follows it (no script lists keys by
+pattern); :func:`check` walks the whole queue from the host, in bounded steps, and finds those
+too. :func:`drifts` lists the disagreements among the ids a snapshot read.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
-from echomq_lab import branded, keyspace
+from echomq_lab import keyspace
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import Row, decoded
-from echomq_lab.scripts import load
+from echomq_lab.scripts import Arg, load
+
+if TYPE_CHECKING:
+    from echomq_lab.drift import Report
+
+__all__ = [
+    "MAX_FOLLOW", "SET_OF_STATE", "WINDOW", "Drift", "Row", "Snapshot", "check", "decoded",
+    "drifts", "snapshot", "view",
+]
 
 #: Which set holds a job in each state.
 SET_OF_STATE: dict[str, SetName] = {
@@ -26,57 +45,107 @@ SET_OF_STATE: dict[str, SetName] = {
     "scheduled": "schedule",
     "dead": "dead",
 }
-#: What an infinite score (``+inf``/``-inf``, which another client may write) is read as: no
-#: finite time is this large, so the views can say "not a time" instead of failing.
-INFINITE = 2**63
+
+#: How many members of each set a panel's view shows.
+WINDOW = 10
+#: The most jobs one view may follow (each costs one row read and four score look-ups).
+MAX_FOLLOW = 64
+#: The widest window a view accepts.
+MAX_WINDOW = 1000
+
 
 @dataclass(frozen=True)
 class Snapshot:
     """One queue at one instant on the server clock.
 
-    ``sets`` maps each set name to its (id, score) pairs in score order; ``rows`` maps each id
-    that has a row to that row (a :class:`echomq_lab.row.Row`).
+    ``sets`` maps each set name to the (id, score) pairs read, lowest score first: the whole set
+    for :func:`snapshot`, its first members for :func:`view`. ``rows`` maps each id whose whole
+    row was read to that :class:`Row`. ``sizes`` is each set's true size (ZCARD) and
+    ``states`` the ``state`` field of every id looked at (None: a row without one), present
+    exactly when the row exists. ``scores`` holds, for each id looked at, its score in every set
+    that holds it, even beyond the window. ``followed`` names the jobs whose rows were asked
+    for; ``whole`` says the sets were read whole with every member's row.
     """
 
     queue: str
     now_ms: int
     sets: dict[SetName, list[tuple[str, int]]]
-    rows: dict[str, Row]
-    #: Keys of the queue that hold another type than the protocol's (key text -> type), e.g.
-    #: a string at a row key; their content is never read.
-    others: dict[str, str] = field(default_factory=dict)
+    rows: Mapping[str, Row]
+    sizes: dict[SetName, int] = field(default_factory=dict)
+    states: dict[str, str | None] = field(default_factory=dict)
+    scores: dict[str, dict[SetName, int]] = field(default_factory=dict)
+    followed: frozenset[str] = frozenset()
+    whole: bool = True
+
+    def __post_init__(self) -> None:
+        # A snapshot built by hand (tests, an empty placeholder) holds whole sets and rows.
+        rows = {k: v if isinstance(v, Row) else Row(v) for k, v in self.rows.items()}
+        object.__setattr__(self, "rows", rows)
+        sizes = {name: self.sizes.get(name, len(self.sets[name])) for name in SET_NAMES}
+        object.__setattr__(self, "sizes", sizes)
+        states = {k: r.state for k, r in rows.items()} | dict(self.states)
+        object.__setattr__(self, "states", states)
 
     def members(self, name: SetName) -> list[str]:
-        """The ids in set ``name``, lowest score first."""
+        """The ids read from set ``name``, lowest score first."""
         return [job_id for job_id, _ in self.sets[name]]
 
     @cached_property
     def _scores(self) -> dict[SetName, dict[str, int]]:
-        """Each set as {id: score}, built once so look-ups stay O(1) on large queues."""
-        return {name: dict(pairs) for name, pairs in self.sets.items()}
+        """Each set as {id: score} from the windows and the look-ups, built once."""
+        out: dict[SetName, dict[str, int]] = {name: dict(self.sets[name]) for name in SET_NAMES}
+        for job_id, held in self.scores.items():
+            for name, score in held.items():
+                out[name][job_id] = score
+        return out
 
     def score(self, name: SetName, job_id: str) -> int | None:
-        """The score of ``job_id`` in set ``name``, or None if it is not a member."""
+        """The score of ``job_id`` in set ``name``, or None if it is not a member.
+
+        On a windowed view this is exact for every id in :meth:`ids`; for any other id None
+        means only "not read".
+        """
         return self._scores[name].get(job_id)
 
     def holders(self, job_id: str) -> list[SetName]:
-        """The names of the sets that hold ``job_id``."""
+        """The names of the sets that hold ``job_id`` (exact for the ids in :meth:`ids`)."""
         return [name for name in SET_NAMES if self.score(name, job_id) is not None]
 
     def ids(self) -> list[str]:
-        """Every id seen in a set or as a row, sorted (that is, in mint order)."""
-        seen = set(self.rows)
+        """Every id this snapshot read (a member, a followed job, a row), sorted (mint order)."""
+        seen = set(self.rows) | set(self.states) | set(self.scores)
         for name in SET_NAMES:
             seen.update(self.members(name))
         return sorted(seen)
+
+    def has_row(self, job_id: str) -> bool:
+        """True if ``job_id``'s row existed when read (only ids in :meth:`ids` are known)."""
+        return job_id in self.states
+
+    def knows_row(self, job_id: str) -> bool:
+        """True if this snapshot read ``job_id``'s whole row (or found it has none), so
+        ``rows.get(job_id)`` is the answer: a followed job, or any member of a whole read."""
+        if job_id in self.rows or job_id in self.followed:
+            return True
+        return self.whole and any(self.score(name, job_id) is not None for name in SET_NAMES)
+
+    def windowed(self, name: SetName) -> bool:
+        """True when set ``name`` holds more members than this snapshot read."""
+        return self.sizes[name] > len(self.sets[name])
+
+    def showing(self, name: SetName) -> str:
+        """How much of set ``name`` was read, in words: ``showing 10 of 100,000`` or ``all 3``."""
+        shown, size = len(self.sets[name]), self.sizes[name]
+        if self.windowed(name):
+            return f"showing {shown:,} of {size:,}"
+        return f"all {size:,}"
 
 
 @dataclass(frozen=True)
 class Drift:
     """One disagreement between rows and sets."""
 
-    kind: str  # state-mismatch | in-two-sets | row-in-no-set | member-without-row |
-    #            unknown-state | bad-attempts | malformed-member | score-not-finite | wrong-type
+    kind: str  # state-mismatch | in-two-sets | row-in-no-set | member-without-row
     job_id: str
     detail: str
 
@@ -84,92 +153,110 @@ class Drift:
         return f"{self.kind}: {self.job_id} {self.detail}"
 
 
-def _score(raw: bytes | float) -> int:
-    """A score as an int; ``inf`` and ``-inf`` become ±:data:`INFINITE`."""
-    value = float(raw)
-    if math.isinf(value):
-        return INFINITE if value > 0 else -INFINITE
-    return int(value)
-
-
 def _pairs(flat: list[Any]) -> list[tuple[str, int]]:
-    """A flat {member, score, ...} reply as (member text, int score) pairs; a member that is
-    not UTF-8 is shown as its bytes repr (it is reported as malformed, never decoded as an id)."""
-    return [(decoded(flat[i]), _score(flat[i + 1])) for i in range(0, len(flat), 2)]
+    return [
+        (flat[i].decode("ascii"), int(float(flat[i + 1]))) for i in range(0, len(flat), 2)
+    ]
 
 
-def snapshot(conn: redis.Redis, queue: str) -> Snapshot:
-    """Read the queue's four sets, all its rows and the server time in one atomic script run."""
+def _follow_keys(queue: str, follow: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The followed ids (deduplicated, in order) and their row keys; ValueError when too many."""
+    ids = list(dict.fromkeys(follow))
+    if len(ids) > MAX_FOLLOW:
+        raise ValueError(f"a view follows at most {MAX_FOLLOW} jobs, got {len(ids)}")
+    return ids, [keyspace.job_key(queue, job_id) for job_id in ids]
+
+
+def _read(conn: redis.Redis, queue: str, follow: Iterable[str], window: str) -> Snapshot:
+    """Run ``view.lua`` with ``window`` (a count or ``all``) and build the :class:`Snapshot`."""
     keys = [keyspace.queue_key(queue, name) for name in SET_NAMES]
-    prefix = keyspace.job_prefix(queue)
-    now, *flats, rows_flat, others_flat = load("snapshot")(conn, keys, [prefix + "*"])
+    ids, row_keys = _follow_keys(queue, follow)
+    args: list[Arg] = [keyspace.job_prefix(queue), window, *ids]
+    now, sizes, windows, seen = load("view")(conn, keys + row_keys, args)
     sets: dict[SetName, list[tuple[str, int]]] = {
-        name: _pairs(flat) for name, flat in zip(SET_NAMES, flats, strict=True)
+        name: _pairs(flat) for name, flat in zip(SET_NAMES, windows, strict=True)
     }
     rows: dict[str, Row] = {}
-    cut = len(prefix.encode())
-    for i in range(0, len(rows_flat), 2):
-        job_id = decoded(rows_flat[i][cut:])
-        fields = rows_flat[i + 1]
-        rows[job_id] = Row({fields[j]: fields[j + 1] for j in range(0, len(fields), 2)})
-    others = {decoded(others_flat[i]): decoded(others_flat[i + 1])
-              for i in range(0, len(others_flat), 2)}  # fmt: skip
-    return Snapshot(queue, int(now), sets, rows, others)
+    states: dict[str, str | None] = {}
+    scores: dict[str, dict[SetName, int]] = {}
+    for raw_id, *found, exists, state, row in seen:
+        job_id = raw_id.decode("ascii")
+        held = {n: int(float(s)) for n, s in zip(SET_NAMES, found, strict=True) if s is not None}
+        if held:
+            scores[job_id] = held
+        if int(exists):
+            states[job_id] = None if state is None else decoded(state)
+        if row:
+            rows[job_id] = Row({row[j]: row[j + 1] for j in range(0, len(row), 2)})
+    size_of = {name: int(n) for name, n in zip(SET_NAMES, sizes, strict=True)}
+    return Snapshot(
+        queue, int(now), sets, rows, size_of, states, scores, frozenset(ids), window == "all"
+    )
 
 
-def _odd(snap: Snapshot) -> list[Drift]:
-    """What another client can write that no transition would: keys of the wrong type, set
-    members that are not JOB ids, infinite scores, rows whose attempts is not a whole number."""
-    found = [Drift("wrong-type", key, f"holds a {kind}, not what the protocol keeps there")
-             for key, kind in snap.others.items()]  # fmt: skip
-    for name in SET_NAMES:
-        for member, score in snap.sets[name]:
-            if not (member.startswith("JOB") and branded.valid(member)):
-                found.append(Drift("malformed-member", member, f"is in {name} but is not a JOB id"))
-            if abs(score) >= INFINITE:
-                sign = "+" if score > 0 else "-"
-                found.append(Drift("score-not-finite", member, f"has score {sign}inf in {name}"))
-    for job_id, row in snap.rows.items():
-        if row.get(b"attempts") is not None and not _whole(row[b"attempts"]):
-            found.append(Drift("bad-attempts", job_id,
-                               f"has attempts {decoded(row[b'attempts'])!r}, not a whole number"))
-    return found
+def view(
+    conn: redis.Redis, queue: str, follow: Iterable[str] = (), *, window: int = WINDOW
+) -> Snapshot:
+    """What a panel shows of ``queue``, in one script run whose cost is bounded.
+
+    Reads each set's size and its first ``window`` members (pending and dead by id, active and
+    schedule soonest first), each member's ``state`` and which sets hold it, and the whole rows
+    of the jobs in ``follow`` (at most :data:`MAX_FOLLOW`, their keys declared), with the four
+    sets' scores of each. The work is at most ``4 * window + len(follow)`` look-ups whatever
+    the depth of the queue or the size of the keyspace. A malformed queue name or followed id,
+    too many follows, or a window outside 0..:data:`MAX_WINDOW` is refused before the wire.
+    """
+    if not isinstance(window, int) or isinstance(window, bool):
+        raise TypeError(f"window must be an int, not {type(window).__name__}")
+    if not 0 <= window <= MAX_WINDOW:
+        raise ValueError(f"window must be between 0 and {MAX_WINDOW}, got {window}")
+    return _read(conn, queue, follow, str(window))
 
 
-def _whole(value: bytes) -> bool:
-    """True for a plain non-negative integer: digits only, no sign, no leading zero."""
-    return value.isdigit() and len(value) <= 18 and (value == b"0" or not value.startswith(b"0"))
+def snapshot(conn: redis.Redis, queue: str, follow: Iterable[str] = ()) -> Snapshot:
+    """Read the queue's four sets whole, every member's row and the server time, atomically.
+
+    One script run, for the lab's small queues, the tests and the simulation: its cost grows with
+    the queue (a panel uses :func:`view`). A row that is in no set is read only when it is in
+    ``follow``; :func:`check` finds every such row.
+    """
+    return _read(conn, queue, follow, "all")
+
+
+def _state_drift(job_id: str, state: str | None, holders: list[SetName]) -> Drift | None:
+    shown = state if state is not None else ""
+    if not holders:
+        return Drift("row-in-no-set", job_id, f"has state {shown!r} but is in no set")
+    if SET_OF_STATE.get(shown) not in holders:
+        return Drift("state-mismatch", job_id, f"has state {shown!r} but is in {holders[0]}")
+    return None
+
+
+def drift_of(job_id: str, holders: list[SetName], has_row: bool, state: str | None) -> list[Drift]:
+    """The drifts of one id, given the sets that hold it and its row's existence and state."""
+    found: list[Drift] = []
+    if len(holders) > 1:
+        found.append(Drift("in-two-sets", job_id, f"is in {' and '.join(holders)}"))
+    if not has_row:
+        if holders:
+            found.append(Drift("member-without-row", job_id, f"is in {holders[0]} but has no row"))
+        return found
+    one = _state_drift(job_id, state, holders)
+    return found + ([one] if one else [])
 
 
 def drifts(snap: Snapshot) -> list[Drift]:
-    """Every disagreement in ``snap``; empty when each row's state names the one set holding it.
-
-    Odd data another client wrote (see the ``Drift.kind`` list) is listed too."""
-    found: list[Drift] = _odd(snap)
+    """Every disagreement among the ids ``snap`` read; empty when each row's state names the one
+    set holding it. On a windowed view that is the ids shown and followed, nothing beyond."""
+    found: list[Drift] = []
     for job_id in snap.ids():
-        holders = snap.holders(job_id)
-        row = snap.rows.get(job_id)
-        if len(holders) > 1:
-            found.append(Drift("in-two-sets", job_id, f"is in {' and '.join(holders)}"))
-        if row is None:
-            found.append(Drift("member-without-row", job_id, f"is in {holders[0]} but has no row"))
-            continue
-        state = Row(row).state or ""  # plain mappings too (a ledger audit builds its own)
-        if state not in SET_OF_STATE:
-            found.append(Drift("unknown-state", job_id,
-                               f"has state {state!r}, which no transition writes"))
-            continue
-        if not holders:
-            found.append(Drift("row-in-no-set", job_id, f"has state {state!r} but is in no set"))
-            continue
-        want = SET_OF_STATE.get(state)
-        if want not in holders:
-            found.append(
-                Drift("state-mismatch", job_id, f"has state {state!r} but is in {holders[0]}")
-            )
+        has_row = snap.has_row(job_id)
+        found += drift_of(job_id, snap.holders(job_id), has_row, snap.states.get(job_id))
     return found
 
 
-def check(conn: redis.Redis, queue: str) -> list[Drift]:
-    """Every drift in ``queue`` right now (one atomic snapshot); empty means consistent."""
-    return drifts(snapshot(conn, queue))
+def check(conn: redis.Redis, queue: str) -> Report:
+    """Every drift in the whole ``queue``, walked in bounded steps: see :func:`drift.check`."""
+    from echomq_lab import drift  # late: drift builds on this module
+
+    return drift.check(conn, queue)

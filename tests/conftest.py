@@ -70,6 +70,18 @@ def redis_server(server_pool: ServerPool) -> Server:
 
 
 @pytest.fixture(scope="session")
+def cluster_server(server_pool: ServerPool) -> Server:
+    """Session-wide 3-primary Valkey Cluster on free loopback ports."""
+    return _session_server("cluster")
+
+
+@pytest.fixture(scope="session")
+def cluster_url(cluster_server: Server) -> str:
+    """``redis://127.0.0.1:PORT/0?cluster=1`` of the session's cluster."""
+    return cluster_server.url
+
+
+@pytest.fixture(scope="session")
 def valkey_url(valkey_server: Server) -> str:
     """``redis://127.0.0.1:PORT/0`` of the session's Valkey server."""
     return valkey_server.url

@@ -25,8 +25,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from echomq_lab import branded, connect, errors, jobs, snapshot
+from echomq_lab import branded, connect, errors, jobs, keyspace, snapshot
 from echomq_lab.branded import ALPHABET, MAX_SNOWFLAKE, WIDTH
+from echomq_lab.connection import node_client
 from echomq_lab.jobs import MAX_MS, MAX_RUN_AT_MS
 from echomq_lab.report.counting import counting
 from echomq_lab.scripts import load, names
@@ -78,7 +79,8 @@ READS_INSIDE_SCRIPTS = {"cmdstat_hget", "cmdstat_zscore", "cmdstat_exists"}
 
 
 def _command_stats(conn: redis.Redis) -> dict[str, int]:
-    return {name: int(v["calls"]) for name, v in conn.info("commandstats").items()}
+    node = node_client(conn, keyspace.base(Q))  # on a cluster: the primary that owns Q
+    return {name: int(v["calls"]) for name, v in node.info("commandstats").items()}
 
 
 @contextmanager

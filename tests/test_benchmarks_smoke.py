@@ -16,6 +16,7 @@ from echomq_lab import branded, errors, jobs, keyspace, transitions
 from echomq_lab.report.targets import targets
 from echomq_lab.scripts import load
 from echomq_lab.scripts.pipeline import run_many
+from echomq_lab.testing.cluster import skip_reason
 
 #: Every handle of the transitions registry: each must be one EVALSHA and one round trip.
 HANDLES = bench.handle_names()
@@ -151,7 +152,16 @@ def test_main_quick_writes_json_and_prints_the_table(
 # -- enqueue_many: the pipelined batch the benchmark measures ----------------------------------
 
 
-def test_enqueue_many_writes_what_enqueue_writes(conn: redis.Redis) -> None:
+def _single_node_pipeline(backend_name: str) -> None:
+    """Skip on the cluster: enqueue_many and run_many pipeline EVALSHA, which redis-py's
+    cluster pipeline refuses."""
+    reason = skip_reason(backend_name, "a single-node pipeline of EVALSHA (run_many)")
+    if reason:
+        pytest.skip(reason)
+
+
+def test_enqueue_many_writes_what_enqueue_writes(conn: redis.Redis, backend_name: str) -> None:
+    _single_node_pipeline(backend_name)
     ids = [branded.mint() for _ in range(5)]
     single = branded.mint()
     jobs.enqueue(conn, "q", single, b"\x00bytes")
@@ -190,7 +200,10 @@ def test_enqueue_many_refuses_a_bad_batch(conn: redis.Redis, batch: object) -> N
         enqueue_many(conn, "q", [(branded.mint(), b"p")], batch)  # type: ignore[arg-type]
 
 
-def test_enqueue_many_recovers_from_an_empty_script_cache(conn: redis.Redis) -> None:
+def test_enqueue_many_recovers_from_an_empty_script_cache(
+    conn: redis.Redis, backend_name: str
+) -> None:
+    _single_node_pipeline(backend_name)
     conn.script_flush()
     ids = [branded.mint() for _ in range(3)]
     assert enqueue_many(conn, "q", [(i, b"p") for i in ids], 2) == ["enqueued"] * 3
@@ -200,7 +213,10 @@ def test_enqueue_many_recovers_from_an_empty_script_cache(conn: redis.Redis) -> 
 # -- run_many: the pipelined dispatch itself --------------------------------------------------
 
 
-def test_run_many_raises_the_typed_refusal_after_its_flush(conn: redis.Redis) -> None:
+def test_run_many_raises_the_typed_refusal_after_its_flush(
+    conn: redis.Redis, backend_name: str
+) -> None:
+    _single_node_pipeline(backend_name)
     job = branded.mint()
     jobs.enqueue(conn, "q", job, b"p")
     claimed = jobs.claim(conn, "q", 60_000)

@@ -193,6 +193,7 @@ def test_targets_are_judged_from_the_numbers() -> None:
     rows = targets(_results())
     assert [t.name for t in rows] == [
         "cycle vs limit / 3",
+        "cycle vs bare evalsha",
         "pipelined enqueue vs its limit",
         "cycle vs python-rq",
         "EVALSHA per transition",
@@ -268,7 +269,8 @@ def test_verdicts_agree_notices_a_stored_verdict_that_differs() -> None:
         {"name": t.name, "goal": t.goal, "got": t.got, "met": t.met} for t in targets(results)
     ]
     assert br.report(results).verdicts_agree
-    results["targets"][4]["met"] = True  # the embedded ratio was 0.40: not met
+    embedded = next(t for t in results["targets"] if t["name"] == "embedded cycle vs Valkey")
+    embedded["met"] = True  # the embedded ratio was 0.40: not met
     assert not br.report(results).verdicts_agree
 
 
@@ -368,7 +370,8 @@ def test_the_committed_results_read_cleanly_and_verdicts_agree() -> None:
     assert rep.targets == stored, "recomputed verdicts differ from the benchmark's own"
     assert rep.verdicts_agree
     warm = [t for t in rep.transitions if "cold" not in t.name]
-    assert {t.name for t in warm} == set(HANDLES)
+    names = {t.name for t in warm}  # every handle, and retry once more at its cap
+    assert set(HANDLES) <= names and names - set(HANDLES) <= {"retry (at the cap)"}
     assert all(t.evalsha == 1 and t.round_trips == 1 for t in warm)
 
 

@@ -89,6 +89,8 @@ CLICKS: dict[str, Click] = {
     "03-the-payload.ipynb": Click(
         ".emq-payload-round-trip", ("round-trip the samples",), "7 of 7 came back byte for byte"),
     STORY: Click(".emq-lab-panel", ("enqueue",), ": enqueued"),
+    "07-lab-one-queue-one-slot.ipynb": Click(
+        ".emq-cluster-panel", ("enqueue", "run it"), "answered by primary"),
 }
 
 

@@ -601,34 +601,48 @@ class Differential(RuleBasedStateMachine):
         self.stats["steps"] += self.steps
 
 
-def _report(stats: Counter[str], elapsed: float) -> str:
+def _report(stats: Counter[str], elapsed: float, name: str, examples: int) -> str:
     def listing(prefix: str) -> str:
         items = sorted((k[len(prefix) :], v) for k, v in stats.items() if k.startswith(prefix))
         return ", ".join(f"{k} {v}" for k, v in items)
 
     return (
-        f"differential fakeredis vs Valkey (db {DB}, seed {SEED}): {stats['examples']} "
-        f"examples run (asked for {EXAMPLES}, up to {STEPS} steps each), {stats['steps']} "
+        f"differential fakeredis vs {name} (seed {SEED}): {stats['examples']} "
+        f"examples run (asked for {examples}, up to {STEPS} steps each), {stats['steps']} "
         f"steps, {elapsed:.1f}s; "
         f"waits for short scores to pass: {stats['guard sleeps']} ({stats['guard ms']} ms)\n"
         f"  calls: {listing('rule ')}\n  outcomes: {listing('outcome ')}"
     )
 
 
+#: The cluster runs fewer examples (its calls go through the cluster client's routing).
+CLUSTER_EXAMPLES = max(1, EXAMPLES // 4)
+
+
 @pytest.mark.slow
 def test_fakeredis_and_valkey_agree(valkey_url: str) -> None:
     """Random sequences of transitions give the same replies and state on both servers."""
-    valkey = connect(valkey_url.rsplit("/", 1)[0] + f"/{DB}")
+    _agree(connect(valkey_url.rsplit("/", 1)[0] + f"/{DB}"), EXAMPLES, f"Valkey (db {DB})")
+
+
+@pytest.mark.slow
+def test_fakeredis_and_the_cluster_agree(cluster_url: str) -> None:
+    """The same on a 3-primary cluster (db 0, the only one it has); the three queues spread
+    over its primaries."""
+    _agree(connect(cluster_url), CLUSTER_EXAMPLES, "the cluster")
+
+
+def _agree(valkey: redis.Redis, examples: int, name: str) -> None:
     Differential.valkey = valkey
     Differential.stats = Counter()
     machine = seed(SEED)(Differential)
-    print(f"\ndifferential: seed {SEED} (repeat with ECHOMQ_DIFF_SEED={SEED})")
+    print(f"\ndifferential on {name}: seed {SEED} (repeat with ECHOMQ_DIFF_SEED={SEED})")
     started = time.monotonic()
     try:
         run_state_machine_as_test(
             machine,
             settings=settings(
-                max_examples=EXAMPLES,
+                max_examples=examples,
                 stateful_step_count=STEPS,
                 deadline=None,
                 print_blob=True,
@@ -636,7 +650,7 @@ def test_fakeredis_and_valkey_agree(valkey_url: str) -> None:
             ),
         )
     finally:
-        print("\n" + _report(Differential.stats, time.monotonic() - started))
+        print("\n" + _report(Differential.stats, time.monotonic() - started, name, examples))
         valkey.flushdb()
         valkey.close()
-    assert Differential.stats["examples"] >= EXAMPLES, "hypothesis ran fewer examples than asked"
+    assert Differential.stats["examples"] >= examples, "hypothesis ran fewer examples than asked"

@@ -104,8 +104,8 @@ TRANSITIONS: dict[str, tuple[str, Setup, object]] = {
     "reap": ("reap", lambda c: lambda: jobs.reap(c, Q), 0),
     "reprocess": ("reprocess", _setup_reprocess, "pending"),
     "extend": ("extend", _setup_extend, ANY),
-    "snapshot": ("snapshot", lambda c: lambda: snapshot.snapshot(c, Q), ANY),
-    "check": ("snapshot", lambda c: lambda: snapshot.check(c, Q), []),
+    "snapshot": ("view", lambda c: lambda: snapshot.snapshot(c, Q), ANY),
+    "view": ("view", lambda c: lambda: snapshot.view(c, Q), ANY),
 }
 
 

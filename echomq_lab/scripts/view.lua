@@ -7,7 +7,7 @@
 -- ARGV[1] prefix    the row-key prefix emq:{Q}:job: (a window member's row key is prefix .. id)
 -- ARGV[2] window    how many members of each set to return (lowest scores first), or 'all'
 -- ARGV[3..] ids     the id of each followed row, in the order of KEYS[5..]
--- Reply: {now_ms, sizes, windows, seen}
+-- Reply: {now_ms, sizes, windows, seen, others}
 --   sizes   {ZCARD pending, active, schedule, dead}
 --   windows {flat {member, score, ...} per set}: pending oldest first, active and schedule
 --           soonest first, dead first by id
@@ -16,6 +16,9 @@
 --           a followed id: its four scores and its whole row (HGETALL of its declared key);
 --           a window member: its four scores and its state only (HGET); with window 'all',
 --           its whole row instead, and no scores (the windows already hold every member)
+--   others  flat {key, type, ...}: a set key or a row key that holds another type than the
+--           protocol keeps there (another client's string, say): it is read by TYPE only, its
+--           set shown empty, its row as absent, so the view never fails with WRONGTYPE
 -- Read-only. No KEYS, no SCAN: a row in no set shows only when the host follows it.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -24,10 +27,22 @@ local stop = -1
 if not whole then
   stop = tonumber(ARGV[2]) - 1
 end
-local sizes, windows, seen, done = {}, {}, {}, {}
+local sizes, windows, seen, done, others = {}, {}, {}, {}, {}
+local zset = {}
 for i = 1, 4 do
-  sizes[i] = redis.call('ZCARD', KEYS[i])
-  if whole or stop >= 0 then
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  zset[i] = kind == 'zset' or kind == 'none'
+  if not zset[i] then
+    others[#others + 1] = KEYS[i]
+    others[#others + 1] = kind
+    sizes[i] = 0
+    windows[i] = {}
+  else
+    sizes[i] = redis.call('ZCARD', KEYS[i])
+  end
+  if not zset[i] then
+    -- nothing to read
+  elseif whole or stop >= 0 then
     windows[i] = redis.call('ZRANGE', KEYS[i], 0, stop, 'WITHSCORES')
   else
     windows[i] = {}
@@ -36,19 +51,32 @@ end
 local function scores(id)
   local out = {}
   for i = 1, 4 do
-    out[i] = redis.call('ZSCORE', KEYS[i], id)
+    out[i] = false
+    if zset[i] then
+      out[i] = redis.call('ZSCORE', KEYS[i], id)
+    end
   end
   return out
 end
+local function hash_at(key) -- true for a hash; a key of another type is noted in others
+  local kind = redis.call('TYPE', key).ok
+  if kind == 'hash' or kind == 'none' then
+    return kind == 'hash'
+  end
+  others[#others + 1] = key
+  others[#others + 1] = kind
+  return false
+end
 for j = 5, #KEYS do
   local id = ARGV[j - 2]
-  local row = redis.call('HGETALL', KEYS[j])
-  local s = scores(id)
-  local exists = 0
-  if #row > 0 then
+  local row, state, exists = {}, false, 0
+  if hash_at(KEYS[j]) then
+    row = redis.call('HGETALL', KEYS[j])
+    state = redis.call('HGET', KEYS[j], 'state')
     exists = 1
   end
-  seen[#seen + 1] = {id, s[1], s[2], s[3], s[4], exists, redis.call('HGET', KEYS[j], 'state'), row}
+  local s = scores(id)
+  seen[#seen + 1] = {id, s[1], s[2], s[3], s[4], exists, state, row}
   done[id] = true
 end
 for i = 1, 4 do
@@ -62,13 +90,16 @@ for i = 1, 4 do
         s = scores(id)
       end
       local key = ARGV[1] .. id
-      local row = false
-      if whole then
-        row = redis.call('HGETALL', key)
+      local row, state, exists = false, false, 0
+      if hash_at(key) then
+        if whole then
+          row = redis.call('HGETALL', key)
+        end
+        state = redis.call('HGET', key, 'state')
+        exists = 1
       end
-      local exists = redis.call('EXISTS', key)
-      seen[#seen + 1] = {id, s[1], s[2], s[3], s[4], exists, redis.call('HGET', key, 'state'), row}
+      seen[#seen + 1] = {id, s[1], s[2], s[3], s[4], exists, state, row}
     end
   end
 end
-return {now, sizes, windows, seen}
+return {now, sizes, windows, seen, others}

@@ -2,10 +2,18 @@
 PYTHON_BOOT ?= python3
 VENV        := .venv
 PY          := $(VENV)/bin/python
+# Two installs: LAB_STAMP is the lab alone (the package and its runtime dependencies: what
+# `make lab` and `make app` need); STAMP adds the test extras on top (`make test`, `make venv`).
+LAB_STAMP   := $(VENV)/.lab-installed
 STAMP       := $(VENV)/.installed
 PYTEST_ARGS ?=
+# uv (from PyPI) when it is on PATH: it installs the lab several times faster than pip (README,
+# "Set-up time"); pip otherwise (first brought up to date: a new venv's pip is slower).
+UV          := $(shell command -v uv 2>/dev/null)
+INSTALL     := $(if $(UV),$(UV) pip install --python $(PY),$(PY) -m pip install)
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 
-.PHONY: test lint typecheck pytest lab bench clean venv notebooks actionlint nav page
+.PHONY: test lint typecheck pytest lab app bench clean venv notebooks actionlint nav page
 
 venv: $(STAMP)
 
@@ -13,12 +21,16 @@ $(PY):
 	$(PYTHON_BOOT) -m venv $(VENV)
 
 # Re-install only when pyproject.toml changed since the last install.
-$(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --upgrade pip
-	$(PY) -m pip install -e '.[test]'
-	mkdir -p $(VENV)/share/jupyter/lab/settings
+$(LAB_STAMP): pyproject.toml | $(PY)
+	$(if $(UV),,$(PY) -m pip install --upgrade pip)
+	$(INSTALL) -e .
+	mkdir -p $(LAB_SETTINGS)
 	echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' \
-		> $(VENV)/share/jupyter/lab/settings/overrides.json
+		> $(LAB_SETTINGS)/overrides.json
+	touch $(LAB_STAMP)
+
+$(STAMP): pyproject.toml $(LAB_STAMP)
+	$(INSTALL) -e '.[test]'
 	touch $(STAMP)
 
 # ruff reads notebooks itself: their code cells get the package's rules (pyproject.toml).
@@ -42,16 +54,25 @@ actionlint: $(STAMP)
 
 test: lint typecheck actionlint pytest
 
-# JupyterLab on notebooks/, opening the centre page. As root it needs --allow-root; a busy
+# JupyterLab on notebooks/, opening the hub page. As root it needs --allow-root; a busy
 # port moves to the next free one; the printed URL carries the login token.
 LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-lab: $(STAMP)
+lab: $(LAB_STAMP)
 	@echo "Opening JupyterLab on notebooks/ (start with 00-the-record-hash.ipynb)."
 	@echo "Server: $${ECHOMQ_REDIS_URL:-embedded fakeredis (set ECHOMQ_REDIS_URL for a real one)}"
 	$(PY) -m jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks $(LAB_ARGS) \
 		notebooks/00-the-record-hash.ipynb
+
+# The same pages click-only (Voila: no code, live widgets), opening the hub page. Voila needs no
+# flag as root; a busy port moves to the next free one. Options: APP_ARGS="--port=N --no-browser".
+APP_ARGS ?=
+
+app: $(LAB_STAMP)
+	@echo "Opening the lab as an app on notebooks/ (no code; start with 00-the-record-hash.ipynb)."
+	@echo "Server: $${ECHOMQ_REDIS_URL:-embedded fakeredis (set ECHOMQ_REDIS_URL for a real one)}"
+	$(PY) -m echomq_lab.app $(APP_ARGS) notebooks
 
 # Re-run every notebook and store its outputs and widget state (nbval compares against them).
 # Needed after changing a handle or script a notebook shows: its source is part of the output.

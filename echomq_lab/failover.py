@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import redis
 from redis.connection import AbstractConnection
@@ -221,9 +221,14 @@ class _Actor:
                            started=started)
 
 
-def _row_text(conn: redis.Redis, queue: str, job_id: str) -> str:
-    row = jobs.record(conn, queue, job_id)
-    if row is None:
+def _row_text(node: Node, queue: str, job_id: str) -> str:
+    """The job's row as ``node`` itself holds it (read there, not routed)."""
+    client = node.client()
+    try:
+        row = cast(dict[bytes, bytes], client.hgetall(keyspace.job_key(queue, job_id)))
+    finally:
+        client.close()
+    if not row:
         return "no row"
     return ", ".join(f"{k.decode()}={row[k].decode()}" for k in (b"state", b"attempts"))
 
@@ -249,16 +254,16 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
     ledger.record(host, "enqueue", job_id, 0, "accepted",
                   jobs.enqueue(conn1, queue, job_id, b"work"), started=started)
     node = primary.client()
-    acked = int(node.wait(2, 5000))
+    acked = int(node.wait(2, 10_000))
     r.steps.append(f"enqueued {job_id} on the primary of slot {slot}; WAIT 2 -> {acked}: "
                    "both replicas have the job")
     _never_fail_over(second_replica)
     cluster.freeze(replica)
     cluster.freeze(second_replica)
-    cut = node.client_kill_filter(_type="replica")
+    node.client_kill_filter(_type="replica")
     node.close()
-    r.steps.append(f"both replicas frozen (SIGSTOP), their links cut ({cut} killed); the "
-                   "second may not run for election (cluster-replica-no-failover)")
+    r.steps.append("both replicas frozen (SIGSTOP), their links cut (CLIENT KILL TYPE "
+                   "replica); the second may not run for election (cluster-replica-no-failover)")
     held = w1.claim(conn1, r)
     r.steps.append(f"worker 1 claims: {_held(held, ledger)}")
     conn1.close()
@@ -267,11 +272,12 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
     r.promoted_in_s = _wait_promotion(cluster, replica, slot)
     r.steps.append(f"primary killed (SIGKILL), one replica thawed; promoted in "
                    f"{r.promoted_in_s:.1f} s")
+    promoted_row = _row_text(replica, queue, job_id)  # read before the other replica syncs
     cluster.thaw(second_replica)
     _wait_following(cluster, second_replica, replica)
     r.steps.append("the second replica thawed and told to follow the promoted one")
     conn2 = connect(cluster.url_via(replica))
-    r.steps.append(f"the promoted replica holds the row as: {_row_text(conn2, queue, job_id)}")
+    r.steps.append(f"the promoted replica holds the row as: {promoted_row}")
     second = w2.claim(conn2, r)
     r.steps.append(f"worker 2 claims: {_held(second, ledger)}")
     if held is not None:

@@ -21,7 +21,7 @@ from echomq_lab import branded, jobs, keyspace, transitions
 from echomq_lab.connection import reaching
 from echomq_lab.row import FIELD_NAMES as FIELD_NAMES
 from echomq_lab.row import FieldName as FieldName
-from echomq_lab.scripts import load, names
+from echomq_lab.scripts import load
 
 #: The scripts that are transitions of the protocol (``snapshot`` is the lab's read-only view).
 TRANSITION_SCRIPTS: tuple[str, ...] = transitions.SCRIPTS
@@ -111,8 +111,9 @@ FIELDS: dict[str, Field] = {
         initial=b"pending",
         initial_text="pending ('scheduled' when enqueued for later)",
         role=(
-            "the lifecycle position; every transition rewrites it inside the same script that "
-            "moves the id between sets, so it never disagrees with the set that holds the job"
+            "the lifecycle position; each transition that moves the id between sets rewrites "
+            "it in the same script (extend moves nothing and leaves it; complete deletes the "
+            "row), so it always names the set that holds the job"
         ),
         writes=(
             Write("enqueue", "HSET", b"pending",
@@ -136,13 +137,13 @@ FIELDS: dict[str, Field] = {
     ),
     "attempts": Field(
         name="attempts",
-        holds="how many times the job has been claimed",
+        holds="the number of claims so far, which is also the current lease's token",
         initial=b"0",
         initial_text="0",
         role=(
-            "the retry count and the fencing token at once: claim adds one and hands the new "
-            "value to the worker; complete, retry and extend refuse a token that no longer "
-            "matches (EMQSTALE)"
+            "two roles, one number: it counts the tries, and it fences them. Enqueue sets 0; "
+            "only claim changes it, adding one and giving the worker the result as its token; "
+            "complete, retry and extend refuse any other token (EMQSTALE)"
         ),
         writes=(
             Write("enqueue", "HSET", b"0", "in the three-field HSET"),
@@ -239,13 +240,14 @@ _CALL = re.compile(r"redis\.call\('([A-Za-z]+)'")
 
 
 def mentions(name: str, scripts: tuple[str, ...] | None = None) -> list[Mention]:
-    """Every code line (comments skipped) of the protocol scripts that names field ``name``.
+    """Every code line (comments skipped) of the transitions' scripts that names field ``name``
+    (the read-only views, such as ``view.lua``, are not transitions and are left out).
 
     A line counts when it holds ``'name'`` as a quoted Lua string inside a ``redis.call``.
     """
     quoted = f"'{name}'"
     found: list[Mention] = []
-    for script in names() if scripts is None else scripts:
+    for script in transitions.SCRIPTS if scripts is None else scripts:
         for no, line in enumerate(load(script).source.splitlines(), start=1):
             code = line.strip()
             if code.startswith("--") or quoted not in code:

@@ -14,11 +14,16 @@ panel never shows a half-applied transition:
 Neither can see a row that sits in no set unless the caller follows it (no script lists keys by
 pattern); :func:`check` walks the whole queue from the host, in bounded steps, and finds those
 too. :func:`drifts` lists the disagreements among the ids a snapshot read.
+
+Both tolerate what another client may write: the script checks the TYPE of every key before
+reading it (a key of another type is named in ``Snapshot.others``, never read), members that
+are not UTF-8 are shown by :func:`row.decoded`, and ``+inf``/``-inf`` scores read as
+±:data:`INFINITE`; :func:`drifts` lists each of these among the drifts (the kinds are
+:mod:`echomq_lab.drift_kinds`').
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from echomq_lab import branded, keyspace
+from echomq_lab import keyspace
+from echomq_lab.drift_kinds import INFINITE, SET_OF_STATE, Drift, drift_of, score_of, wrong_type
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import Row, decoded
 from echomq_lab.scripts import Arg, load
@@ -35,17 +41,9 @@ if TYPE_CHECKING:
     from echomq_lab.drift import Report
 
 __all__ = [
-    "MAX_FOLLOW", "SET_OF_STATE", "WINDOW", "Drift", "Row", "Snapshot", "check", "decoded",
-    "drifts", "snapshot", "view",
+    "INFINITE", "MAX_FOLLOW", "SET_OF_STATE", "WINDOW", "Drift", "Row", "Snapshot", "check",
+    "decoded", "drift_of", "drifts", "snapshot", "view",
 ]
-
-#: Which set holds a job in each state.
-SET_OF_STATE: dict[str, SetName] = {
-    "pending": "pending",
-    "active": "active",
-    "scheduled": "schedule",
-    "dead": "dead",
-}
 
 #: How many members of each set a panel's view shows.
 WINDOW = 10
@@ -65,7 +63,10 @@ class Snapshot:
     ``states`` the ``state`` field of every id looked at (None: a row without one), present
     exactly when the row exists. ``scores`` holds, for each id looked at, its score in every set
     that holds it, even beyond the window. ``followed`` names the jobs whose rows were asked
-    for; ``whole`` says the sets were read whole with every member's row.
+    for; ``whole`` says the sets were read whole with every member's row. ``others`` maps each
+    key read that holds another type than the protocol keeps there (key text -> its TYPE, e.g.
+    a string at a row key) to that type; its content was never read. A member that is not
+    UTF-8 is its bytes repr (:func:`row.decoded`); an infinite score is ±:data:`INFINITE`.
     """
 
     queue: str
@@ -77,8 +78,6 @@ class Snapshot:
     scores: dict[str, dict[SetName, int]] = field(default_factory=dict)
     followed: frozenset[str] = frozenset()
     whole: bool = True
-    #: Keys of the queue read that hold another type than the protocol's (key -> type), e.g.
-    #: another client's string at a row key; their content is never read.
     others: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -145,35 +144,10 @@ class Snapshot:
         return f"all {size:,}"
 
 
-@dataclass(frozen=True)
-class Drift:
-    """One disagreement between rows and sets."""
-
-    kind: str  # state-mismatch | in-two-sets | row-in-no-set | member-without-row
-    job_id: str
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.kind}: {self.job_id} {self.detail}"
-
-
-#: What an infinite score (``+inf``/``-inf``, which another client may write) is read as: no
-#: finite time is this large, so the views can say "not a time" instead of failing.
-INFINITE = 2**63
-
-
-def _score(raw: bytes | float) -> int:
-    """A score as an int; ``inf`` and ``-inf`` become ±:data:`INFINITE`."""
-    value = float(raw)
-    if math.isinf(value):
-        return INFINITE if value > 0 else -INFINITE
-    return int(value)
-
-
 def _pairs(flat: list[Any]) -> list[tuple[str, int]]:
-    """A flat {member, score, ...} reply as (member text, int score) pairs; a member that is not
-    UTF-8 is shown by the one display rule (and reported as malformed, never parsed as an id)."""
-    return [(decoded(flat[i]), _score(flat[i + 1])) for i in range(0, len(flat), 2)]
+    """A flat {member, score, ...} reply as (member text, int score) pairs: a member that is
+    not UTF-8 is its bytes repr (see :func:`row.decoded`), an infinite score ±INFINITE."""
+    return [(decoded(flat[i]), score_of(flat[i + 1])) for i in range(0, len(flat), 2)]
 
 
 def _follow_keys(queue: str, follow: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -198,7 +172,7 @@ def _read(conn: redis.Redis, queue: str, follow: Iterable[str], window: str) -> 
     scores: dict[str, dict[SetName, int]] = {}
     for raw_id, *found, exists, state, row in seen:
         job_id = decoded(raw_id)
-        held = {n: _score(s) for n, s in zip(SET_NAMES, found, strict=True) if s is not None}
+        held = {n: score_of(s) for n, s in zip(SET_NAMES, found, strict=True) if s is not None}
         if held:
             scores[job_id] = held
         if int(exists):
@@ -208,8 +182,10 @@ def _read(conn: redis.Redis, queue: str, follow: Iterable[str], window: str) -> 
     size_of = {name: int(n) for name, n in zip(SET_NAMES, sizes, strict=True)}
     others = {decoded(others_flat[i]): decoded(others_flat[i + 1])
               for i in range(0, len(others_flat), 2)}  # fmt: skip
-    return Snapshot(queue, int(now), sets, rows, size_of, states, scores, frozenset(ids),
-                    window == "all", others)
+    return Snapshot(
+        queue, int(now), sets, rows, size_of, states, scores, frozenset(ids), window == "all",
+        others,
+    )
 
 
 def view(
@@ -220,9 +196,11 @@ def view(
     Reads each set's size and its first ``window`` members (pending and dead by id, active and
     schedule soonest first), each member's ``state`` and which sets hold it, and the whole rows
     of the jobs in ``follow`` (at most :data:`MAX_FOLLOW`, their keys declared), with the four
-    sets' scores of each. The work is at most ``4 * window + len(follow)`` look-ups whatever
-    the depth of the queue or the size of the keyspace. A malformed queue name or followed id,
-    too many follows, or a window outside 0..:data:`MAX_WINDOW` is refused before the wire.
+    sets' scores of each. The work is at most ``4 * window + len(follow)`` look-ups (each with
+    one TYPE of its row key) whatever the depth of the queue or the size of the keyspace. A
+    malformed queue name or followed id, too many follows, or a window outside
+    0..:data:`MAX_WINDOW` is refused before the wire. Keys of another type, infinite scores
+    and members that are not UTF-8 are read without failing (see the module docstring).
     """
     if not isinstance(window, int) or isinstance(window, bool):
         raise TypeError(f"window must be an int, not {type(window).__name__}")
@@ -241,69 +219,20 @@ def snapshot(conn: redis.Redis, queue: str, follow: Iterable[str] = ()) -> Snaps
     return _read(conn, queue, follow, "all")
 
 
-def _state_drift(job_id: str, state: str | None, holders: list[SetName]) -> Drift | None:
-    shown = state if state is not None else ""
-    if shown and shown not in SET_OF_STATE:
-        return Drift("unknown-state", job_id, f"has state {shown!r}, which no transition writes")
-    if not holders:
-        return Drift("row-in-no-set", job_id, f"has state {shown!r} but is in no set")
-    if SET_OF_STATE.get(shown) not in holders:
-        return Drift("state-mismatch", job_id, f"has state {shown!r} but is in {holders[0]}")
-    return None
-
-
-def drift_of(job_id: str, holders: list[SetName], has_row: bool, state: str | None) -> list[Drift]:
-    """The drifts of one id, given the sets that hold it and its row's existence and state."""
-    found: list[Drift] = []
-    if len(holders) > 1:
-        found.append(Drift("in-two-sets", job_id, f"is in {' and '.join(holders)}"))
-    if not has_row:
-        if holders:
-            found.append(Drift("member-without-row", job_id, f"is in {holders[0]} but has no row"))
-        return found
-    one = _state_drift(job_id, state, holders)
-    return found + ([one] if one else [])
-
-
-def well_formed_member(member: str) -> bool:
-    """True when a set member is a well-formed JOB id (what every transition expects)."""
-    return member.startswith("JOB") and branded.valid(member)
-
-
-def whole_number(value: bytes) -> bool:
-    """True for an ``attempts`` a claim can count on: digits only, no sign, no leading zero."""
-    return value.isdigit() and len(value) <= 18 and (value == b"0" or not value.startswith(b"0"))
-
-
-def odd_drifts(snap: Snapshot) -> list[Drift]:
-    """What another client can write that no transition would, among what ``snap`` read: keys
-    of the wrong type, members that are not JOB ids, infinite scores, attempts that is not a
-    whole number."""
-    found = [Drift("wrong-type", key, f"holds a {kind}, not what the protocol keeps there")
-             for key, kind in snap.others.items()]  # fmt: skip
-    for name in SET_NAMES:
-        for member, score in snap.sets[name]:
-            if not well_formed_member(member):
-                found.append(Drift("malformed-member", member, f"is in {name} but is not a JOB id"))
-            if abs(score) >= INFINITE:
-                sign = "+" if score > 0 else "-"
-                found.append(Drift("score-not-finite", member, f"has score {sign}inf in {name}"))
-    for job_id, row in snap.rows.items():
-        attempts = row.get(b"attempts")
-        if attempts is not None and not whole_number(attempts):
-            found.append(Drift("bad-attempts", job_id,
-                               f"has attempts {decoded(attempts)!r}, not a whole number"))
-    return found
-
-
 def drifts(snap: Snapshot) -> list[Drift]:
     """Every disagreement among the ids ``snap`` read; empty when each row's state names the one
-    set holding it. On a windowed view that is the ids shown and followed, nothing beyond. Odd
-    data another client wrote is listed too (:func:`odd_drifts`)."""
-    found: list[Drift] = odd_drifts(snap)
+    set holding it. On a windowed view that is the ids shown and followed, nothing beyond.
+
+    Odd data another client wrote among what was read is listed too (the kinds are
+    :mod:`drift_kinds`'): each key of the wrong type first, then per id a member that is not a
+    JOB id, an infinite score, a read row whose ``attempts`` is not a whole number, a state no
+    transition writes."""
+    found = [wrong_type(key, kind) for key, kind in sorted(snap.others.items())]
     for job_id in snap.ids():
-        has_row = snap.has_row(job_id)
-        found += drift_of(job_id, snap.holders(job_id), has_row, snap.states.get(job_id))
+        scores = {name: s for name in SET_NAMES if (s := snap.score(name, job_id)) is not None}
+        row = snap.rows.get(job_id)
+        attempts = None if row is None else row.get(b"attempts")
+        found += drift_of(job_id, scores, snap.has_row(job_id), snap.states.get(job_id), attempts)
     return found
 
 

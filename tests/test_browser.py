@@ -81,7 +81,7 @@ class Click:
 #: fails its test: add one (a panel, the buttons to press, a text that then appears).
 CLICKS: dict[str, Click] = {
     "00-the-record-hash.ipynb": Click(
-        ".emq-field-picker", ("state",), "where the job is in its lifecycle"),
+        ".emq-field-picker", ("payload",), "the caller's bytes"),
     "01-the-hash-and-its-fields.ipynb": Click(
         ".emq-field-picker", ("payload",), "the caller's bytes"),
     CENTRE: Click(
@@ -89,6 +89,9 @@ CLICKS: dict[str, Click] = {
     "03-the-payload.ipynb": Click(
         ".emq-payload-round-trip", ("round-trip the samples",), "7 of 7 came back byte for byte"),
     STORY: Click(".emq-lab-panel", ("enqueue",), ": enqueued"),
+    "05-lab-the-fence-under-load.ipynb": Click(".emq-simulation", ("Run",), "every verdict holds"),
+    "06-lab-one-round-trip.ipynb": Click(
+        ".emq-measure", ("measure now",), "every one an EVALSHA"),
     "07-lab-one-queue-one-slot.ipynb": Click(
         ".emq-cluster-panel", ("enqueue", "run it"), "answered by primary"),
 }
@@ -359,30 +362,40 @@ def test_centre_fence_panel_refuses_the_stale_token(
     expect_row(view, "active", "2")
 
     set_token(fence, 1)
-    press(fence, "complete")
-    refusal = "EMQSTALE: token 1 is stale, the row's attempts is 2 (the row is untouched)"
+    press(fence, "complete")  # the verb; each run builds a fresh sample row first
+    press(fence, "run it")
+    refusal = ("complete with token 1 (stale, lease held): refused EMQSTALE: token 1 is stale, "
+               "the row's attempts is 2; the row is untouched")
     expect(fence.locator(".emq-message.emq-refused").first).to_contain_text(
         refusal, timeout=UPDATE_MS)
     expect_row(view, "active", "2")
     expect(view.locator("tr.emq-changed"), "the refusal changed no field").to_have_count(0)
+    job = job_id_in(view.inner_text())
     expect_in_set(fence, job, "active")
     cell = page.locator(".jp-CodeCell", has=fence)
     cell.scroll_into_view_if_needed()
     cell.screenshot(path=str(screenshots / "02-fence-refused.png"))
 
     set_token(fence, 0)
-    press(fence, "complete")
-    expect(message(fence)).to_contain_text("ValueError: token must be between 1 and",
+    press(fence, "run it")
+    expect(message(fence)).to_contain_text("ValueError: token must be at least 1, got 0",
                                            timeout=UPDATE_MS)
     expect_row(view, "active", "2")
 
     set_token(fence, 2)
-    press(fence, "complete")
+    press(fence, "already reaped")
+    press(fence, "run it")
+    expect(fence.locator(".emq-message.emq-refused").first).to_contain_text(
+        "token 2 holds no lease: the job is not active; the row is untouched", timeout=UPDATE_MS)
+    expect_row(view, "pending", "2")
+
+    press(fence, "still held")
+    press(fence, "run it")
     expect(fence.locator(".emq-message.emq-ok").first).to_contain_text(
-        "token 2 accepted: complete deleted the row and its lease", timeout=UPDATE_MS)
+        "complete with token 2 (live, lease held): accepted (completed); it deleted the row and "
+        "its lease", timeout=UPDATE_MS)
     expect_gone(view)
-    expect(fence).to_contain_text(f"sample row {job}: the row is gone", timeout=UPDATE_MS)
-    expect_in_set(fence, job, None)
+    expect(fence).to_contain_text("the row is gone", timeout=UPDATE_MS)
 
 
 # -- 02 and 04: the two-workers story, step by step ---------------------------------------------

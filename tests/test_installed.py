@@ -1,12 +1,15 @@
-"""The package installed non-editable, as Binder installs it, runs every notebook.
+"""A Binder-like install runs every notebook: binder/environment.yml's packages plus postBuild.
 
-``binder/postBuild`` runs ``pip install --no-deps .``: the package then lives in site-packages,
-far from the repository, so anything that finds a repository file from the package's own
-location breaks. This test builds a fresh venv in a temporary folder, installs a copy of the
-package (not editable, with its runtime dependencies from pyproject.toml, plus pytest and
-nbval at pyproject's test ranges), checks that the kernel imports it from site-packages, and
-runs every notebook under strict nbval with ``notebooks/`` as the working folder, the way a
-Binder kernel runs them. It takes a couple of minutes; each step has a time limit.
+The closest this machine comes to mybinder.org (repo2docker). A fresh venv in a temporary folder
+gets the packages binder/environment.yml lists (conda names translated to PyPI's, the same
+ranges; python and pip are the venv's own), plus pytest and nbval at pyproject's test ranges to
+run the notebooks. Then ``binder/postBuild`` itself runs there with the venv's ``python`` first
+on PATH, from a copy of the repository's package files: it installs echomq_lab non-editable
+(``pip install --no-deps .``), so the package lives in site-packages, far from the repository,
+and anything that finds a repository file from the package's own location breaks. The test
+checks that the kernel imports the package from site-packages, that postBuild's settings file
+is in place, and runs every notebook under strict nbval with ``notebooks/`` as the working
+folder, the way a Binder kernel runs them. It takes a few minutes; each step has a time limit.
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from tests.test_env_files import CONDA_ONLY, conda_ranges
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+BINDER = ROOT / "binder"
 #: Time limits (s): making the venv and installing into it, then the whole nbval run.
 INSTALL_TIMEOUT_S = 900
 NBVAL_TIMEOUT_S = 900
@@ -39,9 +45,20 @@ def _test_tools() -> list[str]:
     return lines
 
 
+def _binder_packages() -> list[str]:
+    """binder/environment.yml's packages as PyPI requirements (python and pip left out)."""
+    conda, pip = conda_ranges(BINDER / "environment.yml")
+    assert not pip, f"binder/environment.yml has pip: lines this test does not install: {pip}"
+    python = conda.pop("python")
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" in python, (
+        f"this Python is not in binder's range {python}")
+    return [f"{name}{spec}" for name, spec in sorted(conda.items()) if name not in CONDA_ONLY]
+
+
 def _copy_of_the_package(into: Path) -> Path:
-    """pyproject.toml and echomq_lab/ copied to ``into``: a source tree outside the repository."""
+    """pyproject.toml, echomq_lab/ and binder/ copied to ``into``: a tree outside the repository."""
     shutil.copy2(ROOT / "pyproject.toml", into / "pyproject.toml")
+    shutil.copytree(BINDER, into / "binder")
     shutil.copytree(
         ROOT / "echomq_lab",
         into / "echomq_lab",
@@ -69,16 +86,22 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: int) -> str:
     return done.stdout
 
 
-def test_every_notebook_runs_from_a_non_editable_install(tmp_path: Path) -> None:
+def test_every_notebook_runs_from_a_binder_like_install(tmp_path: Path) -> None:
     env = _env(tmp_path)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = str(venv / "bin" / "python")
+    packages = _binder_packages()
+    assert any(p.startswith("voila") for p in packages), packages  # the app view opens on Binder
+    install = [python, "-m", "pip", "install", "--no-input", *packages, *_test_tools()]
+    _run(install, tmp_path, env, INSTALL_TIMEOUT_S)
     (tmp_path / "src").mkdir()
     source = _copy_of_the_package(tmp_path / "src")
-    install = [python, "-m", "pip", "install", "--no-input", str(source), *_test_tools()]
-    _run(install, tmp_path, env, INSTALL_TIMEOUT_S)
+    post = {**env, "PATH": str(venv / "bin") + os.pathsep + env.get("PATH", "")}
+    _run(["bash", str(source / "binder" / "postBuild")], source, post, INSTALL_TIMEOUT_S)
     shutil.rmtree(source)  # nothing of the copy is needed once it is installed
+    settings = venv / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    assert settings.exists(), "postBuild wrote no lab settings"
 
     where = _run(
         [python, "-c", "import echomq_lab; print(echomq_lab.__file__)"], NOTEBOOKS, env, 120

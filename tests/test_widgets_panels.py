@@ -104,35 +104,39 @@ def test_fence_panel_refuses_the_stale_token_and_accepts_the_live_one(fresh: red
     assert panel.header_text() == f"sample row {job_id}: the row's attempts is 2"
 
     panel.token.value = 1
-    panel.buttons["complete"].click()
+    panel.buttons["run"].click()  # a fresh sample row, then complete with token 1
+    assert panel.sample.job_id != job_id
+    job_id = panel.sample.job_id
+    row = jobs.record(fresh, Q, job_id)
     assert panel.last_message == (
-        "EMQSTALE: token 1 is stale, the row's attempts is 2 (the row is untouched)"
+        "complete with token 1 (stale, lease held): refused EMQSTALE: token 1 is stale, the "
+        "row's attempts is 2; the row is untouched"
     )
     assert "emq-refused" in panel.message.value
-    assert jobs.record(fresh, Q, job_id) == row
+    assert row is not None and row[b"attempts"] == b"2"
     assert snapshot(fresh, Q).members("active") == [job_id]
     assert "attempts   2\n" in panel.text() and "(changed)" not in panel.text()
 
     before = snapshot(fresh, Q)
     panel.token.value = 0
-    panel.buttons["complete"].click()
-    assert panel.last_message.startswith("ValueError: token must be between 1 and")
+    panel.buttons["run"].click()
+    assert panel.last_message == "ValueError: token must be at least 1, got 0"
     assert same(before, snapshot(fresh, Q))
 
     panel.token.value = 2
-    panel.buttons["complete"].click()
-    assert panel.last_ok and panel.last_message.startswith("token 2 accepted")
+    panel.buttons["complete"].click()  # the run button's older name
+    job_id = panel.sample.job_id
+    assert panel.last_ok and panel.last_message == (
+        "complete with token 2 (live, lease held): accepted (completed); it deleted the row "
+        "and its lease"
+    )
     assert jobs.record(fresh, Q, job_id) is None
     assert snapshot(fresh, Q).members("active") == []
     assert panel.header_text().endswith("the row is gone")
     assert "no row (completed or never enqueued)" in panel.text()
 
-    panel.buttons["complete"].click()
-    assert not panel.last_ok
-    assert panel.last_message == f"job {job_id} has no row in queue '{Q}'"
-
     panel.buttons["rebuild"].click()
-    assert panel.sample.job_id != job_id
+    assert panel.sample.job_id != job_id and panel.trial is None
     new_row = jobs.record(fresh, Q, panel.sample.job_id)
     assert new_row is not None and new_row[b"attempts"] == b"2"
     assert check(fresh, Q) == []
@@ -140,10 +144,12 @@ def test_fence_panel_refuses_the_stale_token_and_accepts_the_live_one(fresh: red
 
 def test_fence_panel_without_a_row_says_so(fresh: redis.Redis) -> None:
     panel = FencePanel(fresh, Q, build=False)
-    panel.buttons["complete"].click()
-    assert panel.last_message == "ValueError: no sample row yet: press rebuild"
     assert panel.header_text() == "no sample row yet"
     assert snapshot(fresh, Q).rows == {}
+    panel.token.value = -1
+    panel.buttons["run"].click()
+    assert panel.last_message == "ValueError: token must be at least 1, got -1"
+    assert snapshot(fresh, Q).rows == {} and panel.sample is None
 
 
 def test_two_workers_story_buttons_follow_the_story(fresh: redis.Redis) -> None:

@@ -21,25 +21,54 @@ from echomq_lab import branded, clock, jobs, queues, scripts
 FAR_FUTURE_MS = 4_102_444_800_000
 
 
+def _counted_pipeline(pipe: Any, calls: list[str]) -> Any:
+    """``pipe`` with its flushes counted: each ``execute`` that sends is one request, recorded
+    as ``MULTI[n]`` (a transaction of n commands) or ``PIPELINE[n]``; a command sent at once
+    while the pipeline WATCHes is one request under its own name."""
+    flush: Callable[..., Any] = pipe.execute
+    at_once: Callable[..., Any] = pipe.immediate_execute_command
+
+    def execute(*args: Any, **options: Any) -> Any:
+        if pipe.command_stack or pipe.watching:
+            kind = "MULTI" if pipe.transaction else "PIPELINE"
+            calls.append(f"{kind}[{len(pipe.command_stack)}]")
+        return flush(*args, **options)
+
+    def immediate(*args: Any, **options: Any) -> Any:
+        calls.append(str(args[0]).upper())
+        return at_once(*args, **options)
+
+    pipe.__dict__["execute"] = execute
+    pipe.__dict__["immediate_execute_command"] = immediate
+    return pipe
+
+
 @contextmanager
 def counting(conn: redis.Redis) -> Iterator[list[str]]:
-    """Record the name of every command ``conn`` sends inside the block, in order.
+    """Record every request ``conn`` sends inside the block, in order: one entry a round trip.
 
-    Each ``execute_command`` call of a client that is not pipelining is one request and one
-    reply: one round trip. The client is restored when the block ends, even on an error.
+    A command sent alone is recorded by its name (``EVALSHA``); a pipeline made with
+    ``conn.pipeline()`` inside the block is recorded once per flush, as ``MULTI[n]`` or
+    ``PIPELINE[n]``. The client is restored when the block ends, even on an error.
     """
     calls: list[str] = []
     original: Callable[..., Any] = conn.execute_command
+    make_pipeline: Callable[..., Any] = conn.pipeline
 
     def counted(*args: Any, **options: Any) -> Any:
         calls.append(str(args[0]).upper())
         return original(*args, **options)
 
+    def pipeline(*args: Any, **options: Any) -> Any:
+        return _counted_pipeline(make_pipeline(*args, **options), calls)
+
     conn.__dict__["execute_command"] = counted
+    conn.__dict__["pipeline"] = pipeline
     try:
         yield calls
     finally:
         conn.__dict__.pop("execute_command", None)
+        conn.__dict__.pop("pipeline", None)
 
 
 def calls_text(calls: Sequence[str]) -> str:

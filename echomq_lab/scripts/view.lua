@@ -16,9 +16,12 @@
 --           a followed id: its four scores and its whole row (HGETALL of its declared key);
 --           a window member: its four scores and its state only (HGET); with window 'all',
 --           its whole row instead, and no scores (the windows already hold every member)
---   others  flat {key, type, ...}: a set key or a row key that holds another type than the
---           protocol keeps there (another client's string, say): it is read by TYPE only, its
---           set shown empty, its row as absent, so the view never fails with WRONGTYPE
+--   others  flat {key, type, ...}: each key read that holds another type than the protocol
+--           keeps there (another client's string at a set key or at emq:{Q}:job:lock, say)
+-- Checks: TYPE of each set key before ZCARD/ZRANGE/ZSCORE, and TYPE of each row key it reads
+-- before HGET/HGETALL. A set key that is not a sorted set is read as an empty set, a row key
+-- that is not a hash as no row; either is named in others and its content is never read.
+-- Scores are returned as the server spells them ('inf' and '-inf' included), members as bytes.
 -- Read-only. No KEYS, no SCAN: a row in no set shows only when the host follows it.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -27,55 +30,45 @@ local stop = -1
 if not whole then
   stop = tonumber(ARGV[2]) - 1
 end
-local sizes, windows, seen, done, others = {}, {}, {}, {}, {}
-local zset = {}
+local sizes, windows, seen, done, others, zset = {}, {}, {}, {}, {}, {}
+local function odd(key, kind)
+  others[#others + 1] = key
+  others[#others + 1] = kind
+end
 for i = 1, 4 do
   local kind = redis.call('TYPE', KEYS[i]).ok
   zset[i] = kind == 'zset' or kind == 'none'
-  if not zset[i] then
-    others[#others + 1] = KEYS[i]
-    others[#others + 1] = kind
-    sizes[i] = 0
-    windows[i] = {}
-  else
+  sizes[i], windows[i] = 0, {}
+  if zset[i] then
     sizes[i] = redis.call('ZCARD', KEYS[i])
-  end
-  if not zset[i] then
-    -- nothing to read
-  elseif whole or stop >= 0 then
-    windows[i] = redis.call('ZRANGE', KEYS[i], 0, stop, 'WITHSCORES')
+    if whole or stop >= 0 then
+      windows[i] = redis.call('ZRANGE', KEYS[i], 0, stop, 'WITHSCORES')
+    end
   else
-    windows[i] = {}
+    odd(KEYS[i], kind)
   end
 end
 local function scores(id)
-  local out = {}
+  local out = {false, false, false, false}
   for i = 1, 4 do
-    out[i] = false
     if zset[i] then
       out[i] = redis.call('ZSCORE', KEYS[i], id)
     end
   end
   return out
 end
-local function hash_at(key) -- true for a hash; a key of another type is noted in others
-  local kind = redis.call('TYPE', key).ok
-  if kind == 'hash' or kind == 'none' then
-    return kind == 'hash'
-  end
-  others[#others + 1] = key
-  others[#others + 1] = kind
-  return false
-end
 for j = 5, #KEYS do
   local id = ARGV[j - 2]
-  local row, state, exists = {}, false, 0
-  if hash_at(KEYS[j]) then
+  local s = scores(id)
+  local kind = redis.call('TYPE', KEYS[j]).ok
+  local exists, state, row = 0, false, {}
+  if kind == 'hash' then
+    exists = 1
     row = redis.call('HGETALL', KEYS[j])
     state = redis.call('HGET', KEYS[j], 'state')
-    exists = 1
+  elseif kind ~= 'none' then
+    odd(KEYS[j], kind)
   end
-  local s = scores(id)
   seen[#seen + 1] = {id, s[1], s[2], s[3], s[4], exists, state, row}
   done[id] = true
 end
@@ -90,13 +83,16 @@ for i = 1, 4 do
         s = scores(id)
       end
       local key = ARGV[1] .. id
-      local row, state, exists = false, false, 0
-      if hash_at(key) then
+      local kind = redis.call('TYPE', key).ok
+      local exists, state, row = 0, false, false
+      if kind == 'hash' then
+        exists = 1
+        state = redis.call('HGET', key, 'state')
         if whole then
           row = redis.call('HGETALL', key)
         end
-        state = redis.call('HGET', key, 'state')
-        exists = 1
+      elseif kind ~= 'none' then
+        odd(key, kind)
       end
       seen[#seen + 1] = {id, s[1], s[2], s[3], s[4], exists, state, row}
     end

@@ -16,3 +16,10 @@ from echomq_lab.widgets.fence import FencePanel as FencePanel
 from echomq_lab.widgets.lab import LabPanel as LabPanel
 from echomq_lab.widgets.transitions import TransitionPanel as TransitionPanel
 from echomq_lab.widgets.two_workers import TwoWorkersStory as TwoWorkersStory
+
+# isort: split
+# Self-checks graded by the server, answers shown on request, and labs 05 and 06.
+from echomq_lab.widgets.measure import MeasurePanel as MeasurePanel
+from echomq_lab.widgets.selfcheck import Reveal as Reveal
+from echomq_lab.widgets.selfcheck import SelfCheck as SelfCheck
+from echomq_lab.widgets.simulation import SimulationPanel as SimulationPanel

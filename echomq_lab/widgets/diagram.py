@@ -29,7 +29,9 @@ NODES: dict[str, tuple[int, int]] = {
     RETIRED: (670, 160),
 }
 STATES = tuple(NODES)
-DIM, LIT = "#a0a0a0", "#111111"
+#: Resting and lit lines and labels: CSS from the theme's text colour, so they read in Light and
+#: Dark alike (the lit ones are the theme's strongest text colour).
+DIM, LIT = style.MUTED, style.INK_ON_PAGE
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ def _marker(mid: str, colour: str, size: int) -> str:
         f'<marker id="{mid}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="{size}" '
         f'markerHeight="{size}" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
         f'<path d="M 0 0 L 10 5 L 0 10 z" '
-        f'fill="{colour}"/></marker>'
+        f'style="fill:{colour}"/></marker>'
     )
 
 
@@ -106,8 +108,8 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
         '<svg class="emq-diagram" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 740 310" '
         'width="100%" style="max-width:740px;font-family:sans-serif;font-size:12px">',
         "<defs>" + _marker("emq-arrow-dim", DIM, 9) + _marker("emq-arrow-lit", LIT, 13) + "</defs>",
-        f'<circle cx="40" cy="160" r="9" fill="{style.MUTED}"/>',
-        f'<text x="40" y="185" text-anchor="middle" fill="{style.MUTED}">new</text>',
+        f'<circle cx="40" cy="160" r="9" style="fill:{style.MUTED}"/>',
+        f'<text x="40" y="185" text-anchor="middle" style="fill:{style.MUTED}">new</text>',
     ]
     for edge in EDGES:
         on = edge is lit
@@ -116,15 +118,17 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
         cls = "emq-edge emq-edge-lit" if on else "emq-edge"
         parts.append(
             f'<path class="{cls}" data-transition="{html.escape(edge.label)}" d="{edge.path}" '
-            f'fill="none" stroke="{colour}" stroke-width="{width}" '
+            f'fill="none" style="stroke:{colour}" stroke-width="{width}" '
             f'marker-end="url(#{marker})"/>'
         )
         x, y = edge.label_at
         weight = "bold" if on else "normal"
         turn = ' transform="rotate(-22 160 96)"' if edge.source == START and y < 150 else ""
+        label_cls = "emq-edge-label emq-edge-label-lit" if on else "emq-edge-label"
         parts.append(
-            f'<text x="{x}" y="{y}"{turn} text-anchor="middle" font-weight="{weight}" '
-            f'fill="{LIT if on else "#555555"}">{html.escape(edge.label)}</text>'
+            f'<text class="{label_cls}" x="{x}" y="{y}"{turn} text-anchor="middle" '
+            f'font-weight="{weight}" style="fill:{LIT if on else DIM}">'
+            f"{html.escape(edge.label)}</text>"
         )
     for state, (cx, cy) in NODES.items():
         x, y = cx - NODE_W // 2, cy - NODE_H // 2
@@ -132,8 +136,8 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
         if state == current:
             parts.append(
                 f'<rect class="emq-current" x="{x - 6}" y="{y - 6}" width="{NODE_W + 12}" '
-                f'height="{NODE_H + 12}" rx="12" fill="none" stroke="{LIT}" stroke-width="2.5" '
-                'stroke-dasharray="5 3"/>'
+                f'height="{NODE_H + 12}" rx="12" fill="none" style="stroke:{LIT}" '
+                'stroke-width="2.5" stroke-dasharray="5 3"/>'
             )
         parts.append(
             f'<rect class="emq-node emq-node-{state}" x="{x}" y="{y}" width="{NODE_W}" '
@@ -145,7 +149,7 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
         )
     cx, cy = NODES[RETIRED]
     parts.append(
-        f'<text x="{cx}" y="{cy + NODE_H}" text-anchor="middle" fill="{style.MUTED}">'
+        f'<text x="{cx}" y="{cy + NODE_H}" text-anchor="middle" style="fill:{style.MUTED}">'
         "(the row is deleted)</text>"
     )
     parts.append("</svg>")

@@ -1,9 +1,21 @@
-"""FencePanel: complete the sample row (current token 2) with a token of your choice.
+"""FencePanel: the whole fence. Pick a verb, a token and the lease; the real script decides.
 
-The sample row is built by real transitions only (:func:`echomq_lab.stories.sample_row`):
-enqueue, claim with a short lease, wait for it to expire on the server clock, reap, claim
-again. The current token is then 2 and token 1 is stale. ``complete`` with the live token is
-accepted (the row is gone); any other token is refused ``EMQSTALE`` and the row is untouched.
+API (for pages)::
+
+    fence = FencePanel(conn, queue)          # builds a sample row to look at (build=False: not)
+    fence.verb.value = "retry"               # complete | retry | extend
+    fence.token.value = 1                    # any token; 2 is the live one, 1 stale, 3 future
+    fence.lease.value = "reaped"             # held | reaped
+    fence.buttons["run"].click()             # a fresh sample row, then the verb with the token
+    fence.trial                              # fencing.Trial: .outcome, .untouched, .line()
+    fence.buttons["rebuild"].click()         # a fresh sample row, nothing presented
+    fence.text()
+
+Every run builds a fresh sample row by real transitions (:func:`echomq_lab.stories.sample_row`:
+enqueue, claim with a short lease, wait it out on the server clock, reap, claim again: the
+current token is 2, token 1 is stale), lets that lease run out and reaps it when the lease is
+set to "already reaped", then runs the verb's script. The logic is :mod:`echomq_lab.fencing`.
+``buttons["complete"]`` is the run button too (its older name).
 """
 
 from __future__ import annotations
@@ -13,57 +25,84 @@ import html
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import jobs
+from echomq_lab import fencing
 from echomq_lab.stories import SampleRow, sample_row
 from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
 
+VERB_TIPS = (
+    "complete: retire the job (its row and lease are deleted) if the token holds the lease",
+    "retry: give the lease back after a failure; the job is scheduled again",
+    "extend: push the lease's deadline later, if the token holds the lease",
+)
+LEASE_TIPS = (
+    "The job is still in active: the last claim's lease has time left",
+    "The lease ran out and reap put the job back in pending before the token arrives",
+)
+
 
 class FencePanel(Panel):
-    """A token input and a complete button over the sample row, and a rebuild button.
-
-    ``token.value`` is the token to present; ``buttons["complete"]`` runs ``jobs.complete``
-    with it; ``buttons["rebuild"]`` empties the queue and builds a fresh sample row.
-    ``build=False`` leaves the row unbuilt until rebuild is pressed.
-    """
+    """A verb picker, a token input and a lease picker over a fresh sample row each run."""
 
     def __init__(
-        self, conn: redis.Redis, queue: str, *, lease_ms: int = 300, token: int = 1,
+        self, conn: redis.Redis, queue: str, *, lease_ms: int = 60, token: int = 1,
         build: bool = True,
     ) -> None:
         self.conn, self.queue, self.lease_ms = conn, queue, lease_ms
         self.sample: SampleRow | None = None
-        self.token = W.IntText(value=token, description="token", layout=W.Layout(width="160px"))
-        self.buttons = {
-            "complete": W.Button(description="complete", button_style="primary", icon="check"),
-            "rebuild": W.Button(description="rebuild the sample row", icon="refresh",
-                                layout=W.Layout(width="auto")),
-        }
-        self._on(self.buttons["complete"], self._complete)
-        self._on(self.buttons["rebuild"], self._rebuild)
+        self.trial: fencing.Trial | None = None
+        self.verb = W.ToggleButtons(options=list(fencing.VERBS), value="complete",
+                                    description="verb", tooltips=list(VERB_TIPS))
+        self.token = W.IntText(
+            value=token, description="token", layout=W.Layout(width="160px"),
+            tooltip="The token the worker presents (the sample row's attempts is 2)",
+        )
+        self.lease = W.ToggleButtons(
+            options=[("still held", "held"), ("already reaped", "reaped")], value="held",
+            description="lease", tooltips=list(LEASE_TIPS),
+        )
+        run = W.Button(description="run it", button_style="primary", icon="play",
+                       tooltip="Build a fresh sample row (attempts 2), set up the lease, "
+                               "then run the verb's script with this token")
+        rebuild = W.Button(description="rebuild the sample row", icon="refresh",
+                           layout=W.Layout(width="auto"),
+                           tooltip="Empty the queue and build a fresh sample row; run nothing")
+        self._on(run, self._run)
+        self._on(rebuild, self._rebuild)
+        self.buttons = {"run": run, "complete": run, "rebuild": rebuild}
         self.header = W.HTML()
         self.message = W.HTML()
         self.record = RecordView(conn, queue)
         self.sets = SetsView(conn, queue)
-        self.widget = W.VBox(
-            [
-                self.header,
-                W.HBox([self.token, self.buttons["complete"], self.buttons["rebuild"]]),
-                self.message,
-                self.record.widget,
-                self.sets.widget,
-            ]
-        )
+        self.widget = W.VBox([
+            self.header, self.verb, W.HBox([self.token, self.lease]),
+            W.HBox([run, rebuild]), self.message, self.record.widget, self.sets.widget,
+        ])  # fmt: skip
         self.widget.add_class("emq-fence-panel")
         if build:
             self._rebuild()
         else:
             self._draw_header()
 
+    def _show(self, before: bool) -> None:
+        """Show the sample row: afresh (``before``) or as changed since it was last shown."""
+        if self.server_lost:  # a redraw would only wait on the lost server again
+            self._draw_header()
+            return
+        job_id = self.sample.job_id if self.sample else None
+        self.sets.highlight = job_id
+        snap = self.sets.refresh()
+        if before:
+            self.record.show(job_id, snap)
+        else:
+            self.record.refresh(snap=snap)
+        self._draw_header()
+
     def _rebuild(self) -> None:
         def act() -> str:
+            self.trial = None
             self.sample = sample_row(self.conn, self.queue, lease_ms=self.lease_ms)
             return (
                 f"built {self.sample.job_id}: claimed (token {self.sample.stale_token}), lease "
@@ -71,36 +110,36 @@ class FencePanel(Panel):
             )
 
         self._safely(self.message, act)
-        if self.server_lost:  # a redraw would only wait on the lost server again
-            self._draw_header()
-            return
-        self.sets.highlight = self.sample.job_id if self.sample else None
-        snap = self.sets.refresh()
-        self.record.show(self.sample.job_id if self.sample else None, snap)
-        self._draw_header()
+        self._show(before=True)
 
-    def _complete(self) -> None:
-        token = self.token.value
+    def _run(self) -> None:
+        verb, token, lease = self.verb.value, self.token.value, self.lease.value
+
+        def prepare() -> str:
+            fencing.check_choice(verb, token, lease)
+            self.trial = None
+            self.sample = fencing.prepare(self.conn, self.queue, lease, lease_ms=self.lease_ms)
+            return "prepared"
+
+        if not self._safely(self.message, prepare):
+            self._show(before=True)
+            return
+        self._show(before=True)
+        sample = self.sample
+        if sample is None:  # prepare() sets it or raises; this keeps the types honest
+            return
 
         def act() -> str:
-            if self.sample is None:
-                raise ValueError("no sample row yet: press rebuild")
-            jobs.complete(self.conn, self.queue, self.sample.job_id, token)
-            return f"token {token} accepted: complete deleted the row and its lease"
+            self.trial = fencing.present(self.conn, self.queue, sample, verb, token, lease)
+            return self.trial.line()
 
-        ok = self._safely(self.message, act)
-        if not ok and self.last_message.startswith("EMQSTALE"):
-            self._say(self.message, f"{self.last_message} (the row is untouched)", ok=False)
-        if self.server_lost:  # a redraw would only wait on the lost server again
-            return
-        snap = self.sets.refresh()
-        if self.sample is not None:
-            self.record.refresh(snap=snap)
-        self._draw_header()
+        if self._safely(self.message, act) and self.trial and not self.trial.outcome.accepted:
+            self._say(self.message, self.trial.line(), ok=False)  # the server said no
+        self._show(before=False)
 
     def _draw_header(self) -> None:
         self.header.value = (
-            f"<b>complete with a token</b> · {html.escape(self.header_text())}"
+            f"<b>the fence</b> · {html.escape(self.header_text())}"
             if self.sample is not None
             else f'<span style="color:{style.MUTED}">no sample row yet</span>'
         )
@@ -114,8 +153,15 @@ class FencePanel(Panel):
         now = f"the row's attempts is {att}" if att else "the row is gone"
         return f"sample row {self.sample.job_id}: {now}"
 
+    def choice_text(self) -> str:
+        """The reader's three choices in words."""
+        lease = dict(held="still held", reaped="already reaped").get(self.lease.value, "?")
+        return f"verb {self.verb.value}, token {self.token.value}, lease {lease}"
+
     def text(self) -> str:
-        """The header, the message line, the row and the sets, as plain text."""
+        """The header, the choices, the message line, the row and the sets, as plain text."""
         mark = "ok" if self.last_ok else "refused"
         msg = f"[{mark}] {self.last_message}" if self.last_message else "(nothing run yet)"
-        return "\n".join([self.header_text(), msg, self.record.text(), self.sets.text()])
+        return "\n".join([self.header_text(), self.choice_text(), msg, self.record.text(),
+                          self.sets.text()])
+

@@ -163,7 +163,7 @@ class FieldPicker(Panel):
             f'<td style="{_CELL}">{html.escape(r.why)}</td></tr>'
             for r in f.reads
         ) or f'<tr><td colspan="3" style="{_CELL}">no script reads it</td></tr>'
-        head = f'style="{_CELL};color:#555;white-space:nowrap"'
+        head = f'style="{_CELL};color:{style.MUTED};white-space:nowrap"'
         self.card.value = (
             f'<div class="emq-field-card emq-field-{f.name}">'
             f'<div style="font-size:larger;margin:4px 0"><code>{f.name}</code> '

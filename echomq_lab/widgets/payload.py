@@ -139,9 +139,10 @@ class PayloadRoundTrip(Panel):
         rows = []
         for r in self.results:
             mark = (
-                '<span class="emq-equal" style="color:#2e8b57">equal ✓</span>'
+                f'<span class="emq-equal" style="color:{style.OK_TEXT}">equal ✓</span>'
                 if r.equal
-                else '<span class="emq-differs" style="color:#c0392b">differs ✗</span>'
+                else f'<span class="emq-differs" style="color:{style.REFUSED_TEXT}">'
+                'differs ✗</span>'
             )
             rows.append(
                 f'<tr class="emq-trip"><td style="{_CELL}">{html.escape(r.label)}</td>'

@@ -111,7 +111,7 @@ class RecordView(Panel):
 
     def _render(self) -> None:
         if self.job_id is None:
-            self.title.value = '<b>the row</b> <span style="color:#888">no job yet</span>'
+            self.title.value = f'<b>the row</b> <span style="color:{style.MUTED}">no job yet</span>'
             self.table.value = ""
             return
         badge = style.state_badge(self.state) if self.state is not None else ""
@@ -143,7 +143,8 @@ class RecordView(Panel):
             )
         for name in sorted(self.removed):
             lines.append(
-                f'<tr class="emq-removed" style="background:{style.CHANGED_BG};color:#888">'
+                f'<tr class="emq-removed" '
+                f'style="background:{style.CHANGED_BG};color:{style.MUTED}">'
                 f'<td style="padding:2px 8px;font-family:monospace">'
                 f"<s>{html.escape(show_value(name))}</s></td>"
                 '<td style="padding:2px 8px;font-style:italic">removed</td></tr>'

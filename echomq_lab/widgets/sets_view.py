@@ -53,6 +53,8 @@ def due_left(run_at_ms: int, now_ms: int) -> str:
 
 def describe_member(name: SetName, score: int, now_ms: int) -> str:
     """The text shown beside a member: the time left for active and schedule, else nothing."""
+    if abs(score) >= snapshot_mod.INFINITE and name in ("active", "schedule"):
+        return "an infinite score, not a time"
     if name == "active":
         return lease_left(score, now_ms)
     if name == "schedule":
@@ -175,7 +177,7 @@ class SetsView(Panel):
         return (
             f'<div class="emq-set emq-set-{name}" style="border:2px solid {colour};'
             'border-radius:6px;padding:4px 8px;min-width:170px">'
-            f'<div style="color:{colour};font-weight:bold">{name} '
+            f'<div style="color:{style.on_page(colour)};font-weight:bold">{name} '
             f'<span style="font-weight:normal">({_count(snap, name)})</span></div>'
             f'<div style="color:{style.MUTED};font-size:85%">{SCORE_MEANING[name]}</div>'
             f"{body}</div>"

@@ -1,7 +1,9 @@
 """Shared look of every panel: state badges, quoted values and one-line refusals.
 
 The colours and the status line come from :mod:`echomq_lab.theme` (plain data, shared with the
-charts) and are re-exported here for the panels.
+charts) and are re-exported here for the panels. Panels draw on the page, so their greys are the
+theme-following CSS values: :data:`MUTED` here is ``theme.SOFT_ON_PAGE`` (not the charts' hex
+grey), and coloured text goes through :func:`on_page`.
 """
 
 from __future__ import annotations
@@ -10,12 +12,19 @@ import html
 
 import redis
 
-from echomq_lab import errors
+from echomq_lab import errors, theme
 from echomq_lab.theme import CHANGED_BG as CHANGED_BG
-from echomq_lab.theme import MUTED as MUTED
+from echomq_lab.theme import INK_ON_PAGE as INK_ON_PAGE
 from echomq_lab.theme import SET_COLOURS as SET_COLOURS
 from echomq_lab.theme import STATE_COLOURS as STATE_COLOURS
 from echomq_lab.theme import message_html as message_html
+from echomq_lab.theme import on_page as on_page
+
+#: Secondary text, empty-set notes, the diagram's resting lines (follows the theme).
+MUTED = theme.SOFT_ON_PAGE
+#: The words of a verdict drawn on the page: accepted (✓) and refused (✗).
+OK_TEXT = on_page(theme.OK_COLOUR)
+REFUSED_TEXT = on_page(theme.REFUSED_COLOUR)
 
 
 def quoted(value: bytes, limit: int | None = None) -> str:
@@ -30,7 +39,7 @@ def quoted(value: bytes, limit: int | None = None) -> str:
 
 def state_badge(state: str) -> str:
     """An HTML pill naming ``state`` in its colour."""
-    colour = STATE_COLOURS.get(state, MUTED)
+    colour = STATE_COLOURS.get(state, theme.MUTED)
     return (
         f'<span class="emq-state emq-state-{html.escape(state)}" style="background:{colour};'
         'color:white;border-radius:8px;padding:1px 8px;font-family:monospace">'

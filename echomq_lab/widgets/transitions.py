@@ -50,7 +50,8 @@ class TransitionPanel(Panel):
         self.delay = W.IntText(value=delay_ms, description="delay ms", layout=_small())
         self.max_attempts = W.IntText(value=max_attempts, description="max tries",
                                       layout=_small())
-        self.buttons = {"run": W.Button(description="Run", button_style="primary", icon="play")}
+        self.buttons = {"run": W.Button(description="Run", button_style="primary", icon="play",
+                                        tooltip="run the chosen transition's script")}
         self._on(self.buttons["run"], self._run)
         self.following = W.HTML()
         self.message = W.HTML()

@@ -116,7 +116,7 @@ class TwoWorkersStory(Panel):
         done = self.story.done
         if i < len(done):
             result = done[i]
-            colour = style.STATE_COLOURS["dead"] if result.refused else "#2e8b57"
+            colour = style.REFUSED_TEXT if result.refused else style.OK_TEXT
             mark = "✗ refused" if result.refused else "✓"
             return (
                 f"<li>{html.escape(title)} <span style='color:{colour}'>{mark}</span> "

@@ -1,0 +1,122 @@
+"""Reading the scripts: a gloss for every Redis command they call, and a short Lua primer.
+
+API (for pages and :mod:`echomq_lab.widgets.beats`)::
+
+    from echomq_lab import lua_notes
+    lua_notes.GLOSS["HINCRBY"]         # one line: what the command does
+    lua_notes.commands(source)         # the commands a script calls, in order of first use
+    lua_notes.annotate(source, mark=("HINCRBY",))   # the source, each redis.call glossed,
+                                                    # the marked lines flagged with ◀
+    lua_notes.PRIMER                   # markdown: what a reader needs to read the scripts
+
+Nothing here imports a widget or display library; :func:`echomq_lab.widgets.beats.primer`
+shows :data:`PRIMER` as markdown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+#: What each Redis command a script may call does, in one line (our words).
+GLOSS: dict[str, str] = {
+    "DEL": "delete the key (here: the whole row)",
+    "EXISTS": "1 if the key is there, 0 if not",
+    "HDEL": "remove one field from the hash",
+    "HGET": "read one field of the hash (false when it is missing)",
+    "HGETALL": "every field and value of the hash",
+    "HINCRBY": "add to a field holding an integer; answer the new value",
+    "HSET": "write one or more fields of the hash",
+    "KEYS": "every key name matching a pattern (walks the whole keyspace)",
+    "TIME": "the server's clock: {seconds, microseconds}",
+    "ZADD": "put a member in the sorted set with a score (XX: only if already there)",
+    "ZCARD": "how many members the sorted set holds",
+    "ZPOPMIN": "take out the member with the lowest score and answer it",
+    "ZRANGE": "members in order: by rank, or BYSCORE between two scores",
+    "ZRANGEBYSCORE": "members whose score lies between two bounds",
+    "ZREM": "take the member out of the sorted set",
+    "ZSCORE": "the member's score, or false if it is not in the set",
+}
+
+#: A ``redis.call('NAME', ...)`` in a script; group 1 is the command.
+CALL = re.compile(r"redis\.call\(\s*'([A-Za-z]+)'")
+#: What a marked line carries at its end, so a mark never rests on colour alone.
+MARK = "◀"
+
+
+def commands(source: str) -> list[str]:
+    """The Redis commands ``source`` calls with ``redis.call``, upper-cased, first use first."""
+    seen: list[str] = []
+    for line in source.splitlines():
+        if line.lstrip().startswith("--"):
+            continue
+        for name in CALL.findall(line):
+            if name.upper() not in seen:
+                seen.append(name.upper())
+    return seen
+
+
+def unglossed(source: str) -> list[str]:
+    """The commands ``source`` calls that :data:`GLOSS` does not explain."""
+    return [c for c in commands(source) if c not in GLOSS]
+
+
+def _marked(line: str, mark: Sequence[str]) -> bool:
+    """True when the code line contains one of the ``mark`` strings."""
+    return not line.lstrip().startswith("--") and any(m in line for m in mark)
+
+
+def annotate(source: str, mark: Sequence[str] = (), *, width: int = 0) -> str:
+    """``source`` with a gloss comment after each line that calls Redis, aligned.
+
+    A line containing one of the ``mark`` strings (e.g. ``"HINCRBY"``, ``"attempts ~="``)
+    ends in ``◀`` before its gloss. ValueError when a mark matches no code line (a typo would
+    otherwise mark nothing). ``width`` is the column the glosses start at (0: just past the
+    longest glossed line).
+    """
+    lines = source.rstrip("\n").splitlines()
+    for m in mark:
+        if not any(_marked(line, (m,)) for line in lines):
+            raise ValueError(f"nothing in the script matches the mark {m!r}")
+    notes: list[str] = []
+    for line in lines:
+        names = [] if line.lstrip().startswith("--") else [n.upper() for n in CALL.findall(line)]
+        gloss = "; ".join(f"{n}: {GLOSS.get(n, 'not explained here')}" for n in names)
+        flag = MARK if _marked(line, mark) else ""
+        notes.append(" ".join(p for p in (flag, gloss) if p))
+    column = width or max((len(a) for a, n in zip(lines, notes, strict=True) if n), default=0)
+    out = []
+    for line, note in zip(lines, notes, strict=True):
+        out.append(f"{line.ljust(column)}  -- {note}" if note else line)
+    return "\n".join(out) + "\n"
+
+
+def marked_lines(source: str, mark: Sequence[str]) -> list[str]:
+    """The code lines of ``source`` that ``mark`` flags, stripped."""
+    return [line.strip() for line in source.splitlines() if _marked(line, mark)]
+
+
+#: Enough Lua to read the protocol's scripts (markdown; every example is from our scripts).
+PRIMER = """\
+**Reading the scripts: a little Lua.** Each transition is a short Lua program that the server
+runs in one piece, with no other client's command in between. Eight things are enough to
+read all of them:
+
+- **`KEYS` and `ARGV`** are the two lists the caller passes in: `KEYS` holds the names of the
+  keys the script may touch (a queue's sets, a job's row), `ARGV` every other argument (an id,
+  a token, a lease in ms). Lua counts from 1, so `KEYS[1]` is the first key. Every `ARGV`
+  value arrives as a string: the token `2` is the text `'2'`.
+- **`redis.call('HGET', KEYS[2], 'attempts')`** runs one Redis command from inside the script
+  and hands back its answer. Each script below notes, line by line, what its commands do.
+- **`redis.error_reply('EMQSTALE ...')`**, returned, makes the whole call fail with that text.
+  The first word is the wire class the host reads; a script that refuses returns before its
+  first write, so a refusal changes nothing.
+- **`redis.call('TIME')`** reads the server's own clock as `{seconds, microseconds}`; the
+  scripts turn it into milliseconds, so every lease is timed by one clock, the server's.
+- **`~=`** means *not equal* (`attempts ~= ARGV[2]`: the token does not match); `==` is equal.
+- **`..`** joins strings: `ARGV[1] .. id` is the row key, the queue's prefix followed by the id.
+- **`#t`** is the length of the list `t`: `#popped == 0` means nothing was pending.
+- **`local x = ...`** names a value inside the script; `if not x then ... end` takes the branch
+  when `x` is missing (a field or member that is not there comes back as false), and
+  `tonumber` turns a string such as `'2'` into the number 2.
+"""

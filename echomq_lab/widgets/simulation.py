@@ -1,0 +1,261 @@
+"""SimulationPanel: set up a run of the fence under load, press Run, read it as it comes in.
+
+API (for pages)::
+
+    sim = SimulationPanel(url=lab_url())     # sliders: jobs, workers, stall, fail, lease (ms)
+    sim.jobs.value = 40                      # every input is an ipywidget; set it like a click
+    sim.run(wait=True)                       # the Run button, waiting for the end (cells, tests)
+    sim.buttons["run"].click()               # the Run button: runs in a background thread
+    sim.result                               # the sim.Result once done (None before)
+    sim.follow.value = sim.follow.options[0][1]   # follow a job ("job:<id>") or "worker:w0"
+    sim.window.value = 0.2                   # the window's start (s); sim.length: its length
+    sim.text()                               # settings, progress, verdicts, the followed leases
+
+While a run goes, a progress bar counts the finished jobs and a line tallies the server's
+answers (claims, completions, refusals by class); the audit's verdicts appear when it ends.
+The timeline draws only the followed worker or job inside a short window.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import threading
+import time
+from typing import Any
+
+import ipywidgets as W  # type: ignore[import-untyped]
+from matplotlib.figure import Figure
+
+from echomq_lab.sim import Lease, Result, Settings, Simulation
+from echomq_lab.sim import follow as F
+from echomq_lab.sim.charts import lease_timeline
+from echomq_lab.theme import message_html
+from echomq_lab.widgets import style
+from echomq_lab.widgets.base import Panel
+
+#: How often (s) the panel reads the run's progress while it goes.
+POLL_S = 0.1
+#: The window (s) a worker's timeline opens with: a few leases, not the whole run.
+WORKER_WINDOW_S = 0.5
+
+
+def _slider(kind: Any, value: Any, low: Any, high: Any, step: Any, label: str, tip: str) -> Any:
+    return kind(value=value, min=low, max=high, step=step, description=label,
+                tooltip=tip, continuous_update=False,
+                style={"description_width": "110px"}, layout=W.Layout(width="420px"))
+
+
+class SimulationPanel(Panel):
+    """Inputs for a run, a Run button with a progress bar, the verdicts, a lease timeline."""
+
+    def __init__(self, url: str | None = None, *, jobs: int = 40, workers: int = 4,
+                 stall: float = 0.25, fail: float = 0.1, lease_ms: tuple[int, int] = (40, 80),
+                 seed: int = 5) -> None:
+        self.url, self.seed = url, seed
+        self.result: Result | None = None
+        self._leases: list[Lease] = []
+        self._quiet = False
+        self.error = ""
+        self._sim: Simulation | None = None
+        self._thread: threading.Thread | None = None
+        self.jobs = _slider(W.IntSlider, jobs, 1, 500, 1, "jobs", "How many jobs to enqueue")
+        self.workers = _slider(W.IntSlider, workers, 1, 16, 1, "workers",
+                               "How many workers claim and settle jobs at once")
+        self.stall = _slider(W.FloatSlider, stall, 0.0, 1.0, 0.05, "stall chance",
+                             "The chance a worker stalls past its lease on a job")
+        self.fail = _slider(W.FloatSlider, fail, 0.0, 1.0, 0.05, "failure chance",
+                            "The chance the work fails and the worker retries the job")
+        self.lease = _slider(W.IntRangeSlider, lease_ms, 5, 1000, 5, "lease (ms)",
+                             "Each claim takes a lease between these lengths, in ms")
+        run = W.Button(description="Run", icon="play", button_style="primary",
+                       tooltip="Start a run with these settings on a fresh queue")
+        stop = W.Button(description="Stop", icon="stop", disabled=True,
+                        tooltip="Stop the run early; the audit then reports what was left")
+        run.on_click(lambda _b: self.run(wait=False))
+        stop.on_click(lambda _b: self.stop())
+        self.buttons = {"run": run, "stop": stop}
+        self.progress = W.IntProgress(value=0, min=0, max=jobs, description="finished",
+                                      tooltip="Jobs completed or dead so far")
+        self.status = W.HTML()
+        self.tally = W.HTML()
+        self.verdicts = W.HTML()
+        self.follow = W.Dropdown(options=[("(run first)", "")], value="", description="follow",
+                                 tooltip="A job or a worker whose leases the timeline draws",
+                                 layout=W.Layout(width="420px"))
+        self.window = W.FloatSlider(value=0.0, min=0.0, max=1.0, step=0.01, readout_format=".2f",
+                                    description="from (s)", continuous_update=False,
+                                    tooltip="Where the window starts, in seconds of the run")
+        self.length = W.BoundedFloatText(value=0.5, min=0.01, max=600.0, step=0.1,
+                                         description="for (s)", layout=W.Layout(width="180px"),
+                                         tooltip="How many seconds the window shows")
+        for box in (self.window, self.length):
+            box.observe(lambda _c: self.draw(), names="value")
+        self.follow.observe(lambda _c: self._followed(), names="value")
+        self.picture = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        self.story = W.HTML()
+        self.widget = W.VBox([
+            W.HTML("<b>The fence under load</b>: set the run, press Run."),
+            self.jobs, self.workers, self.stall, self.fail, self.lease,
+            W.HBox([run, stop, self.progress]), self.status, self.tally, self.verdicts,
+            W.HBox([self.follow, self.window, self.length]), self.picture, self.story,
+        ])  # fmt: skip
+        self.widget.add_class("emq-simulation")
+        self._show_status("not run yet")
+
+    # -- running ---------------------------------------------------------------------------
+    def settings(self) -> Settings:
+        """The run the inputs describe (checked: out of range raises ValueError)."""
+        low, high = self.lease.value
+        made = Settings(jobs=int(self.jobs.value), workers=int(self.workers.value),
+                        stall=float(self.stall.value), fail=float(self.fail.value),
+                        lease_ms=(int(low), int(high)), seed=self.seed)
+        made.check()
+        return made
+
+    @property
+    def running(self) -> bool:
+        """True while a run is going."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def run(self, wait: bool = True) -> Result | None:
+        """Start a run with the inputs' settings; with ``wait``, block until it ends and
+        return its result. A second run while one goes is refused on the status line."""
+        if self.running:
+            self._show_status("a run is already going: wait for it, or press Stop", ok=False)
+            return None
+        try:
+            self._sim = Simulation(self.settings(), url=self.url)
+        except (ValueError, TypeError) as exc:
+            self._show_status(style.one_line(exc), ok=False)
+            return None
+        self.result, self.error = None, ""
+        self.progress.max, self.progress.value = self._sim.settings.jobs, 0
+        self.verdicts.value = self.story.value = ""
+        self.picture.value = b""
+        self.follow.options = [("(running)", "")]
+        self.buttons["run"].disabled, self.buttons["stop"].disabled = True, False
+        self._show_status(f"running {self._sim.settings.jobs} jobs on {self._sim.backend}")
+        self._thread = threading.Thread(target=self._body, args=(self._sim,), daemon=True)
+        self._thread.start()
+        if not wait:
+            threading.Thread(target=self._watch, daemon=True).start()
+            return None
+        self._watch()
+        return self.result
+
+    def _body(self, sim: Simulation) -> None:
+        try:
+            self.result = sim.run()
+        except Exception as exc:  # noqa: BLE001 - shown on the status line, never a traceback
+            self.error = style.one_line(exc)
+
+    def _watch(self) -> None:
+        """Update the progress and the tally until the run ends, then show what it found."""
+        while self.running:
+            self._tick()
+            time.sleep(POLL_S)
+        if self._thread is not None:
+            self._thread.join()
+        try:
+            self._tick()
+            self._finish()
+        except Exception as exc:  # noqa: BLE001 - one line on the panel, never a traceback
+            self.buttons["run"].disabled, self.buttons["stop"].disabled = False, True
+            self._show_status(f"the run ended, but showing it failed: {style.one_line(exc)}",
+                              ok=False)
+
+    def _tick(self) -> None:
+        if self._sim is None:
+            return
+        self.progress.value = min(self._sim.finished, self.progress.max)
+        self.tally.value = html.escape(F.tally_text(F.tally(list(self._sim.ledger.calls))))
+
+    def stop(self) -> None:
+        """Ask the run to stop early."""
+        if self._sim is not None and self.running:
+            self._sim.stop()
+
+    def _finish(self) -> None:
+        self.buttons["run"].disabled, self.buttons["stop"].disabled = False, True
+        if self.result is None:
+            self._show_status(f"the run did not finish: {self.error or 'stopped'}", ok=False)
+            return
+        r = self.result
+        held = all(r.verdicts.values())
+        self._show_status(f"done: {r.completed} completed, {r.dead} dead, {r.refusals} settles "
+                          f"turned away, in {r.elapsed_s:.2f} s; "
+                          f"{'every verdict holds' if held else 'a verdict failed'}", ok=held)
+        self.verdicts.value = "".join(message_html(name, ok) for name, ok in r.verdicts.items())
+        self._leases = r.leases()
+        options = F.followable(self._leases)
+        self.follow.options = options or [("(no lease)", "")]
+        self.follow.value = options[0][1] if options else ""
+
+    # -- following -------------------------------------------------------------------------
+    def leases(self) -> list[Lease]:
+        """Every lease of the last run (empty before one ends)."""
+        return list(self._leases) if self.result is not None else []
+
+    def _followed(self) -> None:
+        key = self.follow.value
+        if not key or self.result is None:
+            return
+        whole = F.span(self.leases())
+        start, end = F.window_of(self.leases(), key, WORKER_WINDOW_S)
+        self._quiet = True
+        try:
+            self.window.max = max(whole[1], 0.01)
+            self.window.value = min(start, self.window.max)
+            self.length.value = round(end - start, 3)
+        finally:
+            self._quiet = False
+        self.draw()
+
+    def current_window(self) -> F.Window:
+        """The window the timeline shows: from the slider, for the length box's seconds."""
+        return (self.window.value, self.window.value + self.length.value)
+
+    def draw(self) -> None:
+        """Draw the followed worker's or job's leases inside the window; a failure to draw is
+        one line on the status line."""
+        key = self.follow.value
+        if not key or self.result is None or self._quiet:
+            return
+        try:
+            self._draw(key)
+        except Exception as exc:  # noqa: BLE001 - one line on the panel, never a traceback
+            self._show_status(f"the timeline could not be drawn: {style.one_line(exc)}", ok=False)
+
+    def _draw(self, key: str) -> None:
+        window = self.current_window()
+        picked = F.pick(self.leases(), key, window)
+        fig = Figure(figsize=(9, 3.4), layout="constrained")
+        ax = fig.add_subplot()
+        lease_timeline(picked, ax, title=f"{key.replace(':', ' ')}: its leases in the window")
+        ax.set_xlim(*window)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90)
+        self.picture.value = buf.getvalue()
+        lines = F.describe(self.leases(), key, window)
+        self.story.value = "<pre>" + html.escape("\n".join(lines)) + "</pre>"
+
+    def _show_status(self, text: str, ok: bool | None = None) -> None:
+        self.last_message, self.last_ok = text, ok is not False
+        self.status.value = message_html(text, ok)
+
+    def text(self) -> str:
+        """The settings, the status, the verdicts and what the timeline follows, as text."""
+        low, high = self.lease.value
+        lines = [f"jobs {self.jobs.value}, workers {self.workers.value}, stall chance "
+                 f"{self.stall.value:.2f}, failure chance {self.fail.value:.2f}, lease "
+                 f"{low}-{high} ms"]
+        if self.result is None:
+            lines.append(self.last_message)
+            return "\n".join(lines)
+        r = self.result
+        lines.append(f"finished {r.completed + r.dead} of {r.jobs} jobs")
+        lines += [f"{'ok' if ok else 'NO'}  {name}" for name, ok in r.verdicts.items()]
+        if self.follow.value:
+            lines.append(f"following {self.follow.value.replace(':', ' ')}")
+        return "\n".join(lines)

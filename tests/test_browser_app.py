@@ -1,0 +1,221 @@
+"""The app mode, as a reader meets it: ``make app`` serves every page click-only.
+
+``make app APP_ARGS="--port=N --no-browser"`` is started from the repository (the make target
+itself, with Jupyter's folders in a temporary place), and headless Chromium opens the pages at
+``/voila/render/<name>.ipynb``:
+
+- every notebook renders with no code editor or input area, no widget failing to render, no
+  traceback, and as many live widgets as the stored notebook has widget outputs;
+- on the centre page the two-worker story is clicked forward from wherever it stands (every
+  enabled step button in turn, "start again" first if the story is over) until worker A's stale
+  completion is refused with ``EMQSTALE``;
+- the centre page's links to other pages stay inside the app, and following one renders it.
+
+Without a Chromium the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sync_playwright
+
+from echomq_lab.stories import STEPS
+from echomq_lab.testing.browser import CHROMIUM_ARGS, chromium_path
+from echomq_lab.testing.servers import free_port
+from echomq_lab.widgets.two_workers import BUTTON_LABELS
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(p.name for p in NOTEBOOKS_DIR.glob("*.ipynb"))
+CENTRE = "02-the-state-and-attempts.ipynb"
+VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+#: A page may take this long to render: Voilà runs the whole notebook first.
+RENDER_MS = 180_000
+UPDATE_MS = 30_000
+#: Anything that would show code: an editor, or a code cell's input (markdown is rendered in one).
+CODE = ".cm-editor, .CodeMirror, .jp-InputArea-editor, .jp-CodeCell .jp-InputArea"
+LIVE_WIDGET = ".jupyter-widgets:not(:has(.jupyter-widgets-error-widget))"
+TOP_WIDGET = f"{LIVE_WIDGET}:not(.jupyter-widgets .jupyter-widgets)"
+
+
+def _required() -> bool:
+    return os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path, why = chromium_path()
+    if path is None:
+        if _required():
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture(scope="module")
+def screenshots() -> Path:
+    folder = Path(os.environ.get("ECHOMQ_SCREENSHOTS", ROOT / "artifacts" / "screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of ``make app APP_ARGS="--port=N --no-browser"`` run from the repository."""
+    tmp = tmp_path_factory.mktemp("app")
+    env = {k: v for k, v in os.environ.items() if k not in ("ECHOMQ_REDIS_URL", "PYTHONPATH")}
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
+        env[name] = str(tmp / name.lower())
+    port = free_port()
+    log = tmp / "app.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            ["make", "--no-print-directory", "app", f"APP_ARGS=--port={port} --no-browser"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    url = f"http://localhost:{port}"
+    try:
+        end = time.monotonic() + 600  # make may first install the lab
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"make app exited {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url + "/", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > end:
+                    pytest.fail(f"make app did not answer on {url}:\n{log.read_text()[-3000:]}")
+                time.sleep(0.3)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Browser]:
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def stored_widgets(name: str) -> int:
+    cells = json.loads((NOTEBOOKS_DIR / name).read_text())["cells"]
+    return sum(
+        WIDGET_MIME in out.get("data", {})
+        for cell in cells if cell["cell_type"] == "code"
+        for out in cell.get("outputs", [])
+    )
+
+
+def render(browser: Browser, app: str, name: str) -> Page:
+    """A new tab on the app's page for ``name``, once Voilà has run it and the widgets are up."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(f"{app}/voila/render/{name}", timeout=RENDER_MS)
+    want = stored_widgets(name)
+    if want:
+        page.wait_for_function(
+            f"document.querySelectorAll('{TOP_WIDGET}').length >= {want}", timeout=RENDER_MS
+        )
+    page.wait_for_load_state("networkidle", timeout=RENDER_MS)
+    return page
+
+
+def click_only(page: Page, name: str) -> None:
+    """No code on show, no widget drawn as an error, no traceback."""
+    code = page.locator(CODE)
+    visible = sum(code.nth(i).is_visible() for i in range(code.count()))
+    assert visible == 0, f"{name}: {visible} code editors or input areas visible"
+    assert page.get_by_text("Error displaying widget").count() == 0, name
+    assert page.locator(".jupyter-widgets-error-widget").count() == 0, name
+    assert page.locator(".jp-OutputArea-output[data-mime-type*='stderr']").count() == 0, name
+    assert page.get_by_text("Traceback (most recent call last)").count() == 0, name
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_page_renders_click_only(
+    name: str, app: str, browser: Browser, screenshots: Path
+) -> None:
+    page = render(browser, app, name)
+    try:
+        click_only(page, name)
+        live, stored = page.locator(TOP_WIDGET).count(), stored_widgets(name)
+        assert live == stored, f"{name}: {stored} widget outputs stored, {live} drawn live"
+        page.screenshot(path=str(screenshots / f"app-{Path(name).stem}.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def story_button(story: Locator, step: str) -> Locator:
+    exact = re.compile(rf"^\s*{re.escape(BUTTON_LABELS[step])}\s*$")
+    return story.locator(".widget-button").filter(has_text=exact)
+
+
+def test_the_two_worker_story_clicks_through_to_the_refusal(
+    app: str, browser: Browser, screenshots: Path
+) -> None:
+    page = render(browser, app, CENTRE)
+    try:
+        story = page.locator(".emq-two-workers")
+        expect(story).to_have_count(1)
+        enabled = [s for s, _ in STEPS if story_button(story, s).is_enabled()]
+        if not enabled:  # the story stands at its end: begin it again
+            story.locator(".widget-button", has_text="start again").click()
+            expect(story_button(story, STEPS[0][0])).to_be_enabled(timeout=UPDATE_MS)
+        order = [s for s, _ in STEPS]
+        start = order.index(next(s for s in order if story_button(story, s).is_enabled()))
+        assert start <= order.index("a_completes"), f"the story is past A's completion: {start}"
+        for step in order[start:]:
+            button = story_button(story, step)
+            expect(button, f"{step} is next").to_be_enabled(timeout=UPDATE_MS)
+            button.click()
+            if step == "a_completes":
+                break
+            expect(button, f"{step} was taken").to_be_disabled(timeout=UPDATE_MS)
+        refused = story.locator(".emq-message.emq-refused").first
+        expect(refused).to_contain_text("EMQSTALE: token 1 is stale", timeout=UPDATE_MS)
+        click_only(page, CENTRE)
+        page.screenshot(path=str(screenshots / "app-02-story-refused.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_links_between_pages_stay_in_the_app(app: str, browser: Browser) -> None:
+    page = render(browser, app, CENTRE)
+    try:
+        links = page.locator("a[href$='.ipynb']")
+        hrefs = [links.nth(i).evaluate("a => a.href") for i in range(links.count())]
+        assert hrefs, "page 02 links to no other page"
+        for href in hrefs:
+            target = href.rsplit("/", 1)[-1]
+            assert href == f"{app}/voila/render/{target}", href
+            assert (NOTEBOOKS_DIR / target).exists(), f"{href} names no notebook"
+        nxt = page.locator("a[href$='03-the-payload.ipynb']").first
+        nxt.click()
+        page.wait_for_url(f"{app}/voila/render/03-the-payload.ipynb", timeout=RENDER_MS)
+        page.wait_for_function(
+            f"document.querySelectorAll('{TOP_WIDGET}').length >= 1", timeout=RENDER_MS
+        )
+        click_only(page, "03-the-payload.ipynb")
+    finally:
+        page.close()

@@ -1,0 +1,182 @@
+"""The pages as a reader meets them, in a real JupyterLab with headless Chromium.
+
+One JupyterLab (a temporary copy of ``notebooks/``) and one browser serve the module; each
+notebook is opened in its own tab, its outputs cleared, and Run All runs it live. Then:
+
+- 02 and 04: the two-worker story waits at step 1 (only *A claims* can be pressed);
+- 02: a click on a self-check's answer shows the server's verdict, right or wrong;
+- every notebook: its widgets are live and have buttons, and clicking every visible, enabled
+  button in turn (waiting for the kernel after each) draws no widget error, puts no traceback
+  in a cell, and logs none in the notebook's log console, where JupyterLab sends what a widget
+  callback raises.
+
+Without a Chromium the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Error, Locator, Page, expect, sync_playwright
+
+from echomq_lab.stories import STEPS
+from echomq_lab.testing.browser import (
+    CHROMIUM_ARGS,
+    STDERR_OUTPUT,
+    Lab,
+    chromium_path,
+    jupyter_lab,
+    menu,
+    run_all,
+)
+from echomq_lab.widgets.two_workers import BUTTON_LABELS
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(p.name for p in NOTEBOOKS_DIR.glob("[0-9][0-9]-*.ipynb"))
+CENTRE = "02-the-state-and-attempts.ipynb"
+STORIES = [CENTRE, "04-lab-two-workers-one-job.ipynb"]
+#: How long one click may keep the kernel busy (a stall waits out a lease; a run takes seconds).
+BUSY_MS = 120_000
+SHOWN_MS = 30_000
+ON_SHOW = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+BUTTONS = f"{ON_SHOW} .jp-OutputArea-output :is(.widget-button, .widget-toggle-button)"
+BROKEN_WIDGET = f"{ON_SHOW} .jupyter-widgets-error-widget"
+
+
+def _required() -> bool:
+    return os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path, why = chromium_path()
+    if path is None:
+        if _required():
+            pytest.fail(f"{why} (ECHOMQ_REQUIRE_BACKENDS=1 forbids skipping)", pytrace=False)
+        print(f"\nbrowser tests skipped: {why}")
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture(scope="module")
+def lab(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    with jupyter_lab(NOTEBOOKS_DIR, tmp_path_factory.mktemp("jupyterlab-learner")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Browser]:
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="module")
+def ran(lab: Lab, browser: Browser) -> Iterator[Callable[[str], Page]]:
+    """``ran(name)``: the tab where notebook ``name`` was opened and run top to bottom."""
+    pages: dict[str, Page] = {}
+
+    def open_and_run(name: str) -> Page:
+        if name not in pages:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            pages[name] = page
+            page.goto(lab.notebook_url(name, workspace=f"learner-{len(pages)}"))
+            cells = len(json.loads((NOTEBOOKS_DIR / name).read_text())["cells"])
+            run_all(page, cells)
+            page.locator(BUTTONS).first.wait_for(timeout=SHOWN_MS)
+        return pages[name]
+
+    yield open_and_run
+    for page in pages.values():
+        page.close()
+
+
+def button(scope: Locator, label: str) -> Locator:
+    """The button in ``scope`` whose text is exactly ``label`` (icons aside)."""
+    exact = re.compile(rf"^\s*{re.escape(label)}\s*$")
+    return scope.locator(".widget-button").filter(has_text=exact)
+
+
+def settle(page: Page) -> None:
+    """Wait until the kernel has handled what the last click sent it."""
+    try:
+        page.get_by_text("| Busy").first.wait_for(timeout=500)
+    except Error:
+        pass  # it may have been quicker than the look
+    page.get_by_text("| Idle").first.wait_for(timeout=BUSY_MS)
+
+
+def log_console_text(page: Page) -> str:
+    """The text of the notebook's log console (opened from the View menu)."""
+    menu(page, "View", "logconsole:open")
+    panel = page.locator(".jp-LogConsolePanel")
+    panel.first.wait_for(timeout=SHOWN_MS)
+    return panel.first.inner_text()
+
+
+@pytest.mark.parametrize("name", STORIES)
+def test_the_story_waits_at_step_one_after_run_all(name: str, ran: Callable[[str], Page]) -> None:
+    page = ran(name)
+    story = page.locator(f"{ON_SHOW} .emq-two-workers")
+    expect(story).to_have_count(1)
+    first, title = STEPS[0]
+    expect(story.locator("ol li").first).to_contain_text(f"{title} ← next")
+    for step, _ in STEPS:
+        it = button(story, BUTTON_LABELS[step])
+        if step == first:
+            expect(it, f"{step} can be pressed").to_be_enabled()
+        else:
+            expect(it, f"{step} waits for its turn").to_be_disabled()
+    expect(story.locator(".emq-record-view")).to_contain_text("pending")
+
+
+def test_a_self_check_answer_shows_the_servers_verdict(ran: Callable[[str], Page]) -> None:
+    page = ran(CENTRE)
+    check = page.locator(f"{ON_SHOW} .emq-selfcheck").filter(has_text="reprocessed")
+    expect(check).to_have_count(1)
+    message = check.locator(".widget-html").last
+    assert "The server" not in check.inner_text(), "the question was shown answered"
+    button(check, "(a) 1").click()
+    expect(check).to_contain_text("Not this one", timeout=SHOWN_MS)
+    expect(check).to_contain_text("The server:")
+    button(check, "(c) 3").click()
+    expect(message).to_contain_text("Right.", timeout=SHOWN_MS)
+    expect(check).to_contain_text("handed out token 3")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_visible_button_clicks_cleanly(name: str, ran: Callable[[str], Page]) -> None:
+    page = ran(name)
+    buttons = page.locator(BUTTONS)
+    count = buttons.count()
+    assert count > 0, f"{name}: no live widget button after Run All"
+    stderr_before = page.locator(STDERR_OUTPUT).count()
+    clicked = []
+    for i in range(count):
+        it = buttons.nth(i)
+        if not it.is_visible() or not it.is_enabled():
+            continue
+        clicked.append(it.inner_text().strip())
+        it.scroll_into_view_if_needed()
+        it.click()
+        settle(page)
+    assert clicked, f"{name}: {count} buttons, none visible and enabled"
+    assert page.get_by_text("Error displaying widget").count() == 0, name
+    assert page.locator(BROKEN_WIDGET).count() == 0, f"{name}: a widget drawn as an error"
+    assert page.locator(STDERR_OUTPUT).count() == stderr_before, (
+        f"{name}: a click put output on stderr:\n{page.locator(STDERR_OUTPUT).last.inner_text()}")
+    logged = log_console_text(page)
+    assert "Traceback" not in logged and "Error" not in logged, (
+        f"{name}: after clicking {len(clicked)} buttons the log console holds:\n{logged[-3000:]}")
+    print(f"\n{name}: clicked {len(clicked)} of {count} buttons, no error")

@@ -1,0 +1,198 @@
+"""The pages leave the reader the clicks: graded questions, folded answers, fresh panels.
+
+Each notebook 00-05 is run top to bottom in a fresh kernel (nbclient, the embedded server), then
+a probe cell is appended that reports, as JSON, what the page built:
+
+- every :class:`~echomq_lab.widgets.SelfCheck` alive in the kernel (found with
+  ``gc.get_objects()``, since a page displays them without naming them), answered with each of
+  its choices in turn: pages 00, 01 and 03 make at least two, 02 at least three, and every
+  choice gets a verdict and an explanation, with at least one right and one wrong choice each;
+- the text of every panel the page invites the reader to use, read after Run All: it must be
+  what the panel showed when it was displayed (ids and times sanitized as nbval does), so no
+  cell pressed it afterwards, and the two-worker story waits at its first step.
+
+The stored notebooks (no kernel) must show each question unanswered, and give every question
+under "Questions to try" an answer folded in a ``<details>`` block.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from echomq_lab.stories import STEPS
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+#: The fewest self-checks each page must make.
+CHECKS = {"00": 2, "01": 2, "02": 3, "03": 2}
+#: The panels each page invites the reader to use, by the name the page gives them.
+READER_PANELS = {
+    "00": ("picker",),
+    "01": ("picker",),
+    "02": ("panel", "fence", "story"),
+    "03": ("trip",),
+    "04": ("story", "lab"),
+    "05": ("sim",),
+}
+STORIES = {"02": "story", "04": "story"}
+PROBE = """
+import gc as _gc, json as _json
+from echomq_lab.widgets import SelfCheck as _SelfCheck
+_checks = []
+for _c in {id(o): o for o in _gc.get_objects() if isinstance(o, _SelfCheck)}.values():
+    _answers = []
+    for _choice in _c.choices:
+        _g = _c.answer(_choice)
+        _answers.append({"choice": _choice, "right": _g.right, "explanation": _g.explanation})
+    _c.reset()
+    _checks.append({"question": _c.question, "answers": _answers, "after_reset": _c.text()})
+_panels = {_n: globals()[_n].text() for _n in %(panels)r}
+_stories = {_n: globals()[_n].story.next_step for _n in %(stories)r}
+print(_json.dumps({"checks": _checks, "panels": _panels, "stories": _stories}))
+"""
+#: A SelfCheck's buttons are labelled "(a) ...", "(b) ..."; answered, one is styled.
+CHOICE_BUTTON = re.compile(r"^\([a-h]\) ")
+
+
+def _path(prefix: str) -> Path:
+    (path,) = NOTEBOOKS.glob(f"{prefix}-*.ipynb")
+    return path
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def sanitizers() -> list[tuple[re.Pattern[str], str]]:
+    """The regex/replace pairs of notebooks/sanitize.cfg, in order."""
+    pairs, pattern = [], None
+    for line in (NOTEBOOKS / "sanitize.cfg").read_text().splitlines():
+        if line.startswith("regex:"):
+            pattern = re.compile(line.removeprefix("regex:").strip())
+        elif line.startswith("replace:") and pattern is not None:
+            pairs.append((pattern, line.removeprefix("replace:").strip()))
+            pattern = None
+    return pairs
+
+
+def sanitized(text: str) -> str:
+    for pattern, replace in sanitizers():
+        text = pattern.sub(replace, text)
+    return text
+
+
+def displayed_text(nb: Any, name: str) -> str:
+    """The text/plain a cell ending in the bare expression ``name`` displayed."""
+    for cell in nb.cells:
+        lines = _text(cell.source).strip().splitlines()
+        if cell.cell_type == "code" and lines and lines[-1].strip() == name:
+            for out in cell.get("outputs", []):
+                if "text/plain" in out.get("data", {}):
+                    return _text(out["data"]["text/plain"])
+    raise AssertionError(f"no cell displays {name!r}")
+
+
+@pytest.fixture(scope="module")
+def ran() -> Any:
+    """``ran(prefix)``: the notebook run in a fresh kernel, and what the probe reported."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    done: dict[str, tuple[Any, dict[str, Any]]] = {}
+
+    def run(prefix: str) -> tuple[Any, dict[str, Any]]:
+        if prefix not in done:
+            nb = nbformat.read(_path(prefix), as_version=4)
+            panels, stories = READER_PANELS[prefix], (STORIES.get(prefix),)
+            code = PROBE % {"panels": panels, "stories": tuple(s for s in stories if s)}
+            nb.cells.append(nbformat.v4.new_code_cell(code))
+            client = nbclient.NotebookClient(
+                nb, timeout=600, kernel_name="python3",
+                resources={"metadata": {"path": str(NOTEBOOKS)}})
+            client.execute()
+            out = nb.cells[-1].outputs
+            report = json.loads(_text(out[-1]["text"]).strip().splitlines()[-1])
+            nb.cells.pop()
+            done[prefix] = (nb, report)
+        return done[prefix]
+
+    return run
+
+
+@pytest.mark.parametrize("prefix", sorted(CHECKS))
+def test_every_self_check_grades_every_choice(prefix: str, ran: Any) -> None:
+    _nb, report = ran(prefix)
+    checks = report["checks"]
+    assert len(checks) >= CHECKS[prefix], (
+        f"page {prefix} makes {len(checks)} self-checks, at least {CHECKS[prefix]} wanted")
+    for check in checks:
+        answers = check["answers"]
+        assert len(answers) >= 2, f"{check['question']!r}: fewer than two choices"
+        for a in answers:
+            assert isinstance(a["right"], bool)
+            assert a["explanation"].strip(), f"{check['question']!r} / {a['choice']!r}: no why"
+        verdicts = {a["right"] for a in answers}
+        assert verdicts == {True, False}, (
+            f"{check['question']!r}: needs one right and one wrong choice, got {answers}")
+        assert "Your answer" not in check["after_reset"], "reset left the verdict standing"
+
+
+@pytest.mark.parametrize("prefix", sorted(READER_PANELS))
+def test_the_readers_panels_stand_at_their_beginning(prefix: str, ran: Any) -> None:
+    nb, report = ran(prefix)
+    for name in READER_PANELS[prefix]:
+        shown = sanitized(displayed_text(nb, name))
+        now = sanitized(report["panels"][name])
+        assert now == shown, (
+            f"page {prefix}: after Run All, {name!r} is not as it was when displayed "
+            f"(a cell pressed it):\n--- displayed\n{shown}\n--- after Run All\n{now}")
+    for name, step in report["stories"].items():
+        assert step == STEPS[0][0], f"page {prefix}: the story {name!r} waits at {step!r}"
+
+
+# -- the stored pages, no kernel -----------------------------------------------------------------
+
+
+def _stored(prefix: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(_path(prefix).read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.mark.parametrize("prefix", sorted(CHECKS))
+def test_stored_pages_show_every_question_unanswered(prefix: str) -> None:
+    nb = _stored(prefix)
+    shown = [
+        _text(out["data"]["text/plain"])
+        for cell in nb["cells"] if cell["cell_type"] == "code"
+        for out in cell.get("outputs", [])
+        if _text(out.get("data", {}).get("text/plain", "")).startswith("Check yourself:")
+    ]
+    assert len(shown) >= CHECKS[prefix], f"page {prefix} stores {len(shown)} self-checks"
+    assert not [s for s in shown if "Your answer" in s], f"page {prefix} stores an answered check"
+    state = nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    styled = [
+        model["state"]["description"] for model in state.values()
+        if model.get("model_name") == "ButtonModel"
+        and CHOICE_BUTTON.match(model["state"].get("description", ""))
+        and model["state"].get("button_style")
+    ]
+    assert not styled, f"page {prefix} stores a choice already marked: {styled}"
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("0[0-6]-*.ipynb")), ids=lambda p: p.name)
+def test_every_question_to_try_has_a_folded_answer(path: Path) -> None:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    section = [_text(c["source"]) for c in cells
+               if c["cell_type"] == "markdown" and "## Questions to try" in _text(c["source"])]
+    assert len(section) == 1, f"{path.name}: one 'Questions to try' cell wanted"
+    text = section[0]
+    questions = re.findall(r"^\*\*(\d+)\.\*\*", text, re.MULTILINE)
+    folded = re.findall(r"<details><summary>[^<]+</summary>(.*?)</details>", text, re.DOTALL)
+    assert questions, f"{path.name}: no numbered questions"
+    assert len(folded) == len(questions), (
+        f"{path.name}: {len(questions)} questions, {len(folded)} folded answers")
+    assert all(answer.strip() for answer in folded), f"{path.name}: an empty answer"

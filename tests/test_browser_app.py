@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sync_playwright
 
-from echomq_lab.stories import STEPS
 from echomq_lab.testing.browser import CHROMIUM_ARGS, chromium_path
 from echomq_lab.testing.servers import free_port
+from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 
 pytestmark = pytest.mark.browser

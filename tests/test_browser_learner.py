@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Error, Locator, Page, expect, sync_playwright
 
-from echomq_lab.stories import STEPS
 from echomq_lab.testing.browser import (
     CHROMIUM_ARGS,
     STDERR_OUTPUT,
@@ -34,6 +33,7 @@ from echomq_lab.testing.browser import (
     menu,
     run_all,
 )
+from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 
 pytestmark = pytest.mark.browser

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from echomq_lab.stories import STEPS
+from echomq_lab.two_workers import STEPS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"

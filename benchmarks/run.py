@@ -28,7 +28,6 @@ table.
 from __future__ import annotations
 
 import argparse
-import collections
 import dataclasses
 import datetime as dt
 import gc
@@ -643,25 +642,9 @@ def bench_widgets(presses: int) -> dict[str, Any]:
         conn.close()
 
 
-def path(source: str, target: str) -> tuple[str, ...]:
-    """The transitions along the shortest way from ``source`` to ``target`` on the diagram
-    (:data:`echomq_lab.transitions.EDGES`, in registry order); ValueError if there is none."""
-    way: dict[str, tuple[str, ...]] = {source: ()}
-    todo = collections.deque([source])
-    while todo:
-        at = todo.popleft()
-        if at == target:
-            return way[at]
-        for name, edge in transitions.EDGES:
-            if edge.source == at and edge.target not in way:
-                way[edge.target] = (*way[at], name)
-                todo.append(edge.target)
-    raise ValueError(f"the diagram has no way from {source} to {target}")
-
-
 def life(t: transitions.Transition) -> tuple[str, ...]:
     """A new job's shortest way along the diagram to where ``t`` starts, then ``t`` itself."""
-    return (*path(transitions.START, t.edges[0].source), t.name)
+    return (*transitions.path(transitions.START, t.edges[0].source), t.name)
 
 
 #: The presses timed on a TransitionPanel, round and round: one :func:`life` per transition of

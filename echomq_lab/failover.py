@@ -383,9 +383,26 @@ def measure(cluster: Cluster, claims: int = 200, *, durable: bool) -> Cost:
                 statistics.median(took), statistics.fmean(took))
 
 
+#: How many fresh clusters :func:`experiment` may stage on before it gives up: the staging itself
+#: (the promoted replica must still hold the enqueued row) can miss on a loaded machine.
+STAGINGS = 3
+
+
+def _staged(r: Run) -> bool:
+    """True when the failover was staged as meant: the promoted replica holds the job's row (as
+    enqueued). Without it there is nothing to show, whichever way the claim was made."""
+    return not any(step.endswith("holds the row as: no row") for step in r.steps)
+
+
 def experiment(durable: bool, claims: int = 200) -> tuple[Run, Cost]:
     """One run on a cluster of its own (started, then stopped), and the cost of ``claims``
-    claims made the same way on it afterwards."""
+    claims made the same way on it afterwards. A staging that missed (see :func:`_staged`) is
+    thrown away and staged again on a new cluster, up to :data:`STAGINGS` times."""
+    for _ in range(STAGINGS - 1):
+        with start() as cluster:
+            r = run(cluster, durable=durable)
+            if _staged(r):
+                return r, measure(cluster, claims, durable=durable)
     with start() as cluster:
         return run(cluster, durable=durable), measure(cluster, claims, durable=durable)
 

@@ -3,7 +3,7 @@
 API (for pages and widgets)::
 
     from echomq_lab import fencing
-    fencing.VERBS    # ("complete", "retry", "extend")
+    fencing.VERBS    # the fenced verbs, from the transitions registry
     fencing.TOKENS   # ("live", "stale", "future")
     fencing.LEASES   # ("held", "reaped")
     trial = fencing.run(conn, queue, "retry", "stale", "held")   # or a token number: 3
@@ -25,15 +25,17 @@ from typing import Any, Literal, cast
 
 import redis
 
-from echomq_lab import errors, jobs, keyspace
+from echomq_lab import errors, jobs, keyspace, transitions
 from echomq_lab.clock import wait_out_lease
 from echomq_lab.connection import reaching
 from echomq_lab.stories import HOLD_MS, SampleRow, sample_row, wrote
 
-Verb = Literal["complete", "retry", "extend"]
+#: A fenced verb's name: one of :data:`VERBS`.
+Verb = str
 TokenKind = Literal["live", "stale", "future"]
 LeaseKind = Literal["held", "reaped"]
-VERBS: tuple[Verb, ...] = ("complete", "retry", "extend")
+#: The fenced verbs, as the registry lists them.
+VERBS: tuple[Verb, ...] = transitions.FENCED
 TOKENS: tuple[TokenKind, ...] = ("live", "stale", "future")
 LEASES: tuple[LeaseKind, ...] = ("held", "reaped")
 #: What each kind of token is, against the sample row whose attempts is 2.
@@ -128,13 +130,14 @@ def queue_keys(conn: redis.Redis, queue: str) -> dict[bytes, Any]:
 
 def call_verb(conn: redis.Redis, queue: str, verb: str, job_id: str, token: int) -> Outcome:
     """Run fenced verb ``verb`` on ``job_id`` with ``token``; retry asks for no delay, extend
-    for a long lease."""
+    for a lease twice the sample row's, so an accepted extend always moves the deadline."""
     if verb == "complete":
         return attempt(lambda: jobs.complete(conn, queue, job_id, token))
     if verb == "retry":
         return attempt(lambda: jobs.retry(conn, queue, job_id, token, 0, 5, "it failed"))
     if verb == "extend":
-        return attempt(lambda: f"new deadline {jobs.extend(conn, queue, job_id, token, HOLD_MS)}")
+        longer = 2 * HOLD_MS
+        return attempt(lambda: f"new deadline {jobs.extend(conn, queue, job_id, token, longer)}")
     raise ValueError(f"unknown verb {verb!r}: pick one of {', '.join(VERBS)}")
 
 

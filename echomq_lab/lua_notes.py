@@ -25,10 +25,12 @@ GLOSS: dict[str, str] = {
     "HDEL": "remove one field from the hash",
     "HGET": "read one field of the hash (false when it is missing)",
     "HGETALL": "every field and value of the hash",
+    "HMGET": "read several fields of the hash at once (false for each one missing)",
     "HINCRBY": "add to a field holding an integer; answer the new value",
     "HSET": "write one or more fields of the hash",
     "KEYS": "every key name matching a pattern (walks the whole keyspace)",
     "TIME": "the server's clock: {seconds, microseconds}",
+    "TYPE": "what kind of value the key holds (hash, zset, string, …, or none)",
     "ZADD": "put a member in the sorted set with a score (XX: only if already there)",
     "ZCARD": "how many members the sorted set holds",
     "ZPOPMIN": "take out the member with the lowest score and answer it",
@@ -115,7 +117,8 @@ read all of them:
   scripts turn it into milliseconds, so every lease is timed by one clock, the server's.
 - **`~=`** means *not equal* (`attempts ~= ARGV[2]`: the token does not match); `==` is equal.
 - **`..`** joins strings: `ARGV[1] .. id` is the row key, the queue's prefix followed by the id.
-- **`#t`** is the length of the list `t`: `#popped == 0` means nothing was pending.
+- **`#t`** is the length of the list `t`: `#orphans + #malformed > 0` means the
+  script dropped something.
 - **`local x = ...`** names a value inside the script; `if not x then ... end` takes the branch
   when `x` is missing (a field or member that is not there comes back as false), and
   `tonumber` turns a string such as `'2'` into the number 2.

@@ -9,6 +9,7 @@ transition is one entry here plus its ``.lua`` file.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -112,3 +113,19 @@ def by_script(script: str) -> Transition:
         if t.script == script:
             return t
     raise ValueError(f"no transition runs the script {script!r}")
+
+
+def path(source: str, target: str) -> tuple[str, ...]:
+    """The transitions along the shortest way from ``source`` to ``target`` on the diagram
+    (:data:`EDGES`, in registry order); ValueError if there is none."""
+    way: dict[str, tuple[str, ...]] = {source: ()}
+    todo = collections.deque([source])
+    while todo:
+        at = todo.popleft()
+        if at == target:
+            return way[at]
+        for name, edge in EDGES:
+            if edge.source == at and edge.target not in way:
+                way[edge.target] = (*way[at], name)
+                todo.append(edge.target)
+    raise ValueError(f"the diagram has no way from {source} to {target}")

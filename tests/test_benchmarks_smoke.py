@@ -121,7 +121,7 @@ def test_presses_give_every_transition_a_life_along_the_diagram() -> None:
             assert states, (t.name, life, name)
     assert bench.life(transitions.get("reprocess")) == ("enqueue", "claim", "retry", "reprocess")
     with pytest.raises(ValueError, match="no way from"):
-        bench.path(transitions.RETIRED, transitions.START)
+        transitions.path(transitions.RETIRED, transitions.START)
 
 
 def test_main_quick_writes_json_and_prints_the_table(

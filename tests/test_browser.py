@@ -105,7 +105,7 @@ def _required() -> bool:
     return os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> str:
     path, why = chromium_path()
     if path is None:
@@ -116,7 +116,7 @@ def chromium() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def screenshots() -> Path:
     folder = Path(os.environ.get("ECHOMQ_SCREENSHOTS") or ROOT / "artifacts" / "screenshots")
     folder.mkdir(parents=True, exist_ok=True)
@@ -124,13 +124,13 @@ def screenshots() -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     with jupyter_lab(NOTEBOOKS_DIR, tmp_path_factory.mktemp("jupyterlab")) as running:
         yield running
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium: str) -> Iterator[Browser]:
     with sync_playwright() as pw:
         launched = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
@@ -140,7 +140,7 @@ def browser(chromium: str) -> Iterator[Browser]:
             launched.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ran(lab: Lab, browser: Browser, screenshots: Path) -> Iterator[Callable[[str], Page]]:
     """``ran(name)``: the tab where notebook ``name`` was opened and run top to bottom.
 

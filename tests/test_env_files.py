@@ -8,7 +8,6 @@ drifts (say ``<4`` in one place) fails.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 
@@ -16,10 +15,9 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from echomq_lab.testing.envfiles import CONDA_ONLY, conda_ranges
+
 ROOT = Path(__file__).resolve().parent.parent
-CONDA_TO_PYPI = {"redis-py": "redis"}
-#: conda-only tooling that has no PyPI twin in pyproject.
-CONDA_ONLY = {"pip"}
 
 
 def pyproject() -> dict[str, object]:
@@ -32,38 +30,6 @@ def pypi_ranges(extra: str | None = None) -> dict[str, SpecifierSet]:
     assert isinstance(project, dict)
     lines = project["dependencies"] if extra is None else project["optional-dependencies"][extra]
     return {Requirement(line).name.lower(): Requirement(line).specifier for line in lines}
-
-
-def conda_ranges(path: Path) -> tuple[dict[str, SpecifierSet], list[str]]:
-    """({package: specifier set}, pip lines) from a conda environment file.
-
-    The file is read line by line (no YAML dependency): ``  - name spec`` entries under
-    ``dependencies:``, and ``      - ...`` entries under ``pip:``.
-    """
-    conda: dict[str, SpecifierSet] = {}
-    pip: list[str] = []
-    section = ""
-    for raw in path.read_text().splitlines():
-        line = raw.split("#", 1)[0].rstrip()
-        if not line.strip():
-            continue
-        if not line.startswith(" "):
-            section = line.strip().rstrip(":")
-            continue
-        item = line.strip()
-        if section != "dependencies" or not item.startswith("- "):
-            continue
-        item = item[2:].strip()
-        if item == "pip:":
-            continue
-        if raw.startswith("      -"):
-            pip.append(item)
-            continue
-        m = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(.*)", item)
-        assert m, f"{path.name}: cannot read {item!r}"
-        name, spec = m.group(1).lower(), m.group(2).replace(" ", "")
-        conda[CONDA_TO_PYPI.get(name, name)] = SpecifierSet(spec)
-    return conda, pip
 
 
 ENV_FILES = [ROOT / "environment.yml", ROOT / "binder" / "environment.yml"]

@@ -39,7 +39,7 @@ def test_every_verb_against_every_token(conn: redis.Redis, verb: str, case: str)
     token = fencing.token_of(sample, kind)
     assert token == {"live": 2, "stale": 1, "future": 3}[kind]
     before = dump(conn)
-    with deadline_window(conn, HOLD_MS) as window:
+    with deadline_window(conn, 2 * HOLD_MS) as window:
         trial = fencing.present(conn, Q, sample, verb, token, lease)
     after = dump(conn)
     row_key = keyspace.job_key(Q, sample.job_id).encode()

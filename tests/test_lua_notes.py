@@ -50,7 +50,7 @@ def test_marks_flag_exactly_the_lines_asked_for() -> None:
     assert len(flagged) == 2  # the line itself, and the sentence naming it
     assert flagged[0].startswith("local token = redis.call('HINCRBY', row, 'attempts', 1)")
     assert "this page is about: `local token = redis.call('HINCRBY'" in flagged[1]
-    assert "def claim(conn" in shown and "```lua\n-- claim: lease" in shown
+    assert "def claim(" in shown and "```lua\n-- claim: lease" in shown
     plain = two_beats(jobs.claim, "claim").data
     assert lua_notes.MARK not in plain and "HINCRBY: add to a field" in plain
     with pytest.raises(ValueError, match="nothing in the script matches the mark 'HINCRBYY'"):

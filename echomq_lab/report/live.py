@@ -28,15 +28,15 @@ from typing import Any
 
 import redis
 
-from echomq_lab import branded, jobs, queues
+from echomq_lab import branded, jobs, queues, transitions
 from echomq_lab.connection import reaching
 from echomq_lab.report.counting import counting, warm_up
 
 Progress = Callable[[int], None]
 #: The lease each measured claim takes: long enough that nothing reaps it meanwhile.
 LEASE_MS = 60_000
-#: The transitions of one job cycle, in order.
-CYCLE = ("enqueue", "claim", "complete")
+#: The transitions of one job cycle, in order: a new job's shortest way to retirement.
+CYCLE = transitions.path(transitions.START, transitions.RETIRED)
 
 
 @dataclass(frozen=True)

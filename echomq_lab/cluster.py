@@ -316,10 +316,17 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _down(args: argparse.Namespace) -> int:
+def _recorded(args: argparse.Namespace) -> Cluster | None:
+    """The cluster recorded in ``args.dir``; None (after saying so) when none is recorded."""
     cluster = load(args.dir)
     if cluster is None:
         print(f"no cluster recorded in {args.dir or DEFAULT_DIR}")
+    return cluster
+
+
+def _down(args: argparse.Namespace) -> int:
+    cluster = _recorded(args)
+    if cluster is None:
         return 0
     cluster.stop()
     left = [n.address for n in cluster.nodes if n.alive()]
@@ -331,9 +338,8 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    cluster = load(args.dir)
+    cluster = _recorded(args)
     if cluster is None:
-        print(f"no cluster recorded in {args.dir or DEFAULT_DIR}")
         return 1
     alive = [n for n in cluster.nodes if n.alive()]
     state = "ok" if alive and healthy(alive) and len(alive) == len(cluster.nodes) else "not ok"

@@ -104,8 +104,20 @@ class Field:
         return tuple(t for t in TRANSITION_SCRIPTS if t not in self.writers and t != RETIRED_BY)
 
 
+def _field(*, name: str, holds: str, initial: bytes | None, role: str,
+           writes: tuple[Write, ...], reads: tuple[Read, ...] = (),
+           initial_text: str | None = None) -> Field:
+    """One entry of the tables below; ``initial_text`` defaults to the initial value itself
+    (a field whose initial value is the caller's bytes must say so in words)."""
+    if initial_text is None:
+        if initial is None:
+            raise ValueError(f"field {name}: the caller's bytes need an initial_text")
+        initial_text = initial.decode()
+    return Field(name, holds, initial, initial_text, role, writes, reads)
+
+
 FIELDS: dict[str, Field] = {
-    "state": Field(
+    "state": _field(
         name="state",
         holds="where the job is in its lifecycle: pending, scheduled, active or dead",
         initial=b"pending",
@@ -135,11 +147,10 @@ FIELDS: dict[str, Field] = {
             Read("reprocess", "HGET", "names the state in its EMQSTATE refusal"),
         ),
     ),
-    "attempts": Field(
+    "attempts": _field(
         name="attempts",
         holds="the number of claims so far, which is also the current lease's token",
         initial=b"0",
-        initial_text="0",
         role=(
             "two roles, one number: it counts the tries, and it fences them. Enqueue sets 0; "
             "only claim changes it, adding one and giving the worker the result as its token; "
@@ -159,7 +170,7 @@ FIELDS: dict[str, Field] = {
             Read("extend", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
         ),
     ),
-    "payload": Field(
+    "payload": _field(
         name="payload",
         holds="the caller's bytes: the job's cargo",
         initial=None,
@@ -181,7 +192,7 @@ FIELDS: dict[str, Field] = {
 
 #: A field that is not part of a newborn row: it appears only when a transition needs it.
 EXTRA_FIELDS: dict[str, Field] = {
-    "last_error": Field(
+    "last_error": _field(
         name="last_error",
         holds="the error text of the last failed try",
         initial=None,
@@ -191,7 +202,6 @@ EXTRA_FIELDS: dict[str, Field] = {
             Write("retry", "HSET", None, "the caller's error text"),
             Write("reprocess", "HDEL", None, "removed: the job starts over"),
         ),
-        reads=(),
     ),
 }
 

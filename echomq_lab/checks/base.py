@@ -95,6 +95,13 @@ def row_of(conn: redis.Redis, queue: str, job_id: str) -> Row | None:
     return Row.from_record(jobs.record(conn, queue, job_id))
 
 
+def new_row(conn: redis.Redis, queue: str,
+            payload: bytes = b'{"report": "march"}') -> tuple[str, Row | None]:
+    """Empty ``queue``, enqueue one new job with ``payload`` and read its row back: (id, row)."""
+    job_id = fresh_job(conn, queue, payload)
+    return job_id, row_of(conn, queue, job_id)
+
+
 def fields(row: Row | None) -> str:
     """The row's fields as ``name=value`` (values cut at 24 characters)."""
     if row is None:

@@ -66,51 +66,41 @@ def _fence_observed(conn: redis.Redis, queue: str, lease: str, which: str) -> tu
     return outcome.kind, did
 
 
-_ABOVE = (
-    "accepted: a higher token is newer, so it wins",
-    "refused EMQSTALE: only the row's own attempts holds the lease",
-    "refused EMQSTATE: the job is not active",
-)
+def _fence_check(key: str, lease: str, which: str, question: str,
+                 answers: dict[str, str], lesson: str) -> Check:
+    """A page-02 check that completes the sample row (see ``_fence_observed``) and grades the
+    outcome's kind through ``answers`` (outcome kind -> choice; the choices in that order)."""
 
+    def observe(conn: redis.Redis, queue: str) -> Observed:
+        kind, did = _fence_observed(conn, queue, lease, which)
+        return Observed(answers.get(kind), did)
 
-def _observe_token_above(conn: redis.Redis, queue: str) -> Observed:
-    kind, did = _fence_observed(conn, queue, "held", "future")
-    answer = {"accepted": _ABOVE[0], "EMQSTALE": _ABOVE[1], "EMQSTATE": _ABOVE[2]}.get(kind)
-    return Observed(answer, did)
+    return Check(key, 2, question, tuple(answers.values()), observe, lesson)
 
 
 def token_above() -> Check:
     """Page 02: token 3 against a row whose attempts is 2."""
-    return Check(
-        "token_above", 2,
+    return _fence_check(
+        "token_above", "held", "future",
         "The row's attempts is 2 and its lease is held. A worker completes it with token 3. "
         "What does the server answer?",
-        _ABOVE, _observe_token_above,
+        {"accepted": "accepted: a higher token is newer, so it wins",
+         "EMQSTALE": "refused EMQSTALE: only the row's own attempts holds the lease",
+         "EMQSTATE": "refused EMQSTATE: the job is not active"},
         "The check is equality, not order: any token but the row's attempts is refused, and "
         "a refused call writes nothing.",
     )
 
 
-_REAPED = (
-    "accepted: the token matches attempts",
-    "refused EMQSTALE: the token matches, but it holds no lease",
-    "refused, because the job is gone",
-)
-
-
-def _observe_token_reaped(conn: redis.Redis, queue: str) -> Observed:
-    kind, did = _fence_observed(conn, queue, "reaped", "live")
-    answer = {"accepted": _REAPED[0], "EMQSTALE": _REAPED[1], "job gone": _REAPED[2]}.get(kind)
-    return Observed(answer, did)
-
-
 def token_reaped() -> Check:
     """Page 02: the right token after the lease was reaped."""
-    return Check(
-        "token_reaped", 2,
+    return _fence_check(
+        "token_reaped", "reaped", "live",
         "A worker holds token 2, the row's attempts is 2, but its lease ran out and the reaper "
         "returned the job to pending. The worker now completes with token 2. What happens?",
-        _REAPED, _observe_token_reaped,
+        {"accepted": "accepted: the token matches attempts",
+         "EMQSTALE": "refused EMQSTALE: the token matches, but it holds no lease",
+         "job gone": "refused, because the job is gone"},
         "The lab's scripts also check that the id is still in active: a token whose lease was "
         "reaped holds nothing, even before the next claim mints a newer one.",
     )

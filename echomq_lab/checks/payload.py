@@ -5,7 +5,7 @@ from __future__ import annotations
 import redis
 
 from echomq_lab import jobs, scripts
-from echomq_lab.checks.base import LONG_MS, Check, Observed, claim_it, fresh_job, row_of
+from echomq_lab.checks.base import LONG_MS, Check, Observed, claim_it, fresh_job, new_row
 from echomq_lab.queues import reset
 
 #: A payload no text decoder likes: NUL bytes, invalid UTF-8, every byte value once.
@@ -56,8 +56,7 @@ PROBES = (b"", b'{"report": "march"}', b"EMQSTALE not json {", BINARY, b"x" * 10
 def _walk_payload(conn: redis.Redis, queue: str, payload: bytes) -> list[str]:
     """Take one job with ``payload`` through enqueue, claim, retry, promote, claim, complete;
     the replies and states, ids left out."""
-    job_id = fresh_job(conn, queue, payload)
-    row = row_of(conn, queue, job_id)
+    job_id, row = new_row(conn, queue, payload)
     seen = [row.state or "?" if row else "no row"]
     first = claim_it(conn, queue, job_id, LONG_MS)
     seen += [str(first.token), jobs.retry(conn, queue, job_id, first.token, 0, 3, "e")]

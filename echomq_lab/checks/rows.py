@@ -14,6 +14,7 @@ from echomq_lab.checks.base import (
     claim_it,
     fields,
     fresh_job,
+    new_row,
     row_of,
 )
 from echomq_lab.connection import reaching
@@ -97,8 +98,7 @@ _FRESH = (
 
 
 def _observe_fresh_row(conn: redis.Redis, queue: str) -> Observed:
-    job_id = fresh_job(conn, queue)
-    row = row_of(conn, queue, job_id)
+    job_id, row = new_row(conn, queue)
     names = set(row.raw) if row else set()
     shapes = {
         frozenset({b"state", b"attempts", b"payload"}): 0,
@@ -130,8 +130,7 @@ _ID_FIELD = (
 
 
 def _observe_id_field(conn: redis.Redis, queue: str) -> Observed:
-    job_id = fresh_job(conn, queue)
-    row = row_of(conn, queue, job_id)
+    job_id, row = new_row(conn, queue)
     has_id = row is not None and b"id" in row.raw
     key = keyspace.job_key(queue, job_id)
     did = (f"the row's key is {key} and its fields are "
@@ -157,8 +156,7 @@ _MINT = (
 
 
 def _observe_mint_time(conn: redis.Redis, queue: str) -> Observed:
-    job_id = fresh_job(conn, queue)
-    row = row_of(conn, queue, job_id)
+    job_id, row = new_row(conn, queue)
     with reaching(conn):
         score = conn.zscore(keyspace.queue_key(queue, "pending"), job_id)
     minted = branded.parse(job_id).minted_at

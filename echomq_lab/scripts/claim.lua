@@ -1,4 +1,5 @@
 -- claim: lease the oldest pending job to a worker and mint its fencing token.
+-- The orphan/malformed check is repeated whole in promote.lua and reap.lua on purpose: each script reads alone.
 -- KEYS[1] pending  emq:{Q}:pending
 -- KEYS[2] active   emq:{Q}:active
 -- ARGV[1] prefix   the row-key prefix emq:{Q}:job: (the row key is prefix .. id)

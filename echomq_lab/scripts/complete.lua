@@ -1,4 +1,5 @@
 -- complete: retire a job whose lease the caller still holds.
+-- The fence check is repeated whole in retry.lua and extend.lua on purpose: each script reads alone.
 -- KEYS[1] active  emq:{Q}:active
 -- KEYS[2] row     emq:{Q}:job:<ID>
 -- ARGV[1] id      the branded id

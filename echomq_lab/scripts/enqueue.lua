@@ -1,4 +1,5 @@
 -- enqueue: write a new job row and make it claimable.
+-- The JOB-kind and duplicate gate is repeated whole in schedule.lua on purpose: each script reads alone.
 -- KEYS[1] row      emq:{Q}:job:<ID>
 -- KEYS[2] pending  emq:{Q}:pending
 -- ARGV[1] id       the branded id (must be in the JOB namespace)

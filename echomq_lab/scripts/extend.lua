@@ -1,4 +1,5 @@
 -- extend: push the lease deadline of a job the caller still holds.
+-- The fence check is repeated whole in complete.lua and retry.lua on purpose: each script reads alone.
 -- KEYS[1] active  emq:{Q}:active
 -- KEYS[2] row     emq:{Q}:job:<ID>
 -- ARGV[1] id      the branded id

@@ -1,4 +1,5 @@
 -- promote: move scheduled jobs that are due (run-at <= server now) to pending.
+-- The orphan/malformed check is repeated whole in claim.lua and reap.lua on purpose: each script reads alone.
 -- KEYS[1] schedule  emq:{Q}:schedule
 -- KEYS[2] pending   emq:{Q}:pending
 -- ARGV[1] prefix    the row-key prefix emq:{Q}:job:

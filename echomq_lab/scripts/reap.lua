@@ -1,4 +1,5 @@
 -- reap: return jobs whose lease has expired (deadline <= server now) to pending.
+-- The orphan/malformed check is repeated whole in claim.lua and promote.lua on purpose: each script reads alone.
 -- KEYS[1] active   emq:{Q}:active
 -- KEYS[2] pending  emq:{Q}:pending
 -- ARGV[1] prefix   the row-key prefix emq:{Q}:job:

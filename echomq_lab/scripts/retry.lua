@@ -1,4 +1,5 @@
 -- retry: give up a lease after a failure; try again later, or dead-letter at the cap.
+-- The fence check is repeated whole in complete.lua and extend.lua on purpose: each script reads alone.
 -- KEYS[1] active    emq:{Q}:active
 -- KEYS[2] schedule  emq:{Q}:schedule
 -- KEYS[3] dead      emq:{Q}:dead

@@ -1,4 +1,5 @@
 -- schedule: write a new job row that runs later (the enqueue_at / enqueue_in handles).
+-- The JOB-kind and duplicate gate is repeated whole in enqueue.lua on purpose: each script reads alone.
 -- KEYS[1] row       emq:{Q}:job:<ID>
 -- KEYS[2] schedule  emq:{Q}:schedule
 -- ARGV[1] id        the branded id (must be in the JOB namespace)

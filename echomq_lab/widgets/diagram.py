@@ -102,6 +102,23 @@ def _marker(mid: str, colour: str, size: int) -> str:
     )
 
 
+@dataclass(frozen=True)
+class _EdgeLook:
+    """How an edge and its label are drawn: lit (the transition just run) or dim."""
+
+    colour: str
+    width: float
+    marker: str
+    cls: str
+    label_cls: str
+    weight: str
+
+
+_LIT_LOOK = _EdgeLook(LIT, 3.5, "emq-arrow-lit", "emq-edge emq-edge-lit",
+                      "emq-edge-label emq-edge-label-lit", "bold")
+_DIM_LOOK = _EdgeLook(DIM, 1.5, "emq-arrow-dim", "emq-edge", "emq-edge-label", "normal")
+
+
 def render_svg(current: str | None, lit: Edge | None) -> str:
     """The diagram as SVG text, ``current`` ringed and ``lit`` drawn bold."""
     parts = [
@@ -112,22 +129,17 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
         f'<text x="40" y="185" text-anchor="middle" style="fill:{style.MUTED}">new</text>',
     ]
     for edge in EDGES:
-        on = edge is lit
-        colour, width = (LIT, 3.5) if on else (DIM, 1.5)
-        marker = "emq-arrow-lit" if on else "emq-arrow-dim"
-        cls = "emq-edge emq-edge-lit" if on else "emq-edge"
+        look = _LIT_LOOK if edge is lit else _DIM_LOOK
         parts.append(
-            f'<path class="{cls}" data-transition="{html.escape(edge.label)}" d="{edge.path}" '
-            f'fill="none" style="stroke:{colour}" stroke-width="{width}" '
-            f'marker-end="url(#{marker})"/>'
+            f'<path class="{look.cls}" data-transition="{html.escape(edge.label)}" '
+            f'd="{edge.path}" fill="none" style="stroke:{look.colour}" '
+            f'stroke-width="{look.width}" marker-end="url(#{look.marker})"/>'
         )
         x, y = edge.label_at
-        weight = "bold" if on else "normal"
         turn = ' transform="rotate(-22 160 96)"' if edge.source == START and y < 150 else ""
-        label_cls = "emq-edge-label emq-edge-label-lit" if on else "emq-edge-label"
         parts.append(
-            f'<text class="{label_cls}" x="{x}" y="{y}"{turn} text-anchor="middle" '
-            f'font-weight="{weight}" style="fill:{LIT if on else DIM}">'
+            f'<text class="{look.label_cls}" x="{x}" y="{y}"{turn} text-anchor="middle" '
+            f'font-weight="{look.weight}" style="fill:{look.colour}">'
             f"{html.escape(edge.label)}</text>"
         )
     for state, (cx, cy) in NODES.items():

@@ -17,8 +17,9 @@ Beside the limit and the cycle runs a "bare" cycle: the same three scripts by pl
 Python, so cycle / bare is the library's own overhead and bare / (limit / 3) the scripts'.
 
 The throughput figures are measured interleaved: each repeat runs every workload in short
-slices, one after another, so a burst of load from elsewhere on the machine hits all of them
-alike, and the ratios are taken per repeat before the median. Each workload's CPU time per op
+slices, in a shuffled order, each from a collected heap, so a burst of load from elsewhere on
+the machine hits all of them alike; a ratio pairs the two workloads slice by slice before the
+median. Each workload's CPU time per op
 (this process, and the server's main thread from /proc/PID/schedstat) is recorded too: on a
 busy machine the ratios of CPU time estimate what an idle one would show. The results go to a
 JSON file (with the machine, the versions and how busy the machine was) and are printed as a
@@ -30,7 +31,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
-import gc
 import json
 import os
 import platform
@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -49,6 +49,20 @@ import redis
 import echomq_lab
 from benchmarks import scale
 from benchmarks.batch import enqueue_many
+from benchmarks.workloads import (
+    BATCH,
+    LEASE_MS,
+    NOOP,
+    BareCycle,
+    Cycle,
+    Figure,
+    NoopEvalsha,
+    NoopPipelined,
+    Workload,
+    interleave,
+    ratios,
+    server_cpu_ns,
+)
 from echomq_lab import branded, jobs, keyspace, transitions
 from echomq_lab.report import targets as report_targets
 from echomq_lab.report.counting import walk
@@ -58,10 +72,6 @@ from echomq_lab.testing import RunningServer, start_server
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results.json"
 QUICK_OUT = ROOT / "benchmarks" / "results-quick.json"
-NOOP = "return 0"
-QUEUE = "bench"
-LEASE_MS = 60_000
-BATCH = 100
 
 
 # --------------------------------------------------------------------------------------------
@@ -94,52 +104,6 @@ QUICK = Sizes(
 
 # --------------------------------------------------------------------------------------------
 # Figures
-
-
-@dataclass
-class Figure:
-    """One measured quantity, repeated: the values in order, summarised by median/min/max."""
-
-    name: str
-    unit: str
-    values: list[float] = field(default_factory=list)
-    note: str = ""
-    #: CPU time per op, per repeat: this process (client) and the server's main thread.
-    client_cpu_us: list[float] = field(default_factory=list)
-    server_cpu_us: list[float] = field(default_factory=list)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.values)
-
-    @property
-    def cpu_us(self) -> float:
-        """Median CPU time per op, client and server together (load on the machine aside)."""
-        return statistics.median(
-            c + s for c, s in zip(self.client_cpu_us, self.server_cpu_us, strict=True)
-        )
-
-    def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "unit": self.unit,
-            "median": self.median,
-            "min": min(self.values),
-            "max": max(self.values),
-            "values": self.values,
-            "note": self.note,
-        }
-        if self.client_cpu_us:
-            out["cpu_us_per_op"] = {
-                "client": statistics.median(self.client_cpu_us),
-                "server": statistics.median(self.server_cpu_us),
-                "total": self.cpu_us,
-            }
-        return out
-
-
-def ratios(top: Figure, bottom: Figure, scale: float = 1.0) -> list[float]:
-    """Per-repeat ``top / (bottom * scale)``: paired values measured in the same repeat."""
-    return [t / (b * scale) for t, b in zip(top.values, bottom.values, strict=True)]
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
@@ -200,113 +164,6 @@ def calls_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]
 # --------------------------------------------------------------------------------------------
 # Workloads, run interleaved
 
-
-class Workload:
-    """A unit of measured work: ``reset`` before each repeat (untimed), ``run`` one slice."""
-
-    name = ""
-    unit = "ops/s"
-    ops = 1
-
-    def reset(self, slices: int) -> None:
-        """Prepare ``slices`` slices' worth of input (not timed)."""
-
-    def run(self) -> None:  # pragma: no cover - every workload overrides it
-        raise NotImplementedError
-
-
-class NoopEvalsha(Workload):
-    """The limit: a no-op EVALSHA, one round trip each, on one connection."""
-
-    unit = "round trips/s"
-
-    def __init__(self, name: str, conn: redis.Redis, ops: int) -> None:
-        self.name, self.conn, self.ops = name, conn, ops
-        self.sha = str(conn.script_load(NOOP))
-
-    def run(self) -> None:
-        evalsha, sha = self.conn.evalsha, self.sha
-        for _ in range(self.ops):
-            evalsha(sha, 0)
-
-
-class NoopPipelined(Workload):
-    """The pipelined limit: no-op EVALSHAs, ``batch`` per flush."""
-
-    unit = "scripts/s"
-
-    def __init__(self, name: str, conn: redis.Redis, ops: int, batch: int = BATCH) -> None:
-        self.name, self.conn, self.ops, self.batch = name, conn, ops, batch
-        self.sha = str(conn.script_load(NOOP))
-
-    def run(self) -> None:
-        for start in range(0, self.ops, self.batch):
-            pipe = self.conn.pipeline(transaction=False)
-            for _ in range(min(self.batch, self.ops - start)):
-                pipe.evalsha(self.sha, 0)
-            pipe.execute()
-
-
-class Cycle(Workload):
-    """The full job cycle through the library: enqueue, claim, complete, per job."""
-
-    unit = "jobs/s"
-
-    def __init__(self, name: str, conn: redis.Redis, ops: int, queue: str = QUEUE) -> None:
-        self.name, self.conn, self.ops, self.queue = name, conn, ops, queue
-        self.ids: list[str] = []
-        self.cursor = 0
-
-    def reset(self, slices: int) -> None:
-        # Ids are minted ahead (untimed): the figure is the transitions, not the minter.
-        self.ids = [branded.mint() for _ in range(self.ops * slices)]
-        self.cursor = 0
-
-    def run(self) -> None:
-        conn, queue = self.conn, self.queue
-        batch = self.ids[self.cursor : self.cursor + self.ops]
-        self.cursor += self.ops
-        for job_id in batch:
-            jobs.enqueue(conn, queue, job_id, b"{}")
-            claimed = jobs.claim(conn, queue, LEASE_MS)
-            if claimed is None or claimed.id != job_id:
-                raise RuntimeError(f"claim handed {claimed!r}, expected {job_id}")
-            jobs.complete(conn, queue, claimed.id, claimed.token)
-
-
-class BareCycle(Cycle):
-    """The same three scripts by bare ``conn.evalsha``: no argument checks, keys built ahead.
-
-    Not a way to use the library: it shows what the scripts cost from Python, so the gap
-    between it and :class:`Cycle` is the library's own Python time.
-    """
-
-    def __init__(self, name: str, conn: redis.Redis, ops: int, queue: str = "bench-bare") -> None:
-        super().__init__(name, conn, ops, queue)
-        self.enqueue, self.claim, self.complete = (
-            str(conn.script_load(load(n).source)) for n in ("enqueue", "claim", "complete")
-        )
-        self.pending = keyspace.queue_key(queue, "pending")
-        self.active = keyspace.queue_key(queue, "active")
-        self.prefix = keyspace.job_prefix(queue)
-        self.rows: list[str] = []
-
-    def reset(self, slices: int) -> None:
-        super().reset(slices)
-        self.rows = [self.prefix + i for i in self.ids]
-
-    def run(self) -> None:
-        evalsha, pending, active, prefix = self.conn.evalsha, self.pending, self.active, self.prefix
-        lease = str(LEASE_MS)
-        start, end = self.cursor, self.cursor + self.ops
-        self.cursor = end
-        for job_id, row in zip(self.ids[start:end], self.rows[start:end], strict=True):
-            evalsha(self.enqueue, 2, row, pending, job_id, b"{}")
-            reply = evalsha(self.claim, 2, pending, active, prefix, lease)
-            if evalsha(self.complete, 2, active, row, job_id, str(int(reply[2]))) != 1:
-                raise RuntimeError(f"bare complete of {job_id} failed")
-
-
 class EnqueuePipelined(Workload):
     """Batch enqueue: the enqueue script by EVALSHA, ``batch`` per flush (``enqueue_many``)."""
 
@@ -334,55 +191,6 @@ class EnqueuePipelined(Workload):
         replies = enqueue_many(self.conn, self.queue, chunk, self.batch)
         if replies.count("enqueued") != len(chunk):
             raise RuntimeError("a pipelined enqueue answered duplicate for a fresh id")
-
-
-def _server_cpu_ns(pid: int | None) -> int:
-    """Nanoseconds the server's main thread has run on a CPU (/proc/PID/schedstat), or 0."""
-    if pid is None:
-        return 0
-    try:
-        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def interleave(
-    workloads: Sequence[Workload], repeats: int, slices: int, server_pid: int | None = None
-) -> dict[str, Figure]:
-    """Run every workload ``repeats`` times, in ``slices`` alternating slices per repeat.
-
-    Returns one :class:`Figure` per workload: its rate (ops per second) in each repeat, and
-    the CPU time per op of this process and of the server (``server_pid``), which other load
-    on the machine does not inflate the way it inflates wall time. The slice order rotates so
-    no workload always runs right after the same neighbour.
-    """
-    figures = {w.name: Figure(w.name, w.unit) for w in workloads}
-    for w in workloads:  # warm up: scripts loaded, code paths and connections hot
-        w.reset(1)
-        w.run()
-    for _ in range(repeats):
-        spent = dict.fromkeys(figures, 0.0)
-        client = dict.fromkeys(figures, 0.0)
-        server = dict.fromkeys(figures, 0)
-        for w in workloads:
-            w.reset(slices)
-        gc.collect()
-        for s in range(slices):
-            order = list(workloads[s % len(workloads) :]) + list(workloads[: s % len(workloads)])
-            for w in order:
-                srv0, cpu0 = _server_cpu_ns(server_pid), time.process_time()
-                start = time.perf_counter()
-                w.run()
-                spent[w.name] += time.perf_counter() - start
-                client[w.name] += time.process_time() - cpu0
-                server[w.name] += _server_cpu_ns(server_pid) - srv0
-        for w in workloads:
-            n = w.ops * slices
-            fig = figures[w.name]
-            fig.values.append(n / spent[w.name])
-            fig.client_cpu_us.append(client[w.name] / n * 1e6)
-            fig.server_cpu_us.append(server[w.name] / n / 1e3)
-    return figures
 
 
 def bench_throughput(url: str, sizes: Sizes, server_pid: int | None = None) -> dict[str, Figure]:
@@ -441,13 +249,13 @@ def bench_rq(
         def bootstrap(self, *args: Any, **kwargs: Any) -> None:
             super().bootstrap(*args, **kwargs)
             self.loop_cpu = time.process_time()
-            self.loop_server_ns = _server_cpu_ns(server_pid)
+            self.loop_server_ns = server_cpu_ns(server_pid)
             self.loop_started = time.perf_counter()
 
         def teardown(self) -> None:
             self.loop_ended = time.perf_counter()
             self.loop_cpu = time.process_time() - self.loop_cpu
-            self.loop_server_ns = _server_cpu_ns(server_pid) - self.loop_server_ns
+            self.loop_server_ns = server_cpu_ns(server_pid) - self.loop_server_ns
             super().teardown()  # type: ignore[no-untyped-call]
 
     client, trips = counting_client(url)
@@ -465,13 +273,13 @@ def bench_rq(
             queue = rq.Queue("rq-bench", connection=client)
             before = command_calls(observer)
             trips.count = 0
-            cpu0, srv0 = time.process_time(), _server_cpu_ns(server_pid)
+            cpu0, srv0 = time.process_time(), server_cpu_ns(server_pid)
             start = time.perf_counter()
             for _ in range(sizes.rq_jobs):
                 queue.enqueue(noop)
             enqueued = time.perf_counter()
             enqueue_cpu = time.process_time() - cpu0
-            enqueue_srv = _server_cpu_ns(server_pid) - srv0
+            enqueue_srv = server_cpu_ns(server_pid) - srv0
             worker = _TimedWorker([queue], connection=client)
             worker.work(burst=True, logging_level="WARNING")
             end = time.perf_counter()
@@ -922,19 +730,19 @@ def cpu_estimates(figs: dict[str, Figure]) -> dict[str, float]:
     return out
 
 
-#: The ratios taken repeat by repeat: (key, figure on top, figure below, scale of the one
+#: The ratios taken slice by slice: (key, figure on top, figure below, scale of the one
 #: below, note). A third of the no-op rate is the most jobs a three-script cycle could reach.
 PAIRED_RATIOS: tuple[tuple[str, str, str, float, str], ...] = (
     ("cycle_vs_limit_over_3", "cycle_valkey", "noop_evalsha", 1 / 3,
-     "cycle jobs/s / (no-op EVALSHA/s / 3), per repeat"),
+     "cycle jobs/s / (no-op EVALSHA/s / 3), per slice"),
     ("pipelined_enqueue_vs_limit", "enqueue_pipelined", "noop_evalsha_pipelined", 1.0,
-     "pipelined enqueue / pipelined no-op, per repeat"),
+     "pipelined enqueue / pipelined no-op, per slice"),
     ("bare_vs_limit_over_3", "cycle_bare_evalsha", "noop_evalsha", 1 / 3,
      "bare-evalsha cycle / (no-op EVALSHA/s / 3): the scripts' own ceiling"),
     ("cycle_vs_bare", "cycle_valkey", "cycle_bare_evalsha", 1.0,
      "library cycle / bare-evalsha cycle: the share left after the library's Python"),
     ("embedded_vs_valkey", "cycle_embedded", "cycle_valkey", 1.0,
-     "embedded cycle / Valkey cycle, per repeat"),
+     "embedded cycle / Valkey cycle, per slice"),
 )  # fmt: skip
 
 

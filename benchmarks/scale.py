@@ -2,13 +2,15 @@
 
 ``python -m benchmarks.scale [--quick] [--with-1m] [--out PATH] [--chart PATH]`` starts a Valkey
 of its own and, for each queue depth (100, 10k, 100k; 1M with ``--with-1m``) in an empty server
-and in one holding 1M other keys (``DEBUG POPULATE``), measures:
+and in one holding 1M other keys (``DEBUG POPULATE``), each point on a server emptied with
+``FLUSHALL SYNC`` (nothing of the last point still being freed), measures:
 
 * the job cycle through the library (enqueue, claim the oldest, complete), jobs/s;
 * one ``view()`` (what a panel reads per click), ms;
 * ``TransitionPanel.press`` through enqueue, claim, extend, complete (60 presses), click to
-  render ms, and the longest single server command during the clicks (``SLOWLOG`` with
-  ``slowlog-log-slower-than 0``, reset before);
+  render ms, and the longest single server command during the clicks (``SLOWLOG`` keeping the
+  commands of 1 ms or more, reset before); then the same presses again with every command
+  logged, for the median and 99th percentile of the script runs;
 * at the deepest queue of the busy server: ``check()`` with two drifts planted deep in it,
   what it found, its wall time, and the longest command it sent.
 
@@ -21,12 +23,11 @@ the same three scripts by bare ``evalsha``. The figures go under ``"scale"`` in
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -35,10 +36,11 @@ import redis
 
 import echomq_lab
 from benchmarks.batch import enqueue_many
+from benchmarks.workloads import BareCycle, Cycle, Workload, interleave, ratios
 from echomq_lab import branded, drift, jobs, keyspace
 from echomq_lab.report import scale as report_scale
 from echomq_lab.report.scale import ScalePoint as Point
-from echomq_lab.scripts import load
+from echomq_lab.report.scale import longest_text
 from echomq_lab.snapshot import view
 from echomq_lab.testing import RunningServer, start_server
 
@@ -183,19 +185,50 @@ def _words(entry: dict[str, Any]) -> str:
 def clicks(
     conn: redis.Redis, queue: str, presses: int, pid: int | None
 ) -> tuple[list[float], Logged]:
-    """Click-to-render ms of ``presses`` presses, and what the server ran meanwhile."""
+    """Click-to-render ms of ``presses`` presses, and what the server ran meanwhile.
+
+    The presses run twice. The first time SLOWLOG keeps only commands of 1 ms or more, so
+    logging costs the server nothing while it runs: the click times, the longest command and
+    the count over 1 ms come from there. The second time it logs every command (the commands a
+    script runs as well), which gives the median and 99th percentile of the script runs but
+    makes each script pay for logging the commands it runs.
+    """
     from echomq_lab.widgets import TransitionPanel
 
     panel = TransitionPanel(conn, queue)
     for name in ROUND:  # warm up: scripts loaded, widgets built
         panel.press(name)
     spent = []
-    with CommandLog(conn, pid) as log:
+    with CommandLog(conn, pid, threshold_us=1000) as slow:
         for k in range(presses):
             start = time.perf_counter()
             panel.press(ROUND[k % len(ROUND)])
             spent.append((time.perf_counter() - start) * 1000)
-    return spent, log.read()
+    longest = slow.read()
+    with CommandLog(conn, pid) as every:
+        for k in range(presses):
+            panel.press(ROUND[k % len(ROUND)])
+    spread = every.read()
+    return spent, Logged(
+        spread.commands, spread.median_us, spread.p99_us, longest.longest_us, longest.longest,
+        longest.over_1ms, longest.server_waited_ms,
+    )  # fmt: skip
+
+
+def empty_out(conn: redis.Redis, wait_s: float = 120.0) -> None:
+    """Delete every key, and wait until the server has freed them all.
+
+    Valkey frees a ``FLUSHALL`` in a background thread by default (``lazyfree-lazy-user-flush``):
+    left to run, that thread would still be freeing the last point's million keys while the
+    next point is measured, competing with the server's main thread for the machine. ``SYNC``
+    frees them before the reply; the wait covers anything a lazy delete left behind.
+    """
+    conn.execute_command("FLUSHALL", "SYNC")  # type: ignore[no-untyped-call]
+    deadline = time.monotonic() + wait_s
+    while int(conn.info("memory").get("lazyfree_pending_objects", 0)):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the server is still freeing keys after a FLUSHALL")
+        time.sleep(0.05)
 
 
 def point(conn: redis.Redis, keys: str, depth: int, sizes: Sizes, pid: int | None) -> Point:
@@ -262,75 +295,39 @@ def _client(url: str, parser: str) -> redis.Redis:
     return redis.Redis.from_url(url, decode_responses=False, protocol=3, parser_class=parser_class)
 
 
-def _bare(conn: redis.Redis, queue: str) -> Callable[[list[str]], None]:
-    shas = [str(conn.script_load(load(n).source)) for n in ("enqueue", "claim", "complete")]
-    pending, active = keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active")
-    prefix, lease = keyspace.job_prefix(queue), str(LEASE_MS)
-
-    def run(ids: list[str]) -> None:
-        evalsha = conn.evalsha
-        for job_id in ids:
-            row = prefix + job_id
-            evalsha(shas[0], 2, row, pending, job_id, b"{}")
-            reply = evalsha(shas[1], 2, pending, active, prefix, lease)
-            evalsha(shas[2], 2, active, row, job_id, str(int(reply[2])))
-
-    return run
+#: Slices per repeat of the parser figures (each of ``parser_cycles // PARSER_SLICES`` jobs).
+PARSER_SLICES = 4
 
 
-def _library(conn: redis.Redis, queue: str) -> Callable[[list[str]], None]:
-    def run(ids: list[str]) -> None:
-        for job_id in ids:
-            jobs.enqueue(conn, queue, job_id, b"{}")
-            got = jobs.claim(conn, queue, LEASE_MS)
-            assert got is not None
-            jobs.complete(conn, queue, got.id, got.token)
+def parsers(url: str, sizes: Sizes, server_pid: int | None = None) -> dict[str, Any]:
+    """The cycle (library and bare) with each parser, interleaved; medians and ratios.
 
-    return run
-
-
-def parsers(url: str, sizes: Sizes) -> dict[str, Any]:
-    """The cycle (library and bare) with each parser, interleaved; medians and ratios."""
-    runs: dict[str, Callable[[list[str]], None]] = {}
-    clients = []
-    for parser in ("hiredis", "python"):
-        conn = _client(url, parser)
-        clients.append(conn)
-        runs[f"library_{parser}"] = _library(conn, f"p-lib-{parser}")
-        runs[f"bare_{parser}"] = _bare(conn, f"p-bare-{parser}")
-    rates: dict[str, list[float]] = {name: [] for name in runs}
-    cpu: dict[str, list[float]] = {name: [] for name in runs}
-    for warm in runs.values():
-        warm([branded.mint() for _ in range(50)])
-    for r in range(sizes.parser_repeats):
-        gc.collect()
-        order = list(runs.items())
-        order = order[r % len(order) :] + order[: r % len(order)]
-        for _ in range(4):  # four slices per repeat, rotating order
-            for name, run in order:
-                ids = [branded.mint() for _ in range(sizes.parser_cycles // 4)]
-                start, cpu0 = time.perf_counter(), time.process_time()
-                run(ids)
-                rates[name].append(len(ids) / (time.perf_counter() - start))
-                cpu[name].append((time.process_time() - cpu0) / len(ids) * 1e6)
-    for conn in clients:
-        conn.close()
-    med = {name: statistics.median(v) for name, v in rates.items()}
-    per = len(rates["library_hiredis"])
-    lib_vs_bare = {
-        p: statistics.median(rates[f"library_{p}"][i] / rates[f"bare_{p}"][i] for i in range(per))
-        for p in ("hiredis", "python")
-    }
-    gain = statistics.median(
-        rates["library_hiredis"][i] / rates["library_python"][i] for i in range(per)
-    )
+    The workloads and the way they are interleaved and paired are the throughput table's own
+    (:mod:`benchmarks.workloads`), so the ratios here mean what the ratios there mean.
+    """
+    clients = {p: _client(url, p) for p in ("hiredis", "python")}
+    ops = max(1, sizes.parser_cycles // PARSER_SLICES)
+    work: list[Workload] = []
+    for p, conn in clients.items():
+        work += [Cycle(f"library_{p}", conn, ops, f"p-lib-{p}"),
+                 BareCycle(f"bare_{p}", conn, ops, f"p-bare-{p}")]  # fmt: skip
+    try:
+        figs = interleave(work, sizes.parser_repeats, PARSER_SLICES, server_pid)
+    finally:
+        for conn in clients.values():
+            conn.close()
     return {
-        "jobs_s": med,
-        "client_cpu_us_per_job": {name: statistics.median(v) for name, v in cpu.items()},
-        "library_vs_bare": lib_vs_bare,
-        "hiredis_gain": gain,
+        "jobs_s": {name: f.median for name, f in figs.items()},
+        "client_cpu_us_per_job": {
+            name: statistics.median(f.client_cpu_us) for name, f in figs.items()
+        },
+        "library_vs_bare": {
+            p: statistics.median(ratios(figs[f"library_{p}"], figs[f"bare_{p}"]))
+            for p in clients
+        },
+        "hiredis_gain": statistics.median(ratios(figs["library_hiredis"], figs["library_python"])),
         "note": "cycle jobs/s through the library and by bare evalsha, with redis-py's C parser "
-        "(hiredis) and its own; slices interleaved, ratios per slice, then the median",
+        "(hiredis) and its own; slices shuffled, ratios per slice, then the median",
     }
 
 
@@ -363,10 +360,10 @@ def run(quick: bool = False, with_1m: bool = False) -> dict[str, Any]:
     load_before = os.getloadavg()
     try:
         conn = echomq_lab.connect(server.url)
-        out: dict[str, Any] = {"parsers": parsers(server.url, sizes)}
+        out: dict[str, Any] = {"parsers": parsers(server.url, sizes, server.proc.pid)}
         for keys in ("empty", f"{others:,} other keys"):
             for depth in depths:
-                conn.flushall()
+                empty_out(conn)
                 if keys != "empty":
                     conn.execute_command(  # type: ignore[no-untyped-call]
                         "DEBUG", "POPULATE", others, "other"
@@ -391,7 +388,8 @@ def run(quick: bool = False, with_1m: bool = False) -> dict[str, Any]:
 def _row(p: Point) -> str:
     return (
         f"{p.keyspace:<20}{p.depth:>10,}  {p.cycle_jobs_s:,.0f} jobs/s  "
-        f"click p95 {p.click_p95_ms:.1f} ms  longest command {p.longest_command_us:,} µs"
+        f"click p95 {p.click_p95_ms:.1f} ms  "
+        f"longest command {longest_text(p.longest_command_us)} µs"
     )
 
 

@@ -100,6 +100,8 @@ def valid(job_id: object) -> bool:
 
 def check(job_id: object) -> str:
     """Return ``job_id`` if well-formed; raise TypeError or ValueError saying what is wrong."""
+    if type(job_id) is str and _WELL_FORMED.fullmatch(job_id) and job_id[3:] <= _MAX_BODY:
+        return job_id  # the common case, without a second call (the jobs hot path runs this)
     problem = _problem(job_id)
     if problem is not None:
         raise (TypeError if not isinstance(job_id, str) else ValueError)(problem)

@@ -8,7 +8,7 @@ script with one EVALSHA. Refusals come back as the typed errors of :mod:`echomq_
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast
 
 import redis
 
@@ -57,6 +57,8 @@ NOTHING_DROPPED = Dropped()
 #: The most claim scripts one :func:`claim_dropping` call runs while it finds only dropped
 #: members (each script run looks at up to 100 of them).
 CLAIM_RUNS = 10
+#: claim's script, looked up once: :func:`claim` runs it on its fast path.
+_CLAIM = load("claim")
 
 Payload = bytes | bytearray | memoryview | str
 
@@ -177,7 +179,12 @@ def _dropped(orphans: list[bytes], malformed: list[bytes]) -> Dropped:
 
 
 def _claim_run(
-    conn: redis.Redis, queue: str, lease_ms: int, replicas: int = 0, timeout_ms: int = 1000
+    conn: redis.Redis,
+    queue: str,
+    lease_ms: int,
+    replicas: int = 0,
+    timeout_ms: int = 1000,
+    first: list[Any] | None = None,
 ) -> tuple[Claimed | None, Dropped]:
     """Run claim's script: the claimed job (or None) and the members dropped on the way.
 
@@ -185,7 +192,8 @@ def _claim_run(
     times, so a run of orphans at the head of pending does not hide the jobs behind it.
     Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
     or no payload; that refusal changes nothing. With ``replicas`` the claim is durable (see
-    :func:`claim`).
+    :func:`claim`). ``first`` is the reply of a run already made (by :func:`claim`'s fast path),
+    taken as the loop's first run.
     """
     q = _q(queue)
     lease = lease_ms if type(lease_ms) is int and 0 < lease_ms <= MAX_MS else check_lease(lease_ms)
@@ -194,8 +202,10 @@ def _claim_run(
     wanted = _int("replicas", replicas, 0, 64)
     wait_ms = _int("timeout_ms", timeout_ms, 1, MAX_MS)
     dropped = NOTHING_DROPPED
-    for _ in range(CLAIM_RUNS):
-        if wanted:
+    for run in range(CLAIM_RUNS):
+        if run == 0 and first is not None:
+            reply, acked = first, 0
+        elif wanted:
             reply, acked = durable.run_and_wait(conn, load("claim"), keys, args, wanted, wait_ms)
         else:
             reply, acked = load("claim")(conn, keys, args), 0
@@ -240,6 +250,18 @@ def claim(
     ``timeout_ms`` for N replicas to hold the claim, and :class:`errors.NotReplicated` is raised
     when fewer did (the job stays leased; do not start work on that token).
     """
+    if type(replicas) is int and replicas == 0 and type(timeout_ms) is int and timeout_ms == 1000:
+        # The common call: one script run that hands over a job (or finds none) needs none of
+        # the loop below; a run that dropped members goes on in it.
+        q = _q(queue)
+        fine = type(lease_ms) is int and 0 < lease_ms <= MAX_MS
+        lease = lease_ms if fine else check_lease(lease_ms)
+        reply = _CLAIM(conn, [q.pending, q.active], [q.prefix, lease])
+        if len(reply) == 3:
+            return Claimed(reply[0].decode("ascii"), reply[1], int(reply[2]))
+        if not reply:
+            return None
+        return _claim_run(conn, queue, lease, first=reply)[0]
     return _claim_run(conn, queue, lease_ms, replicas, timeout_ms)[0]
 
 

@@ -11,7 +11,9 @@ import pytest
 import redis
 
 from benchmarks import run as bench
+from benchmarks import scale
 from benchmarks.batch import enqueue_many
+from benchmarks.workloads import Figure, ratios
 from echomq_lab import branded, errors, jobs, keyspace, transitions
 from echomq_lab.report.targets import targets
 from echomq_lab.scripts import load
@@ -79,6 +81,7 @@ def test_throughput_workloads_leave_no_job_behind(valkey_url: str) -> None:
     }
     for figure in figures.values():
         assert len(figure.values) == TINY.repeats
+        assert len(figure.slice_rates) == TINY.repeats * TINY.slices
         assert all(v > 0 for v in figure.values)
         summary = figure.summary()
         assert summary["min"] <= summary["median"] <= summary["max"]
@@ -89,6 +92,30 @@ def test_throughput_workloads_leave_no_job_behind(valkey_url: str) -> None:
         assert conn.keys("emq:{bench-bare}:*") == []
         pending = keyspace.queue_key("bench-pipe", "pending")
         assert conn.zcard(pending) == TINY.pipe_ops * TINY.slices  # the last repeat's batch
+    finally:
+        conn.flushall()
+        conn.close()
+
+
+def test_ratios_pair_the_slices_that_ran_together() -> None:
+    top = Figure("top", "ops/s", slice_rates=[10.0, 30.0, 8.0])
+    bottom = Figure("bottom", "ops/s", slice_rates=[5.0, 10.0, 8.0])
+    assert ratios(top, bottom) == [2.0, 3.0, 1.0]
+    assert ratios(top, bottom, scale=0.5) == [4.0, 6.0, 2.0]
+    with pytest.raises(ValueError):
+        ratios(top, Figure("short", "ops/s", slice_rates=[1.0]))
+
+
+def test_parser_figures_use_the_throughput_workloads(valkey_url: str) -> None:
+    tiny = scale.Sizes(cycles=3, views=1, presses=4, parser_repeats=2, parser_cycles=8)
+    got = scale.parsers(valkey_url, tiny)
+    names = {"library_hiredis", "bare_hiredis", "library_python", "bare_python"}
+    assert set(got["jobs_s"]) == names and all(v > 0 for v in got["jobs_s"].values())
+    assert set(got["library_vs_bare"]) == {"hiredis", "python"}
+    assert got["hiredis_gain"] > 0
+    conn = redis.Redis.from_url(valkey_url)
+    try:  # every cycle completed its job: no key of the four queues is left
+        assert list(conn.scan_iter("emq:{p-*")) == []
     finally:
         conn.flushall()
         conn.close()

@@ -45,7 +45,7 @@ class IncludeError(ValueError):
 def include_text(name: str) -> str:
     """The text of ``include/<name>.lua``; IncludeError when there is no such include."""
     path = resources.files(__package__).joinpath(INCLUDES, f"{name}.lua")
-    if not path.is_file():
+    if not _NAME.fullmatch(name) or not path.is_file():
         raise IncludeError(f"no include named {name!r} (looked for {INCLUDES}/{name}.lua)")
     return path.read_text(encoding="utf-8")
 
@@ -169,4 +169,5 @@ def names() -> tuple[str, ...]:
 def includes() -> tuple[str, ...]:
     """The names of the include files the package ships (``include/<name>.lua``), sorted."""
     folder = resources.files(__package__).joinpath(INCLUDES)
-    return tuple(sorted(p.name[: -len(".lua")] for p in folder.iterdir() if p.name.endswith(".lua")))
+    stems = (p.name[: -len(".lua")] for p in folder.iterdir() if p.name.endswith(".lua"))
+    return tuple(sorted(stems))

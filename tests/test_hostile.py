@@ -26,7 +26,7 @@ import redis
 
 import echomq_lab
 from echomq_lab import branded, errors, jobs, keyspace, sim, snapshot
-from echomq_lab.scripts import load
+from echomq_lab.scripts import include_text, load
 from echomq_lab.testing.servers import Kind, RunningServer, ServerStartError, start_server
 from echomq_lab.testing.state import dump
 
@@ -352,9 +352,11 @@ def _function(name: str, script: str) -> str:
     return found.group(0)
 
 
-def test_the_repeated_lua_checks_are_one_text() -> None:
-    """Lua scripts cannot share code; the copies are kept identical, and this says so."""
-    assert len({_function("well_formed", s) for s in ("claim", "reap", "promote")}) == 1
+def test_the_shared_lua_checks_are_one_text() -> None:
+    """well_formed comes from its one include file; whole is kept as identical copies."""
+    defined = _function("well_formed", "claim")
+    assert defined in include_text("well_formed")
+    assert {_function("well_formed", s) for s in ("claim", "reap", "promote")} == {defined}
     assert len({_function("whole", s) for s in ("claim", "complete", "retry", "extend")}) == 1
 
 

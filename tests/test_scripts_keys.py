@@ -3,9 +3,10 @@
 The rule (PROTOCOL.md, "Declared keys only"): a script's key arguments are ``KEYS[n]`` as the
 host passed them, or, for ids the script read from a declared set, the row key
 ``ARGV[1] .. id`` where ``ARGV[1]`` is the row-key prefix ``emq:{Q}:job:`` the host built (the
-pattern of claim, promote, reap and the view). This test reads each ``.lua`` file the package
-ships and checks the first argument of every ``redis.call``/``redis.pcall`` against that rule;
-it also checks that the checker itself catches each kind of offence.
+pattern of claim, promote, reap and the view). This test reads each script the package ships as
+the server gets it (its includes expanded) and each include file on its own, and checks the
+first argument of every ``redis.call``/``redis.pcall`` against that rule; it also checks that
+the checker itself catches each kind of offence.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from importlib import resources
 
 import pytest
 
-from echomq_lab.scripts import names
+from echomq_lab.scripts import include_text, includes, load, names
 
 #: Commands that walk the keyspace (or pick a key the host did not name).
 WALKERS = {"KEYS", "SCAN", "RANDOMKEY"}
@@ -88,11 +89,6 @@ def offences(source: str) -> list[str]:
     return found
 
 
-def _source(name: str) -> str:
-    path = resources.files("echomq_lab.scripts").joinpath(f"{name}.lua")
-    return path.read_text(encoding="utf-8")
-
-
 def test_the_package_ships_the_scripts_it_names() -> None:
     files = {
         p.name[: -len(".lua")]
@@ -100,13 +96,23 @@ def test_the_package_ships_the_scripts_it_names() -> None:
         if p.name.endswith(".lua")
     }
     assert files == set(names())  # so the test below reads every script there is
+    folder = resources.files("echomq_lab.scripts").joinpath("include")
+    shipped = {p.name for p in folder.iterdir()}
+    assert shipped == {f"{n}.lua" for n in includes()}  # and every include file
+    assert includes(), "no include file found"
 
 
 @pytest.mark.parametrize("name", names())
 def test_script_touches_only_declared_keys(name: str) -> None:
-    source = _source(name)
+    source = load(name).source
+    assert "--@include" not in source, f"{name}: a directive is left in what the server gets"
     assert _CALL.search(source), f"{name}.lua calls nothing?"
     assert offences(source) == [], name
+
+
+@pytest.mark.parametrize("name", includes())
+def test_include_touches_only_declared_keys(name: str) -> None:
+    assert offences(include_text(name)) == [], name
 
 
 GOOD_HEADER = "-- ARGV[1] prefix   the row-key prefix emq:{Q}:job:\n"

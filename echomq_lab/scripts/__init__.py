@@ -3,13 +3,18 @@
 A :class:`Script` knows its own SHA1 (computed here, the way the server computes it), so a call
 is one EVALSHA. Only when the server answers NOSCRIPT (first use, or after SCRIPT FLUSH) is the
 body sent with SCRIPT LOAD and the EVALSHA tried once more.
+
+A script file may hold directive lines ``--@include <name>``: :func:`load` puts the text of
+``include/<name>.lua`` in their place (an include may include another; each is put in once per
+script), so what the server runs, what the SHA1 is taken over and what a page prints is one
+whole script with no directive left in it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -27,6 +32,55 @@ Arg = str | bytes | int
 #: :data:`echomq_lab.transitions.TRANSITIONS`.
 VIEWS: tuple[str, ...] = ("view",)
 _NAME = re.compile(r"[a-z_]{1,40}")
+#: A line that asks for an include; group 1 is the include's name.
+DIRECTIVE = re.compile(r"--@include ([a-z_]{1,40})\s*$")
+#: Where the include files live, inside this package.
+INCLUDES = "include"
+
+
+class IncludeError(ValueError):
+    """A script's include directive names no include file, is malformed, or closes a cycle."""
+
+
+def include_text(name: str) -> str:
+    """The text of ``include/<name>.lua``; IncludeError when there is no such include."""
+    path = resources.files(__package__).joinpath(INCLUDES, f"{name}.lua")
+    if not _NAME.fullmatch(name) or not path.is_file():
+        raise IncludeError(f"no include named {name!r} (looked for {INCLUDES}/{name}.lua)")
+    return path.read_text(encoding="utf-8")
+
+
+def expand(text: str, where: str, read: Callable[[str], str] = include_text) -> str:
+    """``text`` with each directive line replaced by the include's own text, expanded in turn.
+
+    An include already put in earlier in the same script leaves its later directives empty.
+    IncludeError for a malformed directive, an unknown name, or a cycle; its message starts
+    with the chain of ``file:line`` that led there. ``read`` gives an include's text by name.
+    """
+    done: set[str] = set()
+
+    def walk(text: str, where: str, chain: tuple[str, ...]) -> list[str]:
+        out: list[str] = []
+        for no, line in enumerate(text.splitlines(), start=1):
+            if not line.lstrip().startswith("--@"):
+                out.append(line)
+                continue
+            found = DIRECTIVE.match(line)
+            if found is None:
+                raise IncludeError(f"{where}:{no}: malformed directive {line!r}")
+            name = found.group(1)
+            if name in chain:
+                raise IncludeError(f"{where}:{no}: include cycle {' -> '.join((*chain, name))}")
+            if name in done:
+                continue
+            try:
+                out += walk(read(name), f"{INCLUDES}/{name}.lua", (*chain, name))
+            except IncludeError as exc:
+                raise IncludeError(f"{where}:{no}: {exc}") from None
+            done.add(name)
+        return out
+
+    return "\n".join(walk(text, where, ())) + ("\n" if text.endswith("\n") else "")
 
 
 @dataclass(frozen=True)
@@ -35,20 +89,16 @@ class Script:
 
     name: str
     source: str
+    #: The leading comment block of the script's own file: what it takes (KEYS, ARGV) and
+    #: replies. It ends before the first code or directive line, so no included text is in
+    #: it; left empty, it is read from ``source``.
+    header: str = ""
     sha: str = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sha", hashlib.sha1(self.source.encode()).hexdigest())
-
-    @property
-    def header(self) -> str:
-        """The leading comment block: what the script takes (KEYS, ARGV) and replies."""
-        lines = []
-        for line in self.source.splitlines():
-            if not line.startswith("--"):
-                break
-            lines.append(line)
-        return "\n".join(lines)
+        if not self.header:
+            object.__setattr__(self, "header", leading_comments(self.source))
 
     def __call__(self, conn: redis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
         """Run the script with EVALSHA; load it on NOSCRIPT; map refusals to typed errors.
@@ -85,14 +135,28 @@ class Script:
         return exc if refused is None else refused
 
 
+def leading_comments(text: str) -> str:
+    """The comment lines ``text`` opens with, up to its first code line or directive."""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("--") or DIRECTIVE.match(line):
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
 @cache
 def load(name: str) -> Script:
-    """The script ``name`` read from this package's ``<name>.lua``."""
+    """The script ``name`` read from this package's ``<name>.lua``, its includes expanded.
+
+    KeyError when there is no such script; :class:`IncludeError` when a directive names no
+    include file, is malformed, or the includes form a cycle.
+    """
     path = resources.files(__package__).joinpath(f"{name}.lua")
     if not _NAME.fullmatch(name) or not path.is_file():
         raise KeyError(f"no script named {name!r}")
-    source = path.read_text(encoding="utf-8")
-    return Script(name, source)
+    text = path.read_text(encoding="utf-8")
+    return Script(name, expand(text, f"{name}.lua"), leading_comments(text))
 
 
 def names() -> tuple[str, ...]:
@@ -100,3 +164,10 @@ def names() -> tuple[str, ...]:
     from echomq_lab.transitions import SCRIPTS  # late: transitions -> jobs -> this package
 
     return SCRIPTS + VIEWS
+
+
+def includes() -> tuple[str, ...]:
+    """The names of the include files the package ships (``include/<name>.lua``), sorted."""
+    folder = resources.files(__package__).joinpath(INCLUDES)
+    stems = (p.name[: -len(".lua")] for p in folder.iterdir() if p.name.endswith(".lua"))
+    return tuple(sorted(stems))

@@ -1,5 +1,4 @@
 -- claim: lease the oldest pending job to a worker and mint its fencing token.
--- The orphan/malformed check is repeated whole in promote.lua and reap.lua on purpose: each script reads alone.
 -- KEYS[1] pending  emq:{Q}:pending
 -- KEYS[2] active   emq:{Q}:active
 -- ARGV[1] prefix   the row-key prefix emq:{Q}:job: (the row key is prefix .. id)
@@ -14,19 +13,7 @@
 --   or {{orphans}, {malformed}} alone when no claimable job was found.
 -- Error: EMQROW when the oldest job's row has no whole-number attempts or no payload; nothing
 --        is written, not even the drops.
-local MAX = 'AzL8n0Y58m7' -- 2^63-1 in base62: the largest snowflake an id may carry
-local function well_formed(s) -- the same check in claim.lua, reap.lua and promote.lua
-  if #s ~= 14 or string.sub(s, 1, 3) ~= 'JOB' or not string.find(s, '^[0-9A-Za-z]+$', 4) then
-    return false
-  end
-  for i = 4, 14 do
-    local a, b = string.byte(s, i), string.byte(MAX, i - 3)
-    if a ~= b then
-      return a < b
-    end
-  end
-  return true
-end
+--@include well_formed
 local function whole(s) -- 0..10^18-1 written plainly: no sign, no leading zero (the same in
   -- claim.lua, complete.lua, retry.lua and extend.lua)
   return #s <= 18 and string.find(s, '^[0-9]+$') ~= nil and (#s == 1 or string.sub(s, 1, 1) ~= '0')

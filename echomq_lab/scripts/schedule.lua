@@ -1,5 +1,4 @@
 -- schedule: write a new job row that runs later (the enqueue_at / enqueue_in handles).
--- The JOB-kind and duplicate gate is repeated whole in enqueue.lua on purpose: each script reads alone.
 -- KEYS[1] row       emq:{Q}:job:<ID>
 -- KEYS[2] schedule  emq:{Q}:schedule
 -- ARGV[1] id        the branded id (must be in the JOB namespace)
@@ -8,12 +7,11 @@
 -- ARGV[4] ms        integer milliseconds
 -- Reply: 1 scheduled | 0 duplicate (the row exists; nothing is written)
 -- Error: EMQKIND when the id is not a JOB id (before any write)
+--@include new_row_gate
 local id = ARGV[1]
-if string.sub(id, 1, 3) ~= 'JOB' then
-  return redis.error_reply('EMQKIND ' .. id .. ' is not a JOB id')
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
+local refused = new_row_gate(id)
+if refused then
+  return refused
 end
 local run_at = tonumber(ARGV[4])
 if ARGV[3] == 'in' then

@@ -1,16 +1,22 @@
-"""Shared fixtures: one client per backend (fakeredis, Valkey, Redis).
+"""Shared fixtures: one client per backend (fakeredis, Valkey, Redis, a cluster), servers of a
+test's own, and the headless browser.
 
-The building blocks live in :mod:`echomq_lab.testing` (the backends registry, the launchers and
-one session's server pool); this file only turns them into fixtures. Real servers are started
-lazily, once per session, the first time a test needs them, and stopped at session end. A
-missing server binary skips the tests that need it, saying why, or fails them when
-``ECHOMQ_REQUIRE_BACKENDS=1`` (CI). The run ends with an "echomq backends" summary.
+The building blocks live in :mod:`echomq_lab.testing` (the backends registry, the launchers,
+one session's server pool, the JupyterLab and Chromium helpers); this file only turns them into
+fixtures. Session servers are started lazily, once per session, the first time a test needs
+them, and stopped at session end. A missing server binary or Chromium skips the tests that need
+it, saying why, or fails them when ``ECHOMQ_REQUIRE_BACKENDS=1`` (CI). The run ends with an
+"echomq backends" summary.
+
+The browser fixtures are per module: each browser test module opens its own Playwright and
+Chromium and closes them before the next module starts (two at once do not work).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import NoReturn
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, cast
 
 import pytest
 
@@ -22,14 +28,41 @@ import redis  # noqa: E402
 from echomq_lab.testing import (  # noqa: E402
     REQUIRE_ENV,
     BackendUnavailable,
+    Kind,
+    RunningServer,
     Server,
     ServerPool,
+    ServerStartError,
     backend_names,
     backends_required,
     server_kinds,
+    start_server,
+)
+from echomq_lab.testing.browser import (  # noqa: E402
+    VIEWPORT,
+    Lab,
+    cell_count,
+    chromium_path,
+    hide_sidebar,
+    jupyter_lab,
+    launch_chromium,
+    run_all,
+    screenshots_folder,
 )
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
 POOL = ServerPool()
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = ROOT / "notebooks"
+#: The single-process kinds a test may start a server of its own of.
+OWN_KINDS: tuple[Kind, ...] = ("valkey", "redis")
+#: Why a test that needs a server process of its own cannot run on the in-process fakeredis.
+IN_PROCESS = (
+    "the embedded server runs in this process: it cannot be frozen, locked or stopped, and "
+    "has no replication or memory limit"
+)
 
 
 def _unavailable(reason: str) -> NoReturn:
@@ -110,6 +143,127 @@ def conn(backend_name: str, server_pool: ServerPool) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
+
+
+# -- a server of a test's own -------------------------------------------------------------------
+
+OwnServer = Callable[..., RunningServer]
+
+
+@pytest.fixture(scope="session")
+def own_server_of() -> OwnServer:
+    """``own_server_of(backend, extra_args=(), in_process=IN_PROCESS)``: a new real server.
+
+    A Valkey or a Redis started for the caller alone (to freeze, fill, stop or restart), with
+    ``extra_args`` on its command line; the caller stops it (it is a context manager). On
+    fakeredis the test skips saying ``in_process``; on the cluster it skips (several processes,
+    not one); a server that cannot start skips, or fails when backends are required.
+    """
+
+    def start(
+        backend: str, extra_args: Sequence[str] = (), in_process: str = IN_PROCESS
+    ) -> RunningServer:
+        if backend not in server_kinds():
+            pytest.skip(in_process)
+        if backend not in OWN_KINDS:
+            pytest.skip(f"not on a {backend}: this test needs one server process of its own")
+        try:
+            return start_server(cast(Kind, backend), extra_args=extra_args)
+        except ServerStartError as exc:
+            reason = f"{backend} unavailable: {exc}"
+        _unavailable(reason)
+
+    return start
+
+
+@pytest.fixture
+def own_server(backend_name: str, own_server_of: OwnServer) -> Iterator[RunningServer]:
+    """A real server of the test's backend kind, its own (frozen, filled, made read-only,
+    stopped...), stopped afterwards; see :func:`own_server_of` for when it skips."""
+    with own_server_of(backend_name) as server:
+        yield server
+
+
+# -- the browser: one Chromium and one JupyterLab per module --------------------------------------
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """The system Chromium's path; without one the module's tests skip (printing why) or fail."""
+    path, why = chromium_path()
+    if path is None:
+        if not backends_required():
+            print(f"\nbrowser tests skipped: {why}")
+        _unavailable(why)
+    return path
+
+
+@pytest.fixture(scope="module")
+def screenshots() -> Path:
+    """The folder screenshots go to: ``$ECHOMQ_SCREENSHOTS`` or ``artifacts/screenshots``."""
+    folder = screenshots_folder(ROOT / "artifacts" / "screenshots")
+    print(f"\nbrowser screenshots: {folder}")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Browser]:
+    """Headless Chromium, for the module's tests."""
+    with launch_chromium(chromium) as launched:
+        yield launched
+
+
+@pytest.fixture(scope="module")
+def lab(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab on a temporary copy of ``notebooks/``, for the module's tests."""
+    with jupyter_lab(NOTEBOOKS_DIR, tmp_path_factory.mktemp("jupyterlab")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def after_run_all() -> Callable[[Page], None]:
+    """What :func:`ran` does to a tab once its notebook has run: collapse the sidebar (for the
+    screenshots). A module may override it."""
+    return hide_sidebar
+
+
+@pytest.fixture(scope="module")
+def ran(
+    request: pytest.FixtureRequest,
+    lab: Lab,
+    browser: Browser,
+    screenshots: Path,
+    after_run_all: Callable[[Page], None],
+) -> Iterator[Callable[[str], Page]]:
+    """``ran(name)``: the tab where notebook ``name`` was opened and run top to bottom.
+
+    The first call opens it in a workspace of its own and runs it; later calls (from other
+    tests) get the same tab. A run that failed fails every later call for that notebook too
+    (with a screenshot saved).
+    """
+    pages: dict[str, Page] = {}
+    failed: dict[str, str] = {}
+    prefix = request.module.__name__.rsplit(".", 1)[-1].replace("_", "-")
+
+    def open_and_run(name: str) -> Page:
+        if name in failed:
+            pytest.fail(f"{name} did not run in JupyterLab: {failed[name]}", pytrace=False)
+        if name not in pages:
+            page = browser.new_page(viewport=VIEWPORT)
+            pages[name] = page
+            try:
+                page.goto(lab.notebook_url(name, workspace=f"{prefix}-{len(pages)}"))
+                run_all(page, cell_count(NOTEBOOKS_DIR / name))
+                after_run_all(page)
+            except Exception as exc:
+                shot = screenshots / f"{Path(name).stem}-failed.png"
+                page.screenshot(path=str(shot))
+                failed[name] = f"{type(exc).__name__} (screenshot {shot})"
+                raise
+        return pages[name]
+
+    yield open_and_run
+    for page in pages.values():
+        page.close()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -1,6 +1,7 @@
 """The notebooks in a real JupyterLab, driven by headless Chromium: run them, click the widgets.
 
-One JupyterLab (on a temporary copy of ``notebooks/``) and one browser serve every test. Each
+One JupyterLab (on a temporary copy of ``notebooks/``) and one browser serve every test (the
+module fixtures ``lab``, ``browser`` and ``ran`` of tests/conftest.py). Each
 notebook is opened in its own tab and workspace, its stored outputs are cleared, and Run All
 runs it live; what the tests then read and click is what the kernel just drew.
 
@@ -19,26 +20,22 @@ with ``ECHOMQ_REQUIRE_BACKENDS=1`` (CI) they fail instead.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sync_playwright
+from playwright.sync_api import Locator, Page, expect
 
 from echomq_lab.testing.browser import (
-    CHROMIUM_ARGS,
     STDERR_OUTPUT,
-    Lab,
-    chromium_path,
-    hide_sidebar,
-    jupyter_lab,
+    find_button,
     notebook_screenshot,
-    run_all,
+    stored_stderr,
+    stored_widgets,
 )
 from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.record_view import GONE
@@ -52,10 +49,8 @@ NOTEBOOKS = sorted(p.name for p in NOTEBOOKS_DIR.glob("*.ipynb"))
 CENTRE = "02-the-state-and-attempts.ipynb"
 STORY = "04-lab-two-workers-one-job.ipynb"
 README_SHOT = ROOT / "docs" / "screenshot-02.png"
-VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 #: How long a click may take to show (the kernel may wait out a 1.5 s lease meanwhile).
 UPDATE_MS = 30_000
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 #: Inside the notebook on show: a widget that could not be drawn (the manager shows an error
 #: icon, "Click to show javascript error."), a widget drawn live in an output (and not such an
 #: error), and the widgets' buttons.
@@ -97,115 +92,7 @@ CLICKS: dict[str, Click] = {
 }
 
 
-# -- the session: one JupyterLab, one browser, one tab per notebook ----------------------------
-
-
-def _required() -> bool:
-    """CI (``ECHOMQ_REQUIRE_BACKENDS=1``, as tests/conftest.py reads it) forbids skipping."""
-    return os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0")
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    path, why = chromium_path()
-    if path is None:
-        if _required():
-            pytest.fail(f"{why} (ECHOMQ_REQUIRE_BACKENDS=1 forbids skipping)", pytrace=False)
-        print(f"\nbrowser tests skipped: {why}")
-        pytest.skip(why)
-    return path
-
-
-@pytest.fixture(scope="module")
-def screenshots() -> Path:
-    folder = Path(os.environ.get("ECHOMQ_SCREENSHOTS") or ROOT / "artifacts" / "screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    print(f"\nbrowser screenshots: {folder}")
-    return folder
-
-
-@pytest.fixture(scope="module")
-def lab(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    with jupyter_lab(NOTEBOOKS_DIR, tmp_path_factory.mktemp("jupyterlab")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-@pytest.fixture(scope="module")
-def ran(lab: Lab, browser: Browser, screenshots: Path) -> Iterator[Callable[[str], Page]]:
-    """``ran(name)``: the tab where notebook ``name`` was opened and run top to bottom.
-
-    The first call opens and runs it; later calls (from other tests) get the same tab. A run
-    that failed fails every later call for that notebook too (with a screenshot saved).
-    """
-    pages: dict[str, Page] = {}
-    failed: dict[str, str] = {}
-
-    def open_and_run(name: str) -> Page:
-        if name in failed:
-            pytest.fail(f"{name} did not run in JupyterLab: {failed[name]}", pytrace=False)
-        if name not in pages:
-            page = browser.new_page(viewport=VIEWPORT)
-            pages[name] = page
-            try:
-                page.goto(lab.notebook_url(name, workspace=f"test-{len(pages)}"))
-                run_all(page, cell_count(name))
-                hide_sidebar(page)  # for the screenshots
-            except Exception as exc:
-                shot = screenshots / f"{Path(name).stem}-failed.png"
-                page.screenshot(path=str(shot))
-                failed[name] = f"{type(exc).__name__} (screenshot {shot})"
-                raise
-        return pages[name]
-
-    yield open_and_run
-    for page in pages.values():
-        page.close()
-
-
-def cell_count(name: str) -> int:
-    return len(json.loads((NOTEBOOKS_DIR / name).read_text())["cells"])
-
-
-def stored_widgets(name: str) -> int:
-    """How many outputs of the stored notebook are widgets (they must all come back live)."""
-    cells = json.loads((NOTEBOOKS_DIR / name).read_text())["cells"]
-    return sum(
-        WIDGET_MIME in out.get("data", {})
-        for cell in cells if cell["cell_type"] == "code"
-        for out in cell.get("outputs", [])
-    )
-
-
-def stored_stderr(name: str) -> int:
-    """How many outputs of the stored notebook are on stderr (tracebacks included)."""
-    cells = json.loads((NOTEBOOKS_DIR / name).read_text())["cells"]
-    return sum(
-        out.get("name") == "stderr" or out["output_type"] == "error"
-        for cell in cells if cell["cell_type"] == "code"
-        for out in cell.get("outputs", [])
-    )
-
-
 # -- reading and clicking a panel --------------------------------------------------------------
-
-
-def find_button(scope: Locator, label: str) -> Locator:
-    """The button (or toggle button) in ``scope`` whose text is exactly ``label``.
-
-    Not by accessible name: an icon's glyph (CSS content) is part of that name.
-    """
-    exact = re.compile(rf"^\s*{re.escape(label)}\s*$")
-    return scope.locator(":is(.widget-button, .widget-toggle-button)").filter(has_text=exact)
 
 
 def press(scope: Locator, label: str) -> None:
@@ -263,7 +150,7 @@ def no_widget_errors(page: Page, name: str) -> None:
         f"{name}: 'Error displaying widget' in the page")
     broken = page.locator(BROKEN_WIDGET).count()
     assert broken == 0, f"{name}: {broken} widget(s) drawn as an error icon (a JavaScript error)"
-    stderr, stored = page.locator(STDERR_OUTPUT), stored_stderr(name)
+    stderr, stored = page.locator(STDERR_OUTPUT), stored_stderr(NOTEBOOKS_DIR / name)
     assert stderr.count() == stored, (
         f"{name}: {stderr.count()} outputs on stderr (a traceback or a warning), {stored} stored:"
         f"\n{stderr.last.inner_text()[-3000:] if stderr.count() else ''}")
@@ -278,7 +165,7 @@ def test_notebook_runs_live_and_a_button_works(
 ) -> None:
     page = ran(name)
     no_widget_errors(page, name)
-    live, stored = page.locator(LIVE_WIDGET).count(), stored_widgets(name)
+    live, stored = page.locator(LIVE_WIDGET).count(), stored_widgets(NOTEBOOKS_DIR / name)
     assert live == stored, f"{name}: {stored} widget outputs stored, {live} drawn live"
     shot = notebook_screenshot(page, screenshots / f"{Path(name).stem}.png")
     print(f"\n{name}: {live} live widgets; screenshot {shot}")

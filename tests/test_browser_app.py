@@ -11,14 +11,13 @@ itself, with Jupyter's folders in a temporary place), and headless Chromium open
   completion is refused with ``EMQSTALE``;
 - the centre page's links to other pages stay inside the app, and following one renders it.
 
-Without a Chromium the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they fail.
+The browser is the module fixture ``browser`` of tests/conftest.py. Without a Chromium the tests
+skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they fail.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import signal
 import subprocess
 import time
@@ -27,9 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect
 
-from echomq_lab.testing.browser import CHROMIUM_ARGS, chromium_path
+from echomq_lab.testing.browser import VIEWPORT, find_button, stored_widgets
 from echomq_lab.testing.servers import free_port
 from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
@@ -40,8 +39,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(p.name for p in NOTEBOOKS_DIR.glob("*.ipynb"))
 CENTRE = "02-the-state-and-attempts.ipynb"
-VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 #: A page may take this long to render: Voilà runs the whole notebook first.
 RENDER_MS = 180_000
 UPDATE_MS = 30_000
@@ -49,27 +46,6 @@ UPDATE_MS = 30_000
 CODE = ".cm-editor, .CodeMirror, .jp-InputArea-editor, .jp-CodeCell .jp-InputArea"
 LIVE_WIDGET = ".jupyter-widgets:not(:has(.jupyter-widgets-error-widget))"
 TOP_WIDGET = f"{LIVE_WIDGET}:not(.jupyter-widgets .jupyter-widgets)"
-
-
-def _required() -> bool:
-    return os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0")
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    path, why = chromium_path()
-    if path is None:
-        if _required():
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
-    return path
-
-
-@pytest.fixture(scope="module")
-def screenshots() -> Path:
-    folder = Path(os.environ.get("ECHOMQ_SCREENSHOTS", ROOT / "artifacts" / "screenshots"))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -109,30 +85,11 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.wait()
 
 
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-def stored_widgets(name: str) -> int:
-    cells = json.loads((NOTEBOOKS_DIR / name).read_text())["cells"]
-    return sum(
-        WIDGET_MIME in out.get("data", {})
-        for cell in cells if cell["cell_type"] == "code"
-        for out in cell.get("outputs", [])
-    )
-
-
 def render(browser: Browser, app: str, name: str) -> Page:
     """A new tab on the app's page for ``name``, once Voilà has run it and the widgets are up."""
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(f"{app}/voila/render/{name}", timeout=RENDER_MS)
-    want = stored_widgets(name)
+    want = stored_widgets(NOTEBOOKS_DIR / name)
     if want:
         page.wait_for_function(
             f"document.querySelectorAll('{TOP_WIDGET}').length >= {want}", timeout=RENDER_MS
@@ -159,7 +116,7 @@ def test_every_page_renders_click_only(
     page = render(browser, app, name)
     try:
         click_only(page, name)
-        live, stored = page.locator(TOP_WIDGET).count(), stored_widgets(name)
+        live, stored = page.locator(TOP_WIDGET).count(), stored_widgets(NOTEBOOKS_DIR / name)
         assert live == stored, f"{name}: {stored} widget outputs stored, {live} drawn live"
         page.screenshot(path=str(screenshots / f"app-{Path(name).stem}.png"), full_page=True)
     finally:
@@ -167,8 +124,7 @@ def test_every_page_renders_click_only(
 
 
 def story_button(story: Locator, step: str) -> Locator:
-    exact = re.compile(rf"^\s*{re.escape(BUTTON_LABELS[step])}\s*$")
-    return story.locator(".widget-button").filter(has_text=exact)
+    return find_button(story, BUTTON_LABELS[step])
 
 
 def test_the_two_worker_story_clicks_through_to_the_refusal(

@@ -1,6 +1,7 @@
 """The pages as a reader meets them, in a real JupyterLab with headless Chromium.
 
-One JupyterLab (a temporary copy of ``notebooks/``) and one browser serve the module; each
+One JupyterLab (a temporary copy of ``notebooks/``) and one browser serve the module (the
+fixtures ``lab``, ``browser`` and ``ran`` of tests/conftest.py); each
 notebook is opened in its own tab, its outputs cleared, and Run All runs it live. Then:
 
 - 02 and 04: the two-worker story waits at step 1 (only *A claims* can be pressed);
@@ -15,24 +16,13 @@ Without a Chromium the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`
 
 from __future__ import annotations
 
-import json
-import os
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Error, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Error, Page, expect
 
-from echomq_lab.testing.browser import (
-    CHROMIUM_ARGS,
-    STDERR_OUTPUT,
-    Lab,
-    chromium_path,
-    jupyter_lab,
-    menu,
-    run_all,
-)
+from echomq_lab.testing.browser import STDERR_OUTPUT, find_button, menu
 from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 
@@ -51,61 +41,10 @@ BUTTONS = f"{ON_SHOW} .jp-OutputArea-output :is(.widget-button, .widget-toggle-b
 BROKEN_WIDGET = f"{ON_SHOW} .jupyter-widgets-error-widget"
 
 
-def _required() -> bool:
-    return os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0")
-
-
 @pytest.fixture(scope="module")
-def chromium() -> str:
-    path, why = chromium_path()
-    if path is None:
-        if _required():
-            pytest.fail(f"{why} (ECHOMQ_REQUIRE_BACKENDS=1 forbids skipping)", pytrace=False)
-        print(f"\nbrowser tests skipped: {why}")
-        pytest.skip(why)
-    return path
-
-
-@pytest.fixture(scope="module")
-def lab(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    with jupyter_lab(NOTEBOOKS_DIR, tmp_path_factory.mktemp("jupyterlab-learner")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-@pytest.fixture(scope="module")
-def ran(lab: Lab, browser: Browser) -> Iterator[Callable[[str], Page]]:
-    """``ran(name)``: the tab where notebook ``name`` was opened and run top to bottom."""
-    pages: dict[str, Page] = {}
-
-    def open_and_run(name: str) -> Page:
-        if name not in pages:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            pages[name] = page
-            page.goto(lab.notebook_url(name, workspace=f"learner-{len(pages)}"))
-            cells = len(json.loads((NOTEBOOKS_DIR / name).read_text())["cells"])
-            run_all(page, cells)
-            page.locator(BUTTONS).first.wait_for(timeout=SHOWN_MS)
-        return pages[name]
-
-    yield open_and_run
-    for page in pages.values():
-        page.close()
-
-
-def button(scope: Locator, label: str) -> Locator:
-    """The button in ``scope`` whose text is exactly ``label`` (icons aside)."""
-    exact = re.compile(rf"^\s*{re.escape(label)}\s*$")
-    return scope.locator(".widget-button").filter(has_text=exact)
+def after_run_all() -> Callable[[Page], None]:
+    """Once a notebook has run (``ran``, tests/conftest.py), wait for its first live button."""
+    return lambda page: page.locator(BUTTONS).first.wait_for(timeout=SHOWN_MS)
 
 
 def settle(page: Page) -> None:
@@ -133,7 +72,7 @@ def test_the_story_waits_at_step_one_after_run_all(name: str, ran: Callable[[str
     first, title = STEPS[0]
     expect(story.locator("ol li").first).to_contain_text(f"{title} ← next")
     for step, _ in STEPS:
-        it = button(story, BUTTON_LABELS[step])
+        it = find_button(story, BUTTON_LABELS[step])
         if step == first:
             expect(it, f"{step} can be pressed").to_be_enabled()
         else:
@@ -147,10 +86,10 @@ def test_a_self_check_answer_shows_the_servers_verdict(ran: Callable[[str], Page
     expect(check).to_have_count(1)
     message = check.locator(".widget-html").last
     assert "The server" not in check.inner_text(), "the question was shown answered"
-    button(check, "(a) 1").click()
+    find_button(check, "(a) 1").click()
     expect(check).to_contain_text("Not this one", timeout=SHOWN_MS)
     expect(check).to_contain_text("The server:")
-    button(check, "(c) 3").click()
+    find_button(check, "(c) 3").click()
     expect(message).to_contain_text("Right.", timeout=SHOWN_MS)
     expect(check).to_contain_text("handed out token 3")
 

@@ -15,23 +15,24 @@ page 02 and runs it, and then:
   lines at 3:1 or more (graphics, WCAG 1.4.11);
 - a screenshot of the whole page goes to ``artifacts/screenshots/02-theme-<light|dark>.png``.
 
-Without a Chromium the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they fail.
+One browser (the module fixture ``browser`` of tests/conftest.py) serves both themes. Without a
+Chromium the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they fail.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Locator, Page, ViewportSize, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from echomq_lab.testing.browser import (
-    CHROMIUM_ARGS,
-    chromium_path,
+    VIEWPORT,
+    cell_count,
+    find_button,
     hide_sidebar,
     jupyter_lab,
     notebook_screenshot,
@@ -44,7 +45,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
 CENTRE = "02-the-state-and-attempts.ipynb"
 THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
-VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 UPDATE_MS = 30_000
 #: WCAG 2.1 AA: text (1.4.3) and graphical objects such as lines and rings (1.4.11).
 TEXT_AA, GRAPHIC_AA = 4.5, 3.0
@@ -92,56 +92,22 @@ CONTRAST_JS = """
 """
 
 
-def _required() -> bool:
-    return os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0")
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    path, why = chromium_path()
-    if path is None:
-        if _required():
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
-    return path
-
-
-@pytest.fixture(scope="module")
-def screenshots() -> Path:
-    folder = Path(os.environ.get("ECHOMQ_SCREENSHOTS", ROOT / "artifacts" / "screenshots"))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def cell_count(name: str) -> int:
-    return len(json.loads((NOTEBOOKS_DIR / name).read_text())["cells"])
-
-
 @pytest.fixture(scope="module", params=list(THEMES))
 def themed(
-    request: pytest.FixtureRequest, chromium: str, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, browser: Browser, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, Page]]:
     """(theme key, the tab where page 02 ran) in a JupyterLab whose user setting is that theme."""
     key = str(request.param)
-    workdir = tmp_path_factory.mktemp(f"lab-{key}")
-    folder = workdir / "settings" / "@jupyterlab" / "apputils-extension"
-    folder.mkdir(parents=True)
-    (folder / "themes.jupyterlab-settings").write_text(json.dumps({"theme": THEMES[key]}))
-    with jupyter_lab(NOTEBOOKS_DIR, workdir) as lab, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+    theme = {("apputils-extension", "themes"): json.dumps({"theme": THEMES[key]})}
+    with jupyter_lab(NOTEBOOKS_DIR, tmp_path_factory.mktemp(f"lab-{key}"), theme) as lab:
+        page = browser.new_page(viewport=VIEWPORT)
         try:
-            page = browser.new_page(viewport=VIEWPORT)
             page.goto(lab.notebook_url(CENTRE, workspace=f"theme-{key}"))
-            run_all(page, cell_count(CENTRE))
+            run_all(page, cell_count(NOTEBOOKS_DIR / CENTRE))
             hide_sidebar(page)
             yield key, page
         finally:
-            browser.close()
-
-
-def find_button(scope: Locator, label: str) -> Locator:
-    exact = re.compile(rf"^\s*{re.escape(label)}\s*$")
-    return scope.locator(":is(.widget-button, .widget-toggle-button)").filter(has_text=exact)
+            page.close()
 
 
 def contrast(target: Locator, prop: str) -> dict[str, object]:

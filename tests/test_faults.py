@@ -7,19 +7,15 @@ persistence, the run reports the loss plainly and still ends (it does not hang).
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
-import redis
 
 from echomq_lab import errors
 from echomq_lab.sim import Result, Settings, Simulation
-from echomq_lab.testing import RunningServer, ServerStartError, start_server
+from echomq_lab.testing import RunningServer
 
 pytestmark = pytest.mark.slow  # a few seconds each; still part of `make test`
 
@@ -29,51 +25,23 @@ JOBS = 400
 KILL_AFTER = 120  # jobs finished before the kill
 
 
-def start(extra: list[str]) -> RunningServer:
-    try:
-        return start_server("valkey", extra_args=extra)
-    except ServerStartError as exc:
-        reason = f"valkey unavailable for the fault tests: {exc}"
-        if os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0"):
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
+@pytest.fixture
+def aof_server(own_server_of: Callable[..., RunningServer]) -> Iterator[RunningServer]:
+    with own_server_of("valkey", AOF) as server:
+        yield server
 
 
 @pytest.fixture
-def aof_server() -> Iterator[RunningServer]:
-    server = start(AOF)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def volatile_server() -> Iterator[RunningServer]:
-    server = start(NO_PERSISTENCE)
-    yield server
-    server.stop()
+def volatile_server(own_server_of: Callable[..., RunningServer]) -> Iterator[RunningServer]:
+    with own_server_of("valkey", NO_PERSISTENCE) as server:
+        yield server
 
 
 def kill_and_restart(server: RunningServer, down_for: float = 0.3) -> None:
     """SIGKILL the server, wait, start it again with the same command line, port and dir."""
-    os.kill(server.proc.pid, signal.SIGKILL)
-    server.proc.wait(timeout=10)
+    server.kill()
     time.sleep(down_for)  # the workers find it gone and back off
-    with (server.workdir / "restart.log").open("wb") as log:
-        server.proc = subprocess.Popen(
-            server.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log
-        )
-    client = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=1)
-    try:
-        for _ in range(200):
-            try:
-                if client.ping():
-                    return
-            except (redis.ConnectionError, redis.TimeoutError):
-                pass
-            time.sleep(0.05)
-    finally:
-        client.close()
-    raise AssertionError(f"the restarted server never answered PING on port {server.port}")
+    server.restart()
 
 
 def run_with_a_crash(server: RunningServer, seed: int) -> Result:

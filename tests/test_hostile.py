@@ -18,8 +18,6 @@ import os
 import re
 import signal
 import time
-from collections.abc import Iterator
-from typing import cast
 
 import pytest
 import redis
@@ -27,7 +25,7 @@ import redis
 import echomq_lab
 from echomq_lab import branded, errors, jobs, keyspace, sim, snapshot
 from echomq_lab.scripts import include_text, load
-from echomq_lab.testing.servers import Kind, RunningServer, ServerStartError, start_server
+from echomq_lab.testing.servers import RunningServer
 from echomq_lab.testing.state import dump
 
 Q = "hostile"
@@ -417,24 +415,7 @@ def test_the_audit_catches_an_evicted_id_that_was_never_dropped(evicting_run: si
 
 
 # -- 10. a frozen server gives one bounded wait; a refused password says so ---------------------
-
-
-@pytest.fixture
-def own_server(backend_name: str) -> Iterator[RunningServer]:
-    """A real server of the test's own (it is frozen or given a password), stopped afterwards."""
-    if backend_name == "fakeredis":
-        pytest.skip("the embedded server runs in this process: it cannot be frozen or locked")
-    try:
-        server = start_server(cast(Kind, backend_name))
-    except ServerStartError as exc:
-        if os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0"):
-            pytest.fail(f"{backend_name} unavailable: {exc}", pytrace=False)
-        pytest.skip(f"{backend_name} unavailable: {exc}")
-    try:
-        yield server
-    finally:
-        os.kill(server.proc.pid, signal.SIGCONT)
-        server.stop()
+# (``own_server``, a real server of the test's own, comes from tests/conftest.py)
 
 
 def test_a_refused_password_says_authentication_failed(own_server: RunningServer) -> None:

@@ -13,13 +13,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import time
 from collections.abc import Callable, Iterator
 from contextlib import redirect_stdout
 from io import StringIO
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import ipywidgets as W
 import pytest
@@ -27,7 +25,7 @@ import redis
 
 import echomq_lab
 from echomq_lab import branded, jobs, keyspace
-from echomq_lab.testing.servers import Kind, RunningServer, ServerStartError, start_server
+from echomq_lab.testing.servers import RunningServer
 from echomq_lab.widgets import (
     FencePanel,
     FieldPicker,
@@ -211,21 +209,7 @@ def test_wrongtype_under_a_panel_is_one_line(conn: redis.Redis, name: str) -> No
         assert any(word in text or "wrong-type" in text for text in said), said[:3]
 
 
-@pytest.fixture
-def own_server(backend_name: str) -> Iterator[RunningServer]:
-    """A real server of the test's own (made read-only, filled, stopped), stopped afterwards."""
-    if backend_name == "fakeredis":
-        pytest.skip("the embedded server has no replication, memory limit or process to stop")
-    try:
-        server = start_server(cast(Kind, backend_name))
-    except ServerStartError as exc:
-        if os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0"):
-            pytest.fail(f"{backend_name} unavailable: {exc}", pytrace=False)
-        pytest.skip(f"{backend_name} unavailable: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
+# (``own_server``, a real server of the test's own, comes from tests/conftest.py)
 
 
 @pytest.mark.parametrize("kind", ["readonly", "oom"])
@@ -244,39 +228,16 @@ def test_a_server_refusing_writes_is_one_line_on_each_panel(
 # -- 7. panels built while the server is down recover on the next press ---------------------------
 
 
-def stop_server(server: RunningServer) -> None:
-    server.proc.terminate()
-    server.proc.wait(timeout=10)
-
-
-def restart_server(server: RunningServer) -> None:
-    """Start the stopped server again on the same port, and wait until it answers."""
-    with (server.workdir / "restart.log").open("wb") as log:
-        server.proc = subprocess.Popen(server.argv, stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=log)  # fmt: skip
-    probe = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=1)
-    try:
-        for _ in range(200):
-            try:
-                if probe.ping():
-                    return
-            except (redis.ConnectionError, redis.TimeoutError):
-                time.sleep(0.05)
-    finally:
-        probe.close()
-    raise AssertionError(f"the restarted server never answered on port {server.port}")
-
-
 @pytest.mark.parametrize("name", WITH_BUTTONS)
 def test_a_panel_built_while_the_server_is_down_works_once_it_is_up(
     own_server: RunningServer, name: str
 ) -> None:
-    stop_server(own_server)
+    own_server.kill(signal.SIGTERM)  # its port and folder stay, to restart
     conn = echomq_lab.connect(own_server.url, ping=False)
     panel = PANELS[name](conn, Q)  # no traceback
     said = press_everything(panel, rounds=1)
     assert any("cannot reach redis://" in text for text in said), said[:4]
-    restart_server(own_server)
+    own_server.restart()
     said = press_everything(panel, rounds=1)
     assert not any("cannot reach" in text for text in said), said[:4]
 
@@ -290,7 +251,7 @@ def _first_cells(notebook: str, count: int) -> list[str]:
 def test_notebook_02_opens_on_a_stopped_server_with_one_line(
     own_server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stop_server(own_server)
+    own_server.kill(signal.SIGTERM)  # its port and folder stay, to restart
     monkeypatch.setenv("ECHOMQ_REDIS_URL", own_server.url)
     monkeypatch.chdir(ROOT / "notebooks")
     first, panel_cell = _first_cells("02-the-state-and-attempts.ipynb", 2)
@@ -303,7 +264,7 @@ def test_notebook_02_opens_on_a_stopped_server_with_one_line(
     exec(panel_cell, names)  # noqa: S102
     panel = names["panel"]
     assert isinstance(panel, TransitionPanel)
-    restart_server(own_server)
+    own_server.restart()
     assert panel.press("enqueue").startswith("enqueue"), panel.last_message
 
 
@@ -311,21 +272,16 @@ def test_notebook_02_opens_on_a_stopped_server_with_one_line(
 
 
 @pytest.fixture
-def durable_server(backend_name: str) -> Iterator[RunningServer]:
+def durable_server(
+    backend_name: str, own_server_of: Callable[..., RunningServer]
+) -> Iterator[RunningServer]:
     """A real server that keeps every write across a restart (an fsynced append-only file)."""
-    if backend_name == "fakeredis":
-        pytest.skip("the embedded server runs in this process: it cannot be stopped and restarted")
-    try:
-        server = start_server(cast(Kind, backend_name),
-                              extra_args=["--appendonly", "yes", "--appendfsync", "always"])
-    except ServerStartError as exc:
-        if os.environ.get("ECHOMQ_REQUIRE_BACKENDS", "") not in ("", "0"):
-            pytest.fail(f"{backend_name} unavailable: {exc}", pytrace=False)
-        pytest.skip(f"{backend_name} unavailable: {exc}")
-    try:
+    with own_server_of(
+        backend_name,
+        extra_args=["--appendonly", "yes", "--appendfsync", "always"],
+        in_process="the embedded server runs in this process: it cannot be stopped and restarted",
+    ) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_a_step_that_could_not_reach_the_server_is_not_taken(
@@ -336,13 +292,13 @@ def test_a_step_that_could_not_reach_the_server_is_not_taken(
     for step in ("a_claims", "a_stalls", "reaper_returns", "b_claims"):
         fire(story.buttons[step])
     assert story.story.next_step == "a_completes", story.last_message
-    stop_server(durable_server)
+    durable_server.kill(signal.SIGTERM)
     fire(story.buttons["a_completes"])
     assert one_line(story).startswith("cannot reach redis://"), story.last_message
     assert story.story.next_step == "a_completes"  # not taken: it can be pressed again
     assert not story.buttons["a_completes"].disabled
     assert "refused" not in story.log_text().split("\n")[4]
-    restart_server(durable_server)
+    durable_server.restart()
     fire(story.buttons["a_completes"])  # now the fence answers, not the network
     assert story.last_message.startswith("A refused: EMQSTALE"), story.last_message
     fire(story.buttons["b_completes"])

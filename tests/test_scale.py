@@ -9,11 +9,7 @@ elements; a server that goes away mid-check gives one line, and the check runs a
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +19,7 @@ import redis
 from echomq_lab import branded, connect, drift, errors, keyspace
 from echomq_lab.scripts import load
 from echomq_lab.snapshot import WINDOW, drifts, view
-from echomq_lab.testing import RunningServer, ServerStartError, start_server
+from echomq_lab.testing import RunningServer
 
 Q = "deep"
 DEPTH = 20_000
@@ -45,25 +41,21 @@ def fill(conn: redis.Redis, queue: str, n: int) -> list[str]:
     return made
 
 
-def _own_valkey(extra: list[str] | None = None) -> RunningServer:
-    try:
-        return start_server("valkey", extra_args=["--enable-debug-command", "yes", *(extra or [])])
-    except ServerStartError as exc:
-        pytest.skip(f"no Valkey to start: {str(exc).splitlines()[0]}")
+#: DEBUG POPULATE fills the keyspace; the command is off unless the server is told.
+DEBUG = ["--enable-debug-command", "yes"]
 
 
 @pytest.fixture(scope="module")
-def deep() -> Iterator[tuple[redis.Redis, list[str]]]:
+def deep(own_server_of: Callable[..., RunningServer]) -> Iterator[tuple[redis.Redis, list[str]]]:
     """A Valkey of our own holding a DEPTH-job queue and OTHER unrelated keys."""
-    server = _own_valkey()
-    conn = connect(server.url)
-    try:
-        conn.execute_command("DEBUG", "POPULATE", OTHER, "other")
-        made = fill(conn, Q, DEPTH)
-        yield conn, made
-    finally:
-        conn.close()
-        server.stop()
+    with own_server_of("valkey", DEBUG) as server:
+        conn = connect(server.url)
+        try:
+            conn.execute_command("DEBUG", "POPULATE", OTHER, "other")
+            made = fill(conn, Q, DEPTH)
+            yield conn, made
+        finally:
+            conn.close()
 
 
 def _commandstats(conn: redis.Redis) -> dict[str, int]:
@@ -211,32 +203,10 @@ def _url(conn: redis.Redis) -> str:
     return f"redis://{kw['host']}:{kw['port']}/0"
 
 
-def _kill(server: RunningServer) -> None:
-    os.kill(server.proc.pid, signal.SIGKILL)
-    server.proc.wait(timeout=10)
-
-
-def _start_again(server: RunningServer) -> None:
-    """Start the killed ``server`` again with the same command line (so the same port)."""
-    with (server.workdir / "restart.log").open("wb") as log:
-        server.proc = subprocess.Popen(
-            server.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log
-        )
-    probe = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=1)
-    try:
-        for _ in range(200):
-            try:
-                if probe.ping():
-                    return
-            except (redis.ConnectionError, redis.TimeoutError):
-                time.sleep(0.05)
-    finally:
-        probe.close()
-    raise AssertionError(f"the restarted server never answered PING on port {server.port}")
-
-
-def test_a_server_gone_mid_check_is_one_line_and_check_runs_again() -> None:
-    server = _own_valkey()
+def test_a_server_gone_mid_check_is_one_line_and_check_runs_again(
+    own_server_of: Callable[..., RunningServer],
+) -> None:
+    server = own_server_of("valkey", DEBUG)
     conn = connect(server.url)
     try:
         fill(conn, Q, 3_000)
@@ -246,7 +216,7 @@ def test_a_server_gone_mid_check_is_one_line_and_check_runs_again() -> None:
         def scan_then_die(*args: Any, **kwargs: Any) -> Any:
             calls.append(1)
             if len(calls) == 3:  # the walk is part way through the keyspace
-                _kill(server)
+                server.kill()
             return scan(*args, **kwargs)
 
         conn.scan = scan_then_die  # type: ignore[method-assign]
@@ -256,7 +226,7 @@ def test_a_server_gone_mid_check_is_one_line_and_check_runs_again() -> None:
         assert "\n" not in text and text.startswith(f"cannot reach {server.url}: ")
         assert len(calls) == 3
         del conn.scan
-        _start_again(server)  # empty: the server kept nothing
+        server.restart()  # empty: the server kept nothing
         fill(conn, Q, 5)
         report = drift.check(conn, Q)  # the same client, the same call
         assert report == [] and report.members == 5 and report.rows == 5

@@ -3,11 +3,13 @@
 Nothing is downloaded: Playwright's Python package talks to Debian's ``/usr/bin/chromium``. The
 server runs on a free loopback port with a random token, from a temporary copy of the notebooks
 (so autosave never touches the repo), with every Jupyter directory pointed at a temp folder.
-Playwright is a test extra: it is imported only when a page is handed to one of these helpers.
+Playwright is a test extra: it is imported only when a browser is launched or a page is handed
+to one of these helpers. The fixtures built on these live in ``tests/conftest.py``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -16,16 +18,16 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from echomq_lab.testing.servers import free_port
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Locator, Page, ViewportSize
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 CHROMIUM_ARGS = [
@@ -51,6 +53,65 @@ STDERR_OUTPUT = (
 )
 #: The scrolling area of the notebook on show.
 NOTEBOOK_SCROLLER = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer"
+#: Where screenshots go unless ``$ECHOMQ_SCREENSHOTS`` names a folder (relative to the repo).
+SCREENSHOTS_ENV = "ECHOMQ_SCREENSHOTS"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+#: The size of every test tab.
+VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
+
+
+def screenshots_folder(default: Path) -> Path:
+    """``$ECHOMQ_SCREENSHOTS`` (when set and not empty) or ``default``, created if need be."""
+    folder = Path(os.environ.get(SCREENSHOTS_ENV) or default)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@contextmanager
+def launch_chromium(executable: str) -> Iterator[Browser]:
+    """Headless ``executable`` (a system Chromium) driven by Playwright; closed on leaving."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def _code_outputs(notebook: Path) -> Iterator[dict[str, Any]]:
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            yield from cell.get("outputs", [])
+
+
+def cell_count(notebook: Path) -> int:
+    """How many cells (of any type) the stored ``notebook`` has."""
+    return len(json.loads(notebook.read_text(encoding="utf-8"))["cells"])
+
+
+def stored_widgets(notebook: Path) -> int:
+    """How many outputs of the stored ``notebook`` are widgets (each must come back live)."""
+    return sum(WIDGET_MIME in out.get("data", {}) for out in _code_outputs(notebook))
+
+
+def stored_stderr(notebook: Path) -> int:
+    """How many outputs of the stored ``notebook`` are on stderr (tracebacks included)."""
+    return sum(
+        out.get("name") == "stderr" or out["output_type"] == "error"
+        for out in _code_outputs(notebook)
+    )
+
+
+def find_button(scope: Locator, label: str) -> Locator:
+    """The buttons (toggle buttons too) in ``scope`` whose text is exactly ``label``.
+
+    Not by accessible name: an icon's glyph (CSS content) is part of that name.
+    """
+    exact = re.compile(rf"^\s*{re.escape(label)}\s*$")
+    return scope.locator(":is(.widget-button, .widget-toggle-button)").filter(has_text=exact)
 
 
 def chromium_path() -> tuple[str | None, str]:
@@ -90,8 +151,14 @@ REPOSITORY_FILES = ("benchmarks/results.json",)
 
 
 @contextmanager
-def jupyter_lab(notebooks: Path, workdir: Path) -> Iterator[Lab]:
-    """Start JupyterLab on a copy of ``notebooks`` inside ``workdir``; stop it afterwards."""
+def jupyter_lab(
+    notebooks: Path, workdir: Path, settings: Mapping[tuple[str, str], str] | None = None
+) -> Iterator[Lab]:
+    """Start JupyterLab on a copy of ``notebooks`` inside ``workdir``; stop it afterwards.
+
+    ``settings`` adds user settings to :data:`LAB_SETTINGS`, keyed the same way
+    (``("apputils-extension", "themes")`` to a JSON text, say).
+    """
     root = workdir / "notebooks"
     shutil.copytree(notebooks, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     # The repository files the notebooks name relative to themselves (06 reads the benchmark's
@@ -112,10 +179,10 @@ def jupyter_lab(notebooks: Path, workdir: Path) -> Iterator[Lab]:
     ):
         env[var] = str(workdir / sub)
         (workdir / sub).mkdir(parents=True, exist_ok=True)
-    for (extension, plugin), settings in LAB_SETTINGS.items():
+    for (extension, plugin), text in {**LAB_SETTINGS, **(settings or {})}.items():
         folder = workdir / "settings" / "@jupyterlab" / extension
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{plugin}.jupyterlab-settings").write_text(settings)
+        (folder / f"{plugin}.jupyterlab-settings").write_text(text)
     # The kernel must be the interpreter running the tests (it has echomq_lab installed).
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     port, token = free_port(), secrets.token_hex(16)

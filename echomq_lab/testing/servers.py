@@ -16,6 +16,7 @@ import atexit
 import importlib
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -69,7 +70,11 @@ class Server(Protocol):
 
 @dataclass
 class RunningServer:
-    """One server process started by :func:`start_server`; call :meth:`stop` when done."""
+    """One server process started by :func:`start_server`; call :meth:`stop` when done.
+
+    Used as a context manager it is stopped on leaving the block. Between :meth:`kill` and
+    :meth:`restart` the process is gone but its port, command line and folder are kept.
+    """
 
     kind: Kind
     url: str
@@ -87,15 +92,48 @@ class RunningServer:
         """``valkey-server 8.1.8 (/path/to/valkey-server)``."""
         return f"{self.kind}-server {self.version} ({self.binary})"
 
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def kill(self, sig: int = signal.SIGKILL, timeout: float = 10.0) -> None:
+        """Send ``sig`` (SIGKILL unless told) to the process and wait until it has exited.
+
+        The workdir stays, so :meth:`restart` brings the server back with whatever it saved.
+        """
+        self.proc.send_signal(sig)
+        self.proc.wait(timeout=timeout)
+
+    def restart(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Start the exited process again with the same command line (same port and folder).
+
+        Returns once it answers PING; raises ServerStartError (with its log's tail) if it dies
+        or does not answer within ``timeout`` seconds. Its output goes to ``restart.log``.
+        """
+        assert self.proc.poll() is not None, "restart() needs the process to have exited"
+        log_path = self.workdir / "restart.log"
+        with log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            )
+        if not _wait_for_ping(self.proc, self.port, time.monotonic() + timeout):
+            raise ServerStartError(
+                f"the restarted {self.kind}-server never answered PING on port {self.port};"
+                f" log tail:\n{_tail(log_path)}"
+            )
+
     def stop(self, timeout: float = 5.0) -> None:
         """Terminate the process (SIGTERM, then SIGKILL) and delete its workdir.
 
-        Safe to call more than once.
+        A frozen (SIGSTOPped) process is thawed first so it can exit. Safe to call twice.
         """
         if self._stopped:
             return
         self._stopped = True
         if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=timeout)

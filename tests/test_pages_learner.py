@@ -223,7 +223,7 @@ def _stored_checks(prefix: str) -> list[list[str]]:
 def test_each_question_of_the_file_is_the_one_its_page_shows(key: str) -> None:
     check = checks.get(key)
     wanted = [f"Check yourself: {check.question}",
-              *(f"  ({letter}) {choice}" for letter, choice in zip("abcdefgh", check.choices))]
+              *(f"  ({'abcdefgh'[i]}) {choice}" for i, choice in enumerate(check.choices))]
     shown = _stored_checks(f"{check.page:02d}")
     assert wanted in [lines[: len(wanted)] for lines in shown], (
         f"page {check.page:02d} does not show {key} as questions.toml words it (re-run the "

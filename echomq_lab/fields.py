@@ -39,19 +39,26 @@ def _in_protocol_order(scripts: set[str]) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class Write:
-    """One way a transition writes a field.
+class Use:
+    """One command by which a transition's script writes or reads a field, and what it does.
 
-    ``script`` is the Lua file; ``command`` the Redis command; ``value`` the bytes written when
-    they are fixed (None when they depend on the call: the caller's payload, or attempts + 1);
-    ``when`` the condition, if any.
+    ``script`` is the Lua file; ``command`` the Redis command, which alone decides whether the
+    use is a write or a read (:data:`WRITE_COMMANDS`, the rule :class:`Mention` follows for the
+    scripts' own lines); ``how`` what the script does with the field there; ``value`` the bytes
+    a write leaves when they are fixed (None when they depend on the call, such as the
+    caller's payload or attempts + 1, and for a read); ``when`` the condition, if any.
     """
 
     script: str
     command: str
-    value: bytes | None
     how: str
+    value: bytes | None = None
     when: str = ""
+
+    @property
+    def access(self) -> str:
+        """``write`` or ``read``, from the command."""
+        return "write" if self.command in WRITE_COMMANDS else "read"
 
     @property
     def handles(self) -> tuple[str, ...]:
@@ -60,20 +67,11 @@ class Write:
 
     @property
     def what(self) -> str:
-        """The write in words: the value written (when fixed) and how, e.g.
+        """The use in words: the value written (when fixed) and how, e.g.
         ``'pending': for each due job``."""
         if self.value is None:
             return self.how
         return f"{self.value.decode('utf-8', 'replace')!r}: {self.how}"
-
-
-@dataclass(frozen=True)
-class Read:
-    """One place a script reads a field, and what it does with what it read."""
-
-    script: str
-    command: str
-    why: str
 
 
 @dataclass(frozen=True)
@@ -85,8 +83,8 @@ class Field:
     initial: bytes | None  # None: the caller's bytes
     initial_text: str
     role: str
-    writes: tuple[Write, ...]
-    reads: tuple[Read, ...]
+    writes: tuple[Use, ...]
+    reads: tuple[Use, ...]
 
     @property
     def writers(self) -> tuple[str, ...]:
@@ -105,10 +103,16 @@ class Field:
 
 
 def _field(*, name: str, holds: str, initial: bytes | None, role: str,
-           writes: tuple[Write, ...], reads: tuple[Read, ...] = (),
+           writes: tuple[Use, ...], reads: tuple[Use, ...] = (),
            initial_text: str | None = None) -> Field:
     """One entry of the tables below; ``initial_text`` defaults to the initial value itself
-    (a field whose initial value is the caller's bytes must say so in words)."""
+    (a field whose initial value is the caller's bytes must say so in words). ValueError when
+    a use is filed under writes or reads against what its command does, or a read has a value."""
+    for group, uses in (("write", writes), ("read", reads)):
+        for use in uses:
+            if use.access != group or (group == "read" and use.value is not None):
+                raise ValueError(f"field {name}: {use.script}'s {use.command} is a "
+                                 f"{use.access}, filed under the {group}s")
     if initial_text is None:
         if initial is None:
             raise ValueError(f"field {name}: the caller's bytes need an initial_text")
@@ -128,23 +132,21 @@ FIELDS: dict[str, Field] = {
             "row), so it always names the set that holds the job"
         ),
         writes=(
-            Write("enqueue", "HSET", b"pending",
-                  "in the one HSET that writes all three fields"),
-            Write("schedule", "HSET", b"scheduled",
-                  "in the same three-field HSET, for a job enqueued for later"),
-            Write("claim", "HSET", b"active", "as it leases the job"),
-            Write("retry", "HSET", b"scheduled",
-                  "for another try later", when="attempts below the cap"),
-            Write("retry", "HSET", b"dead",
-                  "into the morgue (the dead set)", when="attempts at the cap"),
-            Write("promote", "HSET", b"pending", "for each due job"),
-            Write("reap", "HSET", b"pending",
-                  "for each expired lease"),
-            Write("reprocess", "HSET", b"pending",
-                  "for a dead job sent back"),
+            Use("enqueue", "HSET",
+                "in the one HSET that writes all three fields", value=b"pending"),
+            Use("schedule", "HSET",
+                "in the same three-field HSET, for a job enqueued for later", value=b"scheduled"),
+            Use("claim", "HSET", "as it leases the job", value=b"active"),
+            Use("retry", "HSET",
+                "for another try later", value=b"scheduled", when="attempts below the cap"),
+            Use("retry", "HSET",
+                "into the morgue (the dead set)", value=b"dead", when="attempts at the cap"),
+            Use("promote", "HSET", "for each due job", value=b"pending"),
+            Use("reap", "HSET", "for each expired lease", value=b"pending"),
+            Use("reprocess", "HSET", "for a dead job sent back", value=b"pending"),
         ),
         reads=(
-            Read("reprocess", "HGET", "names the state in its EMQSTATE refusal"),
+            Use("reprocess", "HGET", "names the state in its EMQSTATE refusal"),
         ),
     ),
     "attempts": _field(
@@ -157,17 +159,15 @@ FIELDS: dict[str, Field] = {
             "complete, retry and extend refuse any other token (EMQSTALE)"
         ),
         writes=(
-            Write("enqueue", "HSET", b"0", "in the three-field HSET"),
-            Write("schedule", "HSET", b"0",
-                  "in the three-field HSET"),
-            Write("claim", "HINCRBY", None,
-                  "+1; the new value is the worker's token"),
+            Use("enqueue", "HSET", "in the three-field HSET", value=b"0"),
+            Use("schedule", "HSET", "in the three-field HSET", value=b"0"),
+            Use("claim", "HINCRBY", "+1; the new value is the worker's token"),
         ),
         reads=(
-            Read("claim", "HMGET", "checks it is a whole number before any write: EMQROW if not"),
-            Read("complete", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
-            Read("retry", "HGET", "compares it with the token, then with the attempts cap"),
-            Read("extend", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
+            Use("claim", "HMGET", "checks it is a whole number before any write: EMQROW if not"),
+            Use("complete", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
+            Use("retry", "HGET", "compares it with the token, then with the attempts cap"),
+            Use("extend", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
         ),
     ),
     "payload": _field(
@@ -180,12 +180,11 @@ FIELDS: dict[str, Field] = {
             "never looked at by any script; binary-safe"
         ),
         writes=(
-            Write("enqueue", "HSET", None, "the caller's bytes, verbatim"),
-            Write("schedule", "HSET", None,
-                  "the caller's bytes, verbatim"),
+            Use("enqueue", "HSET", "the caller's bytes, verbatim"),
+            Use("schedule", "HSET", "the caller's bytes, verbatim"),
         ),
         reads=(
-            Read("claim", "HMGET", "hands it to the worker untouched, never inspects it"),
+            Use("claim", "HMGET", "hands it to the worker untouched, never inspects it"),
         ),
     ),
 }
@@ -199,8 +198,8 @@ EXTRA_FIELDS: dict[str, Field] = {
         initial_text="(absent: a new row has only the three fields)",
         role="a note for people; no script reads it",
         writes=(
-            Write("retry", "HSET", None, "the caller's error text"),
-            Write("reprocess", "HDEL", None, "removed: the job starts over"),
+            Use("retry", "HSET", "the caller's error text"),
+            Use("reprocess", "HDEL", "removed: the job starts over"),
         ),
     ),
 }

@@ -4,7 +4,8 @@ The course page (``../shared/seed/the-state-and-attempts.txt``, beside the repos
 folder above it) is read,
 its code lines dropped (the protocol's code and identifiers are not prose), and every run of
 eight consecutive words of what is left is looked for in the notebooks (markdown and code
-cells), in ``echomq_lab/`` (Python and Lua) and in ``README.md``. Words are lower-cased tokens
+cells), in ``echomq_lab/`` (Python, Lua, and the TOML data files such as the self-checks'
+``checks/questions.toml``) and in ``README.md``. Words are lower-cased tokens
 of letters, digits, ``_``, ``@`` and ``'``, so punctuation and line breaks do not hide a copy.
 Where the page is absent (a bare clone), the test skips and says why.
 """
@@ -49,8 +50,8 @@ def shipped() -> dict[str, str]:
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         texts[path.relative_to(ROOT).as_posix()] = "\n".join(
             "".join(c["source"]) for c in cells if c["cell_type"] in ("markdown", "code"))
-    package = sorted((ROOT / "echomq_lab").rglob("*.py")) + sorted(
-        (ROOT / "echomq_lab").rglob("*.lua"))
+    package = [path for suffix in ("py", "lua", "toml")
+               for path in sorted((ROOT / "echomq_lab").rglob(f"*.{suffix}"))]
     for path in package + [ROOT / "README.md"]:
         texts[path.relative_to(ROOT).as_posix()] = path.read_text(encoding="utf-8")
     return texts
@@ -77,6 +78,11 @@ def test_a_copied_run_is_found_across_punctuation_and_lines() -> None:
     ours = runs(words("One, two — three\nfour five: six seven eight."))
     assert ours & page
     assert not runs(words("one two three four five six seven nine")) & page
+
+
+def test_the_self_checks_words_are_read() -> None:
+    # The questions are data, not Python: the scan must cover the file they live in.
+    assert "echomq_lab/checks/questions.toml" in shipped()
 
 
 @pytest.mark.parametrize("path", sorted(shipped()))

@@ -12,22 +12,30 @@ a probe cell is appended that reports, as JSON, what the page built:
   cell pressed it afterwards, and the two-worker story waits at its first step.
 
 The stored notebooks (no kernel) must show each question unanswered, and give every question
-under "Questions to try" an answer folded in a ``<details>`` block.
+under "Questions to try" an answer folded in a ``<details>`` block. The self-checks' words live
+in the package's ``checks/questions.toml``: every question there must be the one its page
+shows, choices in the same order, and none of its words may speak of project machinery.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from echomq_lab import checks
 from echomq_lab.two_workers import STEPS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
+QUESTIONS = ROOT / "echomq_lab" / "checks" / "questions.toml"
+#: Words that belong to the project, not to the reader's page.
+MACHINERY = re.compile(
+    r"\b(issues?|nbval|NBVAL\w*|pytest|make (test|notebooks|venv|app|page|nav|lab))\b", re.I)
 #: The fewest self-checks each page must make.
 CHECKS = {"00": 2, "01": 2, "02": 3, "03": 2}
 #: The panels each page invites the reader to use, by the name the page gives them.
@@ -196,3 +204,47 @@ def test_every_question_to_try_has_a_folded_answer(path: Path) -> None:
     assert len(folded) == len(questions), (
         f"{path.name}: {len(questions)} questions, {len(folded)} folded answers")
     assert all(answer.strip() for answer in folded), f"{path.name}: an empty answer"
+
+
+# -- the self-checks' words (checks/questions.toml) -----------------------------------------
+
+
+def _stored_checks(prefix: str) -> list[list[str]]:
+    """The stored self-check outputs of page ``prefix``, each as its lines."""
+    return [
+        _text(out["data"]["text/plain"]).splitlines()
+        for cell in _stored(prefix)["cells"] if cell["cell_type"] == "code"
+        for out in cell.get("outputs", [])
+        if _text(out.get("data", {}).get("text/plain", "")).startswith("Check yourself:")
+    ]
+
+
+@pytest.mark.parametrize("key", [c.key for c in checks.CHECKS])
+def test_each_question_of_the_file_is_the_one_its_page_shows(key: str) -> None:
+    check = checks.get(key)
+    wanted = [f"Check yourself: {check.question}",
+              *(f"  ({'abcdefgh'[i]}) {choice}" for i, choice in enumerate(check.choices))]
+    shown = _stored_checks(f"{check.page:02d}")
+    assert wanted in [lines[: len(wanted)] for lines in shown], (
+        f"page {check.page:02d} does not show {key} as questions.toml words it (re-run the "
+        f"page after editing the file):\n" + "\n".join(wanted))
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a parsed TOML value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_the_questions_file_speaks_to_the_reader() -> None:
+    entries = tomllib.loads(QUESTIONS.read_text(encoding="utf-8"))["checks"]
+    assert [e["key"] for e in entries] == [c.key for c in checks.CHECKS]
+    said = [s for e in entries for f in ("question", "answers", "lesson") for s in _strings(e[f])]
+    assert len(said) >= 3 * len(entries)
+    assert not [s for s in said if MACHINERY.search(s)]
+    assert MACHINERY.search("the nbval run") and MACHINERY.search("run make notebooks")

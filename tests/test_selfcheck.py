@@ -15,6 +15,8 @@ import pytest
 import redis
 
 from echomq_lab import checks
+from echomq_lab.checks.observers import FACTS, OBSERVERS
+from echomq_lab.checks.questions import QuestionsError, build, shipped_text
 from echomq_lab.testing.state import dump
 from echomq_lab.widgets import Reveal, SelfCheck
 
@@ -140,3 +142,63 @@ def test_reveal_hides_the_answer_until_asked() -> None:
     assert "attempts 2" in reveal.body.value and reveal.button.description == "Hide the answer"
     reveal.button.click()
     assert reveal.body.value == "" and not reveal.shown
+
+
+# -- the questions are data: questions.toml, joined to the observers at import ----------------
+
+ONE = """
+[[checks]]
+key = "token_above"
+page = 2
+observer = "complete_sample"
+params = { lease = "held", token = "future" }
+question = "Token 3 against attempts 2: what does the server say?"
+answers = [
+    { when = "EMQSTALE", text = "it refuses the token as stale" },
+    { when = "accepted", text = "it takes it" },
+]
+lesson = "Equality, not order."
+"""
+
+
+def test_the_shipped_file_makes_the_checks() -> None:
+    made = build(OBSERVERS, FACTS, shipped_text())
+    assert [c.key for c in made] == [c.key for c in checks.CHECKS] == list(checks.FACTORIES)
+    assert [(c.question, c.choices, c.lesson) for c in made] == [
+        (c.question, c.choices, c.lesson) for c in checks.CHECKS]
+    assert checks.token_above() is checks.get("token_above") and checks.token_above.__doc__
+    assert f"{len(checks.BINARY)} bytes" in checks.payload_round_trip().question
+
+
+def test_reworded_and_reordered_choices_grade_the_same(conn: redis.Redis) -> None:
+    (check,) = build({"complete_sample": OBSERVERS["complete_sample"]}, FACTS, ONE)
+    assert check.choices == ("it refuses the token as stale", "it takes it")
+    graded = check.grade(conn, "edited", check.choices[0])
+    assert graded.right and graded.explanation.endswith("Equality, not order.")
+    assert not check.grade(conn, "edited", "it takes it").right
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (('observer = "complete_sample"', 'observer = "nope"'), "no observer called 'nope'"),
+    (('lease = "held"', 'lease = "gone"'), "lease = 'gone' is not one of"),
+    (('lease = "held"', 'lag = "held"'), "does not take these params"),
+    (('when = "accepted"', 'when = "EMQSTALE"'), "no other choice of the question uses"),
+    (("page = 2\n", ""), "missing ['page']"),
+    (("page = 2\n", "page = 2\nhint = 1\n"), "unknown ['hint']"),
+    (("Token 3", "Token {three}"), "cannot fill in"),
+    (("[[checks]]", "[[check]]"), "[[checks]] entries and nothing else"),
+])
+def test_a_mistake_in_the_file_is_one_line_naming_it(edit: tuple[str, str], message: str) -> None:
+    text = ONE.replace(*edit)
+    assert text != ONE
+    with pytest.raises(QuestionsError) as caught:
+        build({"complete_sample": OBSERVERS["complete_sample"]}, FACTS, text)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_observer_without_a_question_is_refused() -> None:
+    with pytest.raises(QuestionsError, match="no question uses the observer fresh_row"):
+        build({"complete_sample": OBSERVERS["complete_sample"],
+               "fresh_row": OBSERVERS["fresh_row"]}, FACTS, ONE)
+    with pytest.raises(QuestionsError, match="share the key token_above"):
+        build(OBSERVERS, FACTS, shipped_text() + ONE)

@@ -39,6 +39,16 @@ def test_each_write_names_the_command_the_script_uses(name: str) -> None:
     assert {(w.script, w.command) for w in entry.writes} == in_source
 
 
+def test_a_use_is_a_write_or_a_read_by_its_command_alone() -> None:
+    for entry in ALL_FIELDS.values():
+        assert {u.access for u in entry.writes} <= {"write"}
+        assert {u.access for u in entry.reads} <= {"read"}
+        assert all(u.value is None for u in entry.reads)
+    misfiled = fields.Use("complete", "HGET", "compares it with the token")
+    with pytest.raises(ValueError, match="complete's HGET is a read, filed under the writes"):
+        fields._field(name="attempts", holds="h", initial=b"0", role="r", writes=(misfiled,))
+
+
 def test_only_enqueue_writes_the_payload_and_only_claim_reads_it() -> None:
     found = fields.mentions("payload")
     assert {m.script for m in found} == {"enqueue", "schedule", "claim"}
@@ -290,7 +300,7 @@ def test_picker_renders_each_field_from_the_table() -> None:
         for w in entry.writes:
             assert w.how in text
         for r in entry.reads:
-            assert r.why in text
+            assert r.how in text
         assert f"emq-field-{name}" in panel.card.value
         assert "sample row" not in text
     assert panel.sample is None and panel.conn is None

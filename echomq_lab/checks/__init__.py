@@ -10,9 +10,12 @@ API (for pages and widgets; no widget library is imported here)::
     checks.for_page(2)                     # the checks of page 02, in page order
     checks.get("token_above")              # a check by its key
 
-Grading runs the check's setup on ``queue`` (emptied first) by real transitions, runs the
-transition the question is about, and reads what the server did. The right choice is derived
-from that observation, never stored: if the server behaved otherwise, the grading follows it.
+The words of every check (question, choices, lesson, page) are data: ``questions.toml`` in
+this package, which an instructor edits without touching Python. The code that runs them is
+:mod:`.observers`. Grading runs the check's setup on ``queue`` (emptied first) by real
+transitions, runs the transition the question is about, and reads what the server did. The
+right choice is derived from that observation, never stored: if the server behaved otherwise,
+the grading follows it.
 """
 
 from __future__ import annotations
@@ -20,18 +23,42 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from echomq_lab.checks.base import Check, Graded, Observed
-from echomq_lab.checks.fence import after_reprocess, token_above, token_reaped
-from echomq_lab.checks.payload import BINARY, payload_read, payload_round_trip
-from echomq_lab.checks.rows import claim_fields, fresh_row, id_field, mint_time, row_deleter
+from echomq_lab.checks.observers import BINARY, FACTS, OBSERVERS
+from echomq_lab.checks.questions import QuestionsError, build
 
-#: Every check, by page, in the order the page asks them.
+#: Every check, in the order ``questions.toml`` lists them.
+CHECKS: tuple[Check, ...] = build(OBSERVERS, FACTS)
+
+
+def _factory(check: Check) -> Callable[[], Check]:
+    """A function of no arguments, named after the check's key, that returns the check."""
+
+    def make() -> Check:
+        return check
+
+    make.__name__ = make.__qualname__ = check.key
+    make.__doc__ = f"Page {check.page:02d}: {check.question}"
+    return make
+
+
+#: The factory of every check, by key (``checks.<key>()`` is the same function).
+FACTORIES: dict[str, Callable[[], Check]] = {c.key: _factory(c) for c in CHECKS}
+#: Every check's factory, by page, in the order the page asks them.
 PAGES: dict[int, tuple[Callable[[], Check], ...]] = {
-    0: (claim_fields, row_deleter),
-    1: (fresh_row, id_field, mint_time),
-    2: (after_reprocess, token_above, token_reaped),
-    3: (payload_round_trip, payload_read),
+    page: tuple(FACTORIES[c.key] for c in CHECKS if c.page == page)
+    for page in sorted({c.page for c in CHECKS})
 }
-FACTORIES: dict[str, Callable[[], Check]] = {f.__name__: f for fs in PAGES.values() for f in fs}
+
+
+def __getattr__(name: str) -> Callable[[], Check]:
+    """``checks.<key>``: the factory of the check called ``key``."""
+    if name in FACTORIES:
+        return FACTORIES[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *FACTORIES])
 
 
 def for_page(page: int) -> list[Check]:
@@ -49,7 +76,6 @@ def get(key: str) -> Check:
 
 
 __all__ = [
-    "BINARY", "FACTORIES", "PAGES", "Check", "Graded", "Observed", "after_reprocess",
-    "claim_fields", "for_page", "fresh_row", "get", "id_field", "mint_time", "payload_read",
-    "payload_round_trip", "row_deleter", "token_above", "token_reaped",
+    "BINARY", "CHECKS", "FACTORIES", "PAGES", "Check", "Graded", "Observed", "QuestionsError",
+    "for_page", "get", *FACTORIES,
 ]

@@ -1,7 +1,8 @@
 """What a self-check is: a question, its choices, and how the server's answer grades them.
 
-The page modules (:mod:`.rows`, :mod:`.fence`, :mod:`.payload`) each hold one small factory per
-question; this module holds the types they share and the helpers that set a job up.
+The words of every question live in ``questions.toml`` (read by :mod:`.questions`); the code
+that runs each one lives in :mod:`.observers`. This module holds the types they meet in, and
+the helpers the observers use to set a job up.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ LONG_MS = 600_000
 
 @dataclass(frozen=True)
 class Observed:
-    """What the server did in one check: the choice it makes right (None: no choice fits) and
-    a sentence naming what it did."""
+    """What the server did in one check: the outcome word the choices are matched on (None:
+    nothing the choices name) and a sentence naming what it did."""
 
-    answer: str | None
+    outcome: str | None
     did: str
 
 
@@ -45,14 +46,23 @@ class Graded:
 @dataclass(frozen=True)
 class Check:
     """One question. ``observe`` runs the real transitions on a queue and says what happened;
-    ``lesson`` is the fact behind the answer, in a sentence."""
+    ``outcomes[i]`` is the outcome that makes ``choices[i]`` right; ``lesson`` is the fact
+    behind the answer, in a sentence."""
 
     key: str
     page: int
     question: str
     choices: tuple[str, ...]
+    outcomes: tuple[str, ...]
     observe: Callable[[redis.Redis, str], Observed]
     lesson: str
+
+    def answer_for(self, seen: Observed) -> str | None:
+        """The choice the observation makes right; None when no choice names its outcome."""
+        for choice, outcome in zip(self.choices, self.outcomes, strict=True):
+            if outcome == seen.outcome:
+                return choice
+        return None
 
     @property
     def queue(self) -> str:
@@ -64,13 +74,14 @@ class Check:
         if choice not in self.choices:
             raise ValueError(f"{choice!r} is not one of the choices: {'; '.join(self.choices)}")
         seen = self.observe(conn, queue)
-        right = seen.answer == choice
+        answer = self.answer_for(seen)
+        right = answer == choice
         if right:
             head = "Right."
-        elif seen.answer is None:
+        elif answer is None:
             head = "None of the choices fits what the server did."
         else:
-            head = f"Not this one: the server's answer is “{seen.answer}”."
+            head = f"Not this one: the server's answer is “{answer}”."
         return Graded(choice, right, f"{head} The server: {seen.did}. {self.lesson}", seen.did)
 
 

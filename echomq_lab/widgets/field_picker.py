@@ -137,7 +137,7 @@ class FieldPicker(Panel):
             return f"<code>{html.escape(f.initial_text)}</code>"
         return html.escape(f.initial_text)
 
-    def _write_html(self, w: fields.Write) -> str:
+    def _write_html(self, w: fields.Use) -> str:
         handles = ""
         if w.handles != (w.script,):
             handles = (
@@ -160,7 +160,7 @@ class FieldPicker(Panel):
         reads = "".join(
             f'<tr class="emq-read"><td style="{_CELL};{_MONO}">{html.escape(r.script)}</td>'
             f'<td style="{_CELL};{_MONO}">{html.escape(r.command)}</td>'
-            f'<td style="{_CELL}">{html.escape(r.why)}</td></tr>'
+            f'<td style="{_CELL}">{html.escape(r.how)}</td></tr>'
             for r in f.reads
         ) or f'<tr><td colspan="3" style="{_CELL}">no script reads it</td></tr>'
         head = f'style="{_CELL};color:{style.MUTED};white-space:nowrap"'
@@ -218,7 +218,7 @@ class FieldPicker(Panel):
             out.append(f"    {w.script + handles:<38} {w.command:<8} {w.what}{when}")
         out.append("  read by" + ("" if f.reads else "  (no script)"))
         for r in f.reads:
-            out.append(f"    {r.script:<38} {r.command:<8} {r.why}")
+            out.append(f"    {r.script:<38} {r.command:<8} {r.how}")
         out.append(f"  never written by  {', '.join(f.untouched_by)}")
         out.append(f"  deleted by        {fields.RETIRED_BY} (the whole row, when the job retires)")
         if self.sample is not None:

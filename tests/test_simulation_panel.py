@@ -65,7 +65,13 @@ def test_follow_a_job_then_a_worker_in_a_short_window(ran: SimulationPanel) -> N
     assert ran.picture.value != first_png
     assert ran.text().endswith("following worker w1")
 
-    ran.window.value = ran.window.max  # past the last lease: an empty window says so
+    # A window that starts where the run's last lease ends holds nothing of a worker whose
+    # leases all ended earlier: an empty window says so.
+    last = max(le.end for le in leases)
+    quiet = next(w for w in ("w0", "w1", "w2")
+                 if all(le.end < last for le in leases if le.worker == w))
+    ran.follow.value = f"worker:{quiet}"
+    ran.window.value = ran.window.max
     ran.length.value = 0.01
     assert "no lease in this window" in ran.story.value
 

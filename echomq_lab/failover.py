@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import redis
-from redis.connection import AbstractConnection
 
 from echomq_lab import branded, errors, jobs, keyspace, queues
 from echomq_lab.cluster import Cluster, ClusterError, Node, Shard, start_cluster
 from echomq_lab.connection import connect
+from echomq_lab.report.counting import counting_requests
 from echomq_lab.sim.audit import Audit, audit
 from echomq_lab.sim.ledger import Call, Ledger
 from echomq_lab.snapshot import snapshot
@@ -327,24 +325,6 @@ def _healthy_queue(cluster: Cluster, prefix: str) -> tuple[str, Shard]:
         if shard.replicas:
             return queue, shard
     raise ClusterError("no primary of this cluster has a replica")
-
-
-@contextmanager
-def counting_requests() -> Iterator[list[int]]:
-    """Count the requests any client of this process writes inside the block: one per
-    command sent alone, one per pipeline (its commands travel together). ``[n]`` is the count."""
-    box = [0]
-    original: Callable[..., Any] = AbstractConnection.send_packed_command
-
-    def counted(self: AbstractConnection, command: Any, check_health: bool = True) -> Any:
-        box[0] += 1
-        return original(self, command, check_health)
-
-    setattr(AbstractConnection, "send_packed_command", counted)  # noqa: B010
-    try:
-        yield box
-    finally:
-        setattr(AbstractConnection, "send_packed_command", original)  # noqa: B010
 
 
 def _server_calls(node: Node) -> int:

@@ -24,6 +24,7 @@ import redis
 
 import echomq_lab
 from echomq_lab import branded, errors, jobs, keyspace, sim, snapshot
+from echomq_lab.report.counting import counting_requests
 from echomq_lab.scripts import include_text, load
 from echomq_lab.testing.servers import RunningServer
 from echomq_lab.testing.state import dump
@@ -440,23 +441,13 @@ def test_a_frozen_server_is_one_no_answer_that_may_have_run(own_server: RunningS
     conn = echomq_lab.connect(own_server.url + "?socket_timeout=0.3")
     job = branded.mint()
     jobs.enqueue(conn, Q, job, b"x")
-    sent = 0
-    real_send = conn.connection_pool.connection_class.send_packed_command
-
-    def counting(self: redis.Connection, *args: object, **kwargs: object) -> None:
-        nonlocal sent
-        sent += 1
-        real_send(self, *args, **kwargs)  # type: ignore[arg-type]
-
     os.kill(own_server.proc.pid, signal.SIGSTOP)
     try:
-        conn.connection_pool.connection_class.send_packed_command = counting  # type: ignore[method-assign]
-        with pytest.raises(errors.NoAnswer) as info:
+        with counting_requests() as sent, pytest.raises(errors.NoAnswer) as info:
             jobs.claim(conn, Q, LONG_LEASE)
     finally:
-        conn.connection_pool.connection_class.send_packed_command = real_send  # type: ignore[method-assign]
         os.kill(own_server.proc.pid, signal.SIGCONT)
-    assert sent == 1  # one EVALSHA sent, one wait, no silent resend
+    assert sent == [1]  # one EVALSHA sent, one wait, no silent resend
     assert str(info.value).endswith("did not answer within 0.3 s; the call may or may not have run")
     assert isinstance(info.value, errors.ServerUnavailable)
     # thawed, the server answers again on the same client; the claim had not run

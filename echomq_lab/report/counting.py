@@ -1,6 +1,7 @@
 """Count, live, the requests a client sends: the lab's one request counter.
 
-:func:`counting` records every command a client sends inside a block; :func:`walk` takes one
+:func:`counting` records every command a client sends inside a block (:func:`counting_requests`
+the writes of every client, at the socket); :func:`walk` takes one
 job through every transition, each call through a step the caller gives (the benchmark's step
 reads the server's command counters); :func:`transition_calls` walks with :func:`counting`
 as the step, on whichever server the lab is using. No benchmark file is needed.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+from redis.connection import AbstractConnection
 
 from echomq_lab import branded, clock, jobs, queues, scripts
 
@@ -41,6 +43,28 @@ def _counted_pipeline(pipe: Any, calls: list[str]) -> Any:
     pipe.__dict__["execute"] = execute
     pipe.__dict__["immediate_execute_command"] = immediate
     return pipe
+
+
+@contextmanager
+def counting_requests() -> Iterator[list[int]]:
+    """Count the requests any client of this process writes inside the block: one per
+    command sent alone, one per pipeline (its commands travel together). ``[n]`` is the count.
+
+    It counts at the socket, below redis-py's retries, so a resend would count twice; the
+    :func:`counting` record above names each call but sees only what the caller asked for.
+    """
+    box = [0]
+    original: Callable[..., Any] = AbstractConnection.send_packed_command
+
+    def counted(self: AbstractConnection, command: Any, check_health: bool = True) -> Any:
+        box[0] += 1
+        return original(self, command, check_health)
+
+    setattr(AbstractConnection, "send_packed_command", counted)  # noqa: B010
+    try:
+        yield box
+    finally:
+        setattr(AbstractConnection, "send_packed_command", original)  # noqa: B010
 
 
 @contextmanager

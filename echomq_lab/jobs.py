@@ -8,7 +8,7 @@ script with one EVALSHA. Refusals come back as the typed errors of :mod:`echomq_
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Literal, NamedTuple, cast
+from typing import Literal, NamedTuple, cast
 
 import redis
 
@@ -57,7 +57,7 @@ NOTHING_DROPPED = Dropped()
 #: The most claim scripts one :func:`claim_dropping` call runs while it finds only dropped
 #: members (each script run looks at up to 100 of them).
 CLAIM_RUNS = 10
-#: claim's script, looked up once: :func:`claim` runs it on its fast path.
+#: claim's script, looked up once: every claim runs it.
 _CLAIM = load("claim")
 
 Payload = bytes | bytearray | memoryview | str
@@ -179,12 +179,7 @@ def _dropped(orphans: list[bytes], malformed: list[bytes]) -> Dropped:
 
 
 def _claim_run(
-    conn: redis.Redis,
-    queue: str,
-    lease_ms: int,
-    replicas: int = 0,
-    timeout_ms: int = 1000,
-    first: list[Any] | None = None,
+    conn: redis.Redis, queue: str, lease_ms: int, replicas: int = 0, timeout_ms: int = 1000
 ) -> tuple[Claimed | None, Dropped]:
     """Run claim's script: the claimed job (or None) and the members dropped on the way.
 
@@ -192,33 +187,36 @@ def _claim_run(
     times, so a run of orphans at the head of pending does not hide the jobs behind it.
     Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
     or no payload; that refusal changes nothing. With ``replicas`` the claim is durable (see
-    :func:`claim`). ``first`` is the reply of a run already made (by :func:`claim`'s fast path),
-    taken as the loop's first run.
+    :func:`claim`). The plain ints of the common call are taken as they are, without a call
+    each to check them: this runs once per job on the worker's hot path.
     """
     q = _q(queue)
     lease = lease_ms if type(lease_ms) is int and 0 < lease_ms <= MAX_MS else check_lease(lease_ms)
     args: list[Arg] = [q.prefix, lease]
     keys = [q.pending, q.active]
-    wanted = _int("replicas", replicas, 0, 64)
-    wait_ms = _int("timeout_ms", timeout_ms, 1, MAX_MS)
+    fine = type(replicas) is int and 0 <= replicas <= 64
+    wanted = replicas if fine else _int("replicas", replicas, 0, 64)
+    fine = type(timeout_ms) is int and 1 <= timeout_ms <= MAX_MS
+    wait_ms = timeout_ms if fine else _int("timeout_ms", timeout_ms, 1, MAX_MS)
     dropped = NOTHING_DROPPED
-    for run in range(CLAIM_RUNS):
-        if run == 0 and first is not None:
-            reply, acked = first, 0
-        elif wanted:
-            reply, acked = durable.run_and_wait(conn, load("claim"), keys, args, wanted, wait_ms)
+    for _ in range(CLAIM_RUNS):
+        if wanted:
+            reply, acked = durable.run_and_wait(conn, _CLAIM, keys, args, wanted, wait_ms)
         else:
-            reply, acked = load("claim")(conn, keys, args), 0
-        if len(reply) in (2, 5):
-            dropped = dropped.plus(_dropped(*reply[-2:]))
-        if len(reply) >= 3:
-            job_id, payload, token = reply[:3]
-            claimed = Claimed(job_id.decode("ascii"), payload, int(token))
-            if acked < wanted:
-                raise _not_replicated(claimed, acked, wanted, wait_ms)
-            return claimed, dropped
-        if not reply:
+            reply, acked = _CLAIM(conn, keys, args), 0
+        if len(reply) == 3:  # a job and nothing dropped: the common reply
+            claimed = Claimed(reply[0].decode("ascii"), reply[1], int(reply[2]))
+        elif len(reply) == 5:
+            dropped = dropped.plus(_dropped(*reply[3:]))
+            claimed = Claimed(reply[0].decode("ascii"), reply[1], int(reply[2]))
+        elif len(reply) == 2:  # only dropped members: look again behind them
+            dropped = dropped.plus(_dropped(*reply))
+            continue
+        else:
             break
+        if acked < wanted:
+            raise _not_replicated(claimed, acked, wanted, wait_ms)
+        return claimed, dropped
     return None, dropped
 
 
@@ -250,18 +248,6 @@ def claim(
     ``timeout_ms`` for N replicas to hold the claim, and :class:`errors.NotReplicated` is raised
     when fewer did (the job stays leased; do not start work on that token).
     """
-    if type(replicas) is int and replicas == 0 and type(timeout_ms) is int and timeout_ms == 1000:
-        # The common call: one script run that hands over a job (or finds none) needs none of
-        # the loop below; a run that dropped members goes on in it.
-        q = _q(queue)
-        fine = type(lease_ms) is int and 0 < lease_ms <= MAX_MS
-        lease = lease_ms if fine else check_lease(lease_ms)
-        reply = _CLAIM(conn, [q.pending, q.active], [q.prefix, lease])
-        if len(reply) == 3:
-            return Claimed(reply[0].decode("ascii"), reply[1], int(reply[2]))
-        if not reply:
-            return None
-        return _claim_run(conn, queue, lease, first=reply)[0]
     return _claim_run(conn, queue, lease_ms, replicas, timeout_ms)[0]
 
 

@@ -100,6 +100,11 @@ def longest_text(us: int) -> str:
     return f"{us:,}" if us else "<1,000"
 
 
+def _longest_ms(us: int) -> str:
+    """A longest-command figure in a target row: ``"2.8 ms"``, or ``"under 1 ms"`` for none."""
+    return f"{us / 1000:.1f} ms" if us else "under 1 ms"
+
+
 def check_line(results: Mapping[str, Any]) -> str:
     """One line on the whole-queue drift check of the deepest queue, or empty."""
     c = _scale(results).get("check")
@@ -181,9 +186,8 @@ def scale_targets(results: Mapping[str, Any]) -> list[TargetRow]:
         TargetRow(f"click p95 ({where})", f"< {DEEP_CLICK_P95_MS:.0f} ms",
                   f"{deep.click_p95_ms:.1f} ms", deep.click_p95_ms < DEEP_CLICK_P95_MS),
         TargetRow("longest command in those clicks", f"< {LONGEST_COMMAND_US / 1000:.0f} ms",
-                  (f"{deep.longest_command_us / 1000:.1f} ms" if deep.longest_command_us
-                   else "under 1 ms") + f" (the server waited {deep.server_waited_ms:.0f} ms for "
-                  "a CPU)",
+                  f"{_longest_ms(deep.longest_command_us)} (the server waited "
+                  f"{deep.server_waited_ms:.0f} ms for a CPU)",
                   deep.longest_command_us < LONGEST_COMMAND_US),
     ]  # fmt: skip
     if isinstance(c, Mapping):
@@ -195,6 +199,6 @@ def scale_targets(results: Mapping[str, Any]) -> list[TargetRow]:
         ))  # fmt: skip
         out.append(TargetRow(
             "longest command of check()", f"< {LONGEST_COMMAND_US / 1000:.0f} ms",
-            f"{longest / 1000:.1f} ms" if longest else "under 1 ms", longest < LONGEST_COMMAND_US,
+            _longest_ms(longest), longest < LONGEST_COMMAND_US,
         ))  # fmt: skip
     return out

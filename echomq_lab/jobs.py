@@ -57,8 +57,6 @@ NOTHING_DROPPED = Dropped()
 #: The most claim scripts one :func:`claim_dropping` call runs while it finds only dropped
 #: members (each script run looks at up to 100 of them).
 CLAIM_RUNS = 10
-#: claim's script, looked up once: every claim runs it.
-_CLAIM = load("claim")
 
 Payload = bytes | bytearray | memoryview | str
 
@@ -198,12 +196,12 @@ def _claim_run(
     wanted = replicas if fine else _int("replicas", replicas, 0, 64)
     fine = type(timeout_ms) is int and 1 <= timeout_ms <= MAX_MS
     wait_ms = timeout_ms if fine else _int("timeout_ms", timeout_ms, 1, MAX_MS)
-    dropped = NOTHING_DROPPED
+    dropped, script = NOTHING_DROPPED, load("claim")
     for _ in range(CLAIM_RUNS):
         if wanted:
-            reply, acked = durable.run_and_wait(conn, _CLAIM, keys, args, wanted, wait_ms)
+            reply, acked = durable.run_and_wait(conn, script, keys, args, wanted, wait_ms)
         else:
-            reply, acked = _CLAIM(conn, keys, args), 0
+            reply, acked = script(conn, keys, args), 0
         if len(reply) == 3:  # a job and nothing dropped: the common reply
             claimed = Claimed(reply[0].decode("ascii"), reply[1], int(reply[2]))
         elif len(reply) == 5:

@@ -24,6 +24,11 @@ MAX_MS = 365 * 24 * 3600 * 1000
 MAX_RUN_AT_MS = 2**52
 #: The largest token the lab passes on (far beyond any real count of claims).
 MAX_TOKEN = 2**62
+#: The leases and tokens the lab accepts, as ranges: ``x in LEASES`` is one C call for an int.
+LEASES = range(1, MAX_MS + 1)
+TOKENS = range(1, MAX_TOKEN + 1)
+#: claim's defaults: a claim that no replica need hold, and how long a durable one waits.
+NO_REPLICAS, WAIT_MS = 0, 1000
 
 
 class Claimed(NamedTuple):
@@ -32,6 +37,10 @@ class Claimed(NamedTuple):
     id: str
     payload: bytes
     token: int
+
+
+#: Builds a Claimed from its three fields without the Python-level ``__new__`` (claim's hot path).
+_claimed = tuple.__new__
 
 
 class Dropped(NamedTuple):
@@ -177,7 +186,11 @@ def _dropped(orphans: list[bytes], malformed: list[bytes]) -> Dropped:
 
 
 def _claim_run(
-    conn: redis.Redis, queue: str, lease_ms: int, replicas: int = 0, timeout_ms: int = 1000
+    conn: redis.Redis,
+    queue: str,
+    lease_ms: int,
+    replicas: int = NO_REPLICAS,
+    timeout_ms: int = WAIT_MS,
 ) -> tuple[Claimed | None, Dropped]:
     """Run claim's script: the claimed job (or None) and the members dropped on the way.
 
@@ -185,28 +198,30 @@ def _claim_run(
     times, so a run of orphans at the head of pending does not hide the jobs behind it.
     Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
     or no payload; that refusal changes nothing. With ``replicas`` the claim is durable (see
-    :func:`claim`). The plain ints of the common call are taken as they are, without a call
-    each to check them: this runs once per job on the worker's hot path.
+    :func:`claim`). This runs once per job on a worker's hot path, so the common call costs
+    little: the defaults themselves are known good and not checked again, and the common
+    reply is read first.
     """
     q = _q(queue)
-    lease = lease_ms if type(lease_ms) is int and 0 < lease_ms <= MAX_MS else check_lease(lease_ms)
-    args: list[Arg] = [q.prefix, lease]
-    keys = [q.pending, q.active]
-    fine = type(replicas) is int and 0 <= replicas <= 64
-    wanted = replicas if fine else _int("replicas", replicas, 0, 64)
-    fine = type(timeout_ms) is int and 1 <= timeout_ms <= MAX_MS
-    wait_ms = timeout_ms if fine else _int("timeout_ms", timeout_ms, 1, MAX_MS)
+    if type(lease_ms) is not int or lease_ms not in LEASES:
+        check_lease(lease_ms)
+    keys, args = [q.pending, q.active], [q.prefix, lease_ms]  # type: list[str], list[Arg]
+    if replicas is NO_REPLICAS and timeout_ms is WAIT_MS:
+        wanted = wait_ms = 0
+    else:
+        wanted = _int("replicas", replicas, 0, 64)
+        wait_ms = _int("timeout_ms", timeout_ms, 1, MAX_MS)
     dropped, script = NOTHING_DROPPED, load("claim")
     for _ in range(CLAIM_RUNS):
         if wanted:
             reply, acked = durable.run_and_wait(conn, script, keys, args, wanted, wait_ms)
         else:
             reply, acked = script(conn, keys, args), 0
-        if len(reply) == 3:  # a job and nothing dropped: the common reply
-            claimed = Claimed(reply[0].decode("ascii"), reply[1], int(reply[2]))
+        if len(reply) == 3:  # {id, payload, token}: a job and nothing dropped, the common reply
+            claimed = _claimed(Claimed, (reply[0].decode("ascii"), reply[1], reply[2]))
         elif len(reply) == 5:
             dropped = dropped.plus(_dropped(*reply[3:]))
-            claimed = Claimed(reply[0].decode("ascii"), reply[1], int(reply[2]))
+            claimed = _claimed(Claimed, (reply[0].decode("ascii"), reply[1], reply[2]))
         elif len(reply) == 2:  # only dropped members: look again behind them
             dropped = dropped.plus(_dropped(*reply))
             continue
@@ -236,7 +251,12 @@ def claim_dropping(
 
 
 def claim(
-    conn: redis.Redis, queue: str, lease_ms: int, *, replicas: int = 0, timeout_ms: int = 1000
+    conn: redis.Redis,
+    queue: str,
+    lease_ms: int,
+    *,
+    replicas: int = NO_REPLICAS,
+    timeout_ms: int = WAIT_MS,
 ) -> Claimed | None:
     """Lease the oldest pending job for ``lease_ms``; None when nothing is pending.
 
@@ -257,8 +277,9 @@ def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal[
     """
     q = _q(queue)
     keys = [q.active, q.prefix + check_id(job_id)]
-    fence = token if type(token) is int and 0 < token <= MAX_TOKEN else _token(token)
-    reply = load("complete")(conn, keys, [job_id, fence])
+    if type(token) is not int or token not in TOKENS:
+        _token(token)
+    reply = load("complete")(conn, keys, [job_id, token])
     if reply == 0:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return "completed"

@@ -288,6 +288,18 @@ _cases(
     },
     _ints("lease_ms", [0, -1], [MAX_MS + 1, 10**30], NON_INTS),
 )
+# claim's defaults (no replica, 1000 ms) are taken without a check: anything else is checked,
+# so a value equal to a default but of another type (False, 0.0) is still refused.
+_cases(
+    "replicas",
+    {"claim": lambda c, w, v: jobs.claim(c, Q, LONG, replicas=v)},
+    _ints("replicas", [-1], [65], [*NON_INTS, ("false", False), ("float-zero", 0.0)]),
+)
+_cases(
+    "timeout",
+    {"claim": lambda c, w, v: jobs.claim(c, Q, LONG, timeout_ms=v)},
+    _ints("timeout_ms", [0, -1], [MAX_MS + 1], [*NON_INTS, ("float-default", 1000.0)]),
+)
 _cases(
     "token",
     {
@@ -366,6 +378,18 @@ def test_bad_argument_refused_before_the_wire(
     message: str,
 ) -> None:
     refused_on_host(conn, backend_name, lambda: handle(conn, world, bad), exc, message)
+
+
+@pytest.mark.parametrize("timeout_ms", [1000, 1, MAX_MS])
+def test_claim_with_its_defaults_or_any_good_timeout_spelled_out_claims(
+    conn: redis.Redis, timeout_ms: int
+) -> None:
+    # int(str(...)) is a new int object: the value is checked, not the default's own object.
+    job = branded.mint()
+    jobs.enqueue(conn, Q, job, b"p")
+    got = jobs.claim(conn, Q, LONG, replicas=int("0"), timeout_ms=int(str(timeout_ms)))
+    assert got == jobs.Claimed(job, b"p", 1)
+    assert type(got.token) is int
 
 
 def test_the_targets_were_live(conn: redis.Redis, world: World) -> None:

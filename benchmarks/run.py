@@ -47,7 +47,7 @@ import fakeredis
 import redis
 
 import echomq_lab
-from benchmarks import scale
+from benchmarks import bytecodes, scale
 from benchmarks.batch import enqueue_many
 from benchmarks.workloads import (
     BATCH,
@@ -678,6 +678,8 @@ def table(results: dict[str, Any]) -> str:
         f"server time inside EVALSHA per job: {ours['server_us_per_job']:.1f} us for the cycle's"
         f" 3 scripts, {ours['server_us_per_3_noops']:.1f} us for 3 no-op scripts"
     )
+    if "bytecodes" in results:
+        lines += ["", bytecodes.text(results["bytecodes"])]
     lines.append("")
     lines.append(f"{'transition':<24}{'EVALSHA':>8}{'trips':>7}  commands inside the script")
     for name, c in results["commands_per_transition"].items():
@@ -794,6 +796,11 @@ def run(
         results["cpu_estimates"] = cpu_estimates(figs)
         results["wire"] = wire
         results["commands_per_transition"] = commands_per_transition(server.url)
+        counted = echomq_lab.connect(server.url)
+        try:
+            results["bytecodes"] = bytecodes.measure(counted)
+        finally:
+            counted.close()
         if with_widgets:
             try:
                 results["widgets"] = bench_widgets(sizes.presses)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from benchmarks import bytecodes, scale
 from benchmarks import run as bench
-from benchmarks import scale
 from benchmarks.batch import enqueue_many
 from benchmarks.workloads import Figure, ratios
 from echomq_lab import branded, errors, jobs, keyspace, transitions
@@ -121,6 +121,33 @@ def test_parser_figures_use_the_throughput_workloads(valkey_url: str) -> None:
         conn.close()
 
 
+def test_bytecode_counts_file_each_bytecode_under_who_ran_it(valkey_url: str) -> None:
+    conn = redis.Redis.from_url(valkey_url)
+    try:
+        found = bytecodes.measure(conn, cycles=4)
+        again = bytecodes.measure(conn, cycles=4)
+        leftover = list(conn.scan_iter("emq:{bytecodes-*"))
+    finally:
+        conn.flushall()
+        conn.close()
+    lib, bare = found["library_cycle"], found["bare_cycle"]
+    for counted in (lib, bare):
+        assert counted["total"] == pytest.approx(sum(counted["groups"].values()))
+        assert counted["groups"]["client"] > 0 and counted["groups"]["loop"] > 0
+    # The bare cycle runs no library code; the library's cycle runs the three handles.
+    assert bare["groups"]["library"] == 0 and bare["library_functions"] == {}
+    assert {"enqueue (jobs.py)", "claim (jobs.py)", "complete (jobs.py)"} <= set(
+        lib["library_functions"]
+    )
+    assert lib["groups"]["library"] == pytest.approx(sum(lib["library_functions"].values()))
+    assert found["library_minus_bare"] == pytest.approx(lib["total"] - bare["total"])
+    # A count, not a time: the same code counts the same on a second run.
+    assert again["library_cycle"]["groups"]["library"] == lib["groups"]["library"]
+    assert leftover == []  # every counted cycle completed its job
+    text = bytecodes.text(found)
+    assert "the library adds" in text and "enqueue (jobs.py)" in text
+
+
 def test_rq_side_by_side_runs_every_job(valkey_url: str) -> None:
     figure, detail = bench.bench_rq(valkey_url, TINY)
     assert len(figure.values) == TINY.repeats
@@ -171,6 +198,7 @@ def test_main_quick_writes_json_and_prints_the_table(
     for name in HANDLES:
         assert results["commands_per_transition"][name]["evalsha"] == 1
     assert set(results["busy"]) >= {"load_avg_before", "cpu_others_pct_of_all_cores"}
+    assert results["bytecodes"]["library_cycle"]["groups"]["library"] > 0
     printed = capsys.readouterr().out
     assert "EVALSHA per transition" in printed
     assert str(out) in printed

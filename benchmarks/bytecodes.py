@@ -1,9 +1,10 @@
 """Where a job cycle's Python goes, counted rather than timed: bytecodes per cycle, by owner.
 
 A wall-clock ratio of two cycles a few per cent apart moves by as much from one run to the
-next on a shared machine. The number of Python bytecodes a cycle executes does not: it is
-the same on every run of the same code, so it shows exactly what a change to the library
-added or took away. Each bytecode is counted with ``sys.settrace`` opcode events (far slower
+next on a shared machine. The number of Python bytecodes the library executes per cycle does
+not: it is the same on every run of the same code, so it shows exactly what a change to the
+library added or took away. (The client's count can move a little between runs: a reply that
+reaches the socket in two pieces takes the parser's read loop twice.) Each bytecode is counted with ``sys.settrace`` opcode events (far slower
 than a real run, so only counts are kept, never times) and filed under who ran it:
 
 - ``library``: code in the ``echomq_lab`` package (the handles, the id and argument checks,
@@ -99,7 +100,7 @@ def text(found: dict[str, Any], top: int = 6) -> str:
     """Two lines and the library's heaviest functions, for the bench's printed table."""
     lib, bare = found["library_cycle"], found["bare_cycle"]
     lines = [
-        "Python bytecodes per job cycle (counted, the same on every run):",
+        "Python bytecodes per job cycle (counted, not timed):",
         *(
             f"  {name:<8} {w['total']:>6,.0f}  = client {w['groups']['client']:,.0f}"
             f" + library {w['groups']['library']:,.0f} + loop {w['groups']['loop']:,.0f}"

@@ -8,7 +8,7 @@ script with one EVALSHA. Refusals come back as the typed errors of :mod:`echomq_
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast
 
 import redis
 
@@ -149,8 +149,9 @@ def enqueue(
     """
     q = _q(queue)
     row = q.prefix + check_id(job_id)
-    data = payload if type(payload) is bytes else _payload(payload)
-    reply = load("enqueue")(conn, [row, q.pending], [job_id, data])
+    if type(payload) is not bytes:
+        payload = _payload(payload)
+    reply = load("enqueue")(conn, [row, q.pending], [job_id, payload])
     return "enqueued" if reply == 1 else "duplicate"
 
 
@@ -194,39 +195,54 @@ def _claim_run(
 ) -> tuple[Claimed | None, Dropped]:
     """Run claim's script: the claimed job (or None) and the members dropped on the way.
 
-    When a script run finds only dropped members it is run again, at most :data:`CLAIM_RUNS`
-    times, so a run of orphans at the head of pending does not hide the jobs behind it.
     Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
     or no payload; that refusal changes nothing. With ``replicas`` the claim is durable (see
     :func:`claim`). This runs once per job on a worker's hot path, so the common call costs
-    little: the defaults themselves are known good and not checked again, and the common
-    reply is read first.
+    little: the defaults are known good and not checked again, and the common reply (a job,
+    nothing dropped) is answered where it arrives; any other goes on to :func:`_claim_more`.
     """
     q = _q(queue)
     if type(lease_ms) is not int or lease_ms not in LEASES:
         check_lease(lease_ms)
     keys, args = [q.pending, q.active], [q.prefix, lease_ms]  # type: list[str], list[Arg]
     if replicas is NO_REPLICAS and timeout_ms is WAIT_MS:
-        wanted = wait_ms = 0
-    else:
-        wanted = _int("replicas", replicas, 0, 64)
-        wait_ms = _int("timeout_ms", timeout_ms, 1, MAX_MS)
-    dropped, script = NOTHING_DROPPED, load("claim")
+        reply = load("claim")(conn, keys, args)
+        if len(reply) == 3:  # {id, payload, token}: a job and nothing dropped
+            claimed = _claimed(Claimed, (reply[0].decode("ascii"), reply[1], reply[2]))
+            return claimed, NOTHING_DROPPED
+        return _claim_more(conn, keys, args, reply)
+    wanted = _int("replicas", replicas, 0, 64)
+    return _claim_more(conn, keys, args, None, wanted, _int("timeout_ms", timeout_ms, 1, MAX_MS))
+
+
+def _claim_more(
+    conn: redis.Redis,
+    keys: list[str],
+    args: list[Arg],
+    reply: list[Any] | None,
+    wanted: int = 0,
+    wait_ms: int = 0,
+) -> tuple[Claimed | None, Dropped]:
+    """Claim's loop: read ``reply`` (a script run already made, or None to make one), and
+    while a run finds only dropped members run the script again, at most :data:`CLAIM_RUNS`
+    runs in all, so a run of orphans at the head of pending does not hide the jobs behind it.
+    With ``wanted`` replicas each run WAITs up to ``wait_ms`` for them."""
+    dropped, script, acked = NOTHING_DROPPED, load("claim"), 0
     for _ in range(CLAIM_RUNS):
-        if wanted:
-            reply, acked = durable.run_and_wait(conn, script, keys, args, wanted, wait_ms)
-        else:
-            reply, acked = script(conn, keys, args), 0
-        if len(reply) == 3:  # {id, payload, token}: a job and nothing dropped, the common reply
-            claimed = _claimed(Claimed, (reply[0].decode("ascii"), reply[1], reply[2]))
-        elif len(reply) == 5:
-            dropped = dropped.plus(_dropped(*reply[3:]))
-            claimed = _claimed(Claimed, (reply[0].decode("ascii"), reply[1], reply[2]))
-        elif len(reply) == 2:  # only dropped members: look again behind them
+        if reply is None:
+            if wanted:
+                reply, acked = durable.run_and_wait(conn, script, keys, args, wanted, wait_ms)
+            else:
+                reply = script(conn, keys, args)
+        if len(reply) == 2:  # only dropped members: look again behind them
             dropped = dropped.plus(_dropped(*reply))
+            reply = None
             continue
-        else:
+        if len(reply) not in (3, 5):  # {}: nothing is pending
             break
+        if len(reply) == 5:
+            dropped = dropped.plus(_dropped(*reply[3:]))
+        claimed = _claimed(Claimed, (reply[0].decode("ascii"), reply[1], reply[2]))
         if acked < wanted:
             raise _not_replicated(claimed, acked, wanted, wait_ms)
         return claimed, dropped

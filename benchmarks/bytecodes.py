@@ -4,8 +4,9 @@ A wall-clock ratio of two cycles a few per cent apart moves by as much from one 
 next on a shared machine. The number of Python bytecodes the library executes per cycle does
 not: it is the same on every run of the same code, so it shows exactly what a change to the
 library added or took away. (The client's count can move a little between runs: a reply that
-reaches the socket in two pieces takes the parser's read loop twice.) Each bytecode is counted with ``sys.settrace`` opcode events (far slower
-than a real run, so only counts are kept, never times) and filed under who ran it:
+reaches the socket in two pieces takes the parser's read loop twice.) Each bytecode is
+counted with ``sys.settrace`` opcode events (far slower than a real run, so only counts are
+kept, never times) and filed under who ran it:
 
 - ``library``: code in the ``echomq_lab`` package (the handles, the id and argument checks,
   the dispatch of :class:`echomq_lab.scripts.Script`);

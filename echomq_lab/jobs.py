@@ -204,7 +204,8 @@ def _claim_run(
     q = _q(queue)
     if type(lease_ms) is not int or lease_ms not in LEASES:
         check_lease(lease_ms)
-    keys, args = [q.pending, q.active], [q.prefix, lease_ms]  # type: list[str], list[Arg]
+    keys = [q.pending, q.active]
+    args: list[Arg] = [q.prefix, lease_ms]
     if replicas is NO_REPLICAS and timeout_ms is WAIT_MS:
         reply = load("claim")(conn, keys, args)
         if len(reply) == 3:  # {id, payload, token}: a job and nothing dropped

@@ -387,7 +387,7 @@ def test_claim_with_its_defaults_or_any_good_timeout_spelled_out_claims(
     # int(str(...)) is a new int object: the value is checked, not the default's own object.
     job = branded.mint()
     jobs.enqueue(conn, Q, job, b"p")
-    got = jobs.claim(conn, Q, LONG, replicas=int("0"), timeout_ms=int(str(timeout_ms)))
+    got = jobs.claim(conn, Q, LONG, replicas=0, timeout_ms=int(str(timeout_ms)))
     assert got == jobs.Claimed(job, b"p", 1)
     assert type(got.token) is int
 

@@ -151,7 +151,7 @@ def enqueue(
     row = q.prefix + check_id(job_id)
     if type(payload) is not bytes:
         payload = _payload(payload)
-    reply = load("enqueue")(conn, [row, q.pending], [job_id, payload])
+    reply = load("enqueue").evalsha(conn, 2, row, q.pending, job_id, payload)
     return "enqueued" if reply == 1 else "duplicate"
 
 
@@ -186,48 +186,24 @@ def _dropped(orphans: list[bytes], malformed: list[bytes]) -> Dropped:
     return Dropped(tuple(orphans), tuple(malformed))
 
 
-def _claim_run(
-    conn: redis.Redis,
-    queue: str,
-    lease_ms: int,
-    replicas: int = NO_REPLICAS,
-    timeout_ms: int = WAIT_MS,
-) -> tuple[Claimed | None, Dropped]:
-    """Run claim's script: the claimed job (or None) and the members dropped on the way.
-
-    Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
-    or no payload; that refusal changes nothing. With ``replicas`` the claim is durable (see
-    :func:`claim`). This runs once per job on a worker's hot path, so the common call costs
-    little: the defaults are known good and not checked again, and the common reply (a job,
-    nothing dropped) is answered where it arrives; any other goes on to :func:`_claim_more`.
-    """
-    q = _q(queue)
-    if type(lease_ms) is not int or lease_ms not in LEASES:
-        check_lease(lease_ms)
-    keys = [q.pending, q.active]
-    args: list[Arg] = [q.prefix, lease_ms]
-    if replicas is NO_REPLICAS and timeout_ms is WAIT_MS:
-        reply = load("claim")(conn, keys, args)
-        if len(reply) == 3:  # {id, payload, token}: a job and nothing dropped
-            claimed = _claimed(Claimed, (reply[0].decode("ascii"), reply[1], reply[2]))
-            return claimed, NOTHING_DROPPED
-        return _claim_more(conn, keys, args, reply)
-    wanted = _int("replicas", replicas, 0, 64)
-    return _claim_more(conn, keys, args, None, wanted, _int("timeout_ms", timeout_ms, 1, MAX_MS))
-
-
 def _claim_more(
     conn: redis.Redis,
-    keys: list[str],
-    args: list[Arg],
+    q: _Keys,
+    lease_ms: int,
     reply: list[Any] | None,
     wanted: int = 0,
     wait_ms: int = 0,
 ) -> tuple[Claimed | None, Dropped]:
-    """Claim's loop: read ``reply`` (a script run already made, or None to make one), and
-    while a run finds only dropped members run the script again, at most :data:`CLAIM_RUNS`
-    runs in all, so a run of orphans at the head of pending does not hide the jobs behind it.
-    With ``wanted`` replicas each run WAITs up to ``wait_ms`` for them."""
+    """Claim's loop, on checked arguments: read ``reply`` (a script run already made, or None
+    to make one), and while a run finds only dropped members run the script again, at most
+    :data:`CLAIM_RUNS` runs in all, so a run of orphans at the head of pending does not hide
+    the jobs behind it. With ``wanted`` replicas each run WAITs up to ``wait_ms`` for them.
+
+    Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
+    or no payload; that refusal changes nothing.
+    """
+    keys = [q.pending, q.active]
+    args: list[Arg] = [q.prefix, lease_ms]
     dropped, script, acked = NOTHING_DROPPED, load("claim"), 0
     for _ in range(CLAIM_RUNS):
         if reply is None:
@@ -264,7 +240,7 @@ def claim_dropping(
     conn: redis.Redis, queue: str, lease_ms: int
 ) -> tuple[Claimed | None, Dropped]:
     """:func:`claim`, and what it dropped from pending on the way (orphans, malformed members)."""
-    return _claim_run(conn, queue, lease_ms)
+    return _claim_more(conn, _q(queue), check_lease(lease_ms), None)
 
 
 def claim(
@@ -282,8 +258,24 @@ def claim(
     ``replicas=N`` makes the claim durable: the same connection then WAITs up to
     ``timeout_ms`` for N replicas to hold the claim, and :class:`errors.NotReplicated` is raised
     when fewer did (the job stays leased; do not start work on that token).
+    Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
+    or no payload; that refusal changes nothing.
+
+    A worker runs this once per job, so the common call costs little: the defaults are known
+    good and not checked again, and the common reply (a job, nothing dropped) is answered
+    where it arrives; any other reply, and every durable claim, goes on to claim's loop.
     """
-    return _claim_run(conn, queue, lease_ms, replicas, timeout_ms)[0]
+    q = _q(queue)
+    if type(lease_ms) is not int or lease_ms not in LEASES:
+        check_lease(lease_ms)
+    if replicas is NO_REPLICAS and timeout_ms is WAIT_MS:
+        reply = load("claim").evalsha(conn, 2, q.pending, q.active, q.prefix, lease_ms)
+        if len(reply) == 3:  # {id, payload, token}: a job and nothing dropped
+            return _claimed(Claimed, (reply[0].decode("ascii"), reply[1], reply[2]))
+        return _claim_more(conn, q, lease_ms, reply)[0]
+    wanted = _int("replicas", replicas, 0, 64)
+    wait_ms = _int("timeout_ms", timeout_ms, 1, MAX_MS)
+    return _claim_more(conn, q, lease_ms, None, wanted, wait_ms)[0]
 
 
 def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal["completed"]:
@@ -293,10 +285,10 @@ def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal[
     changes), and :class:`errors.JobGone` when the row does not exist.
     """
     q = _q(queue)
-    keys = [q.active, q.prefix + check_id(job_id)]
+    row = q.prefix + check_id(job_id)
     if type(token) is not int or token not in TOKENS:
         _token(token)
-    reply = load("complete")(conn, keys, [job_id, token])
+    reply = load("complete").evalsha(conn, 2, q.active, row, job_id, token)
     if reply == 0:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return "completed"

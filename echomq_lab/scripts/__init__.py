@@ -101,20 +101,26 @@ class Script:
             object.__setattr__(self, "header", leading_comments(self.source))
 
     def __call__(self, conn: redis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-        """Run the script with EVALSHA; load it on NOSCRIPT; map refusals to typed errors.
+        """Run the script on ``keys`` and ``args``: :meth:`evalsha` with the two laid out flat."""
+        return self.evalsha(conn, len(keys), *keys, *args)
+
+    def evalsha(self, conn: redis.Redis, numkeys: int, *words: Arg) -> Any:
+        """Run the script with EVALSHA on ``numkeys`` keys then the args, all in ``words``;
+        load it on NOSCRIPT; map refusals to typed errors.
 
         The hot path is one ``execute_command`` (what ``conn.evalsha`` calls, two frames
-        less) inside a plain ``try``; only a NOSCRIPT reply takes the slower path.
+        less) inside a plain ``try``; only a NOSCRIPT reply takes the slower path. The
+        transitions a worker runs per job call this directly, with no lists to build.
         """
         try:
             return conn.execute_command(  # type: ignore[no-untyped-call]
-                "EVALSHA", self.sha, len(keys), *keys, *args
+                "EVALSHA", self.sha, numkeys, *words
             )
         except NoScriptError:
             with reaching(conn):
                 self.load_into(conn)
                 try:
-                    return conn.evalsha(self.sha, len(keys), *keys, *args)
+                    return conn.evalsha(self.sha, numkeys, *words)
                 except ResponseError as exc:
                     raise self.refusal(exc) from None
         except ResponseError as exc:

@@ -59,6 +59,7 @@ from benchmarks.workloads import (
     NoopEvalsha,
     NoopPipelined,
     Workload,
+    alternate,
     interleave,
     ratios,
     server_cpu_ns,
@@ -90,15 +91,17 @@ class Sizes:
     pipe_ops: int
     rq_jobs: int
     presses: int
+    #: Pairs per repeat of the job-by-job library/bare figure (:func:`bench_by_job`).
+    pairs: int
 
 
 FULL = Sizes(
     repeats=5, slices=20, noop_ops=300, cycle_ops=100, embedded_ops=50, pipe_ops=1000,
-    rq_jobs=300, presses=200,
+    rq_jobs=300, presses=200, pairs=2000,
 )  # fmt: skip
 QUICK = Sizes(
     repeats=2, slices=2, noop_ops=30, cycle_ops=10, embedded_ops=5, pipe_ops=200,
-    rq_jobs=10, presses=10,
+    rq_jobs=10, presses=10, pairs=20,
 )  # fmt: skip
 
 
@@ -217,6 +220,21 @@ def bench_throughput(url: str, sizes: Sizes, server_pid: int | None = None) -> d
     figures["enqueue_pipelined"].note = f"enqueue script by EVALSHA, {BATCH} per flush"
     figures["cycle_embedded"].note = "the same cycle on connect(fresh=True) (fakeredis + lupa)"
     return figures
+
+
+def bench_by_job(url: str, sizes: Sizes) -> list[float]:
+    """The library's cycle over the bare one, job by job (:func:`alternate`): one per repeat.
+
+    The same two cycles as the throughput table's, one job at a time each, on their own
+    queues; ``sizes.pairs`` pairs a repeat.
+    """
+    conn = echomq_lab.connect(url)
+    try:
+        lib = Cycle("cycle_by_job", conn, 1, "bench-job")
+        bare = BareCycle("bare_by_job", conn, 1, "bench-bare-job")
+        return alternate(lib, bare, sizes.repeats, sizes.pairs)
+    finally:
+        conn.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -782,6 +800,11 @@ def run(
             key: _ratio(ratios(figs[top], figs[bottom], scale), note)
             for key, top, bottom, scale, note in PAIRED_RATIOS
         }
+        ratio_list["cycle_vs_bare_by_job"] = _ratio(
+            bench_by_job(server.url, sizes),
+            "library cycle / bare-evalsha cycle, one job of each in turn: per repeat, the "
+            "median of the pairs",
+        )
         wire: dict[str, Any] = {"echomq": cycle_wire_cost(server.url)}
         if with_rq:
             rq_fig, rq_detail = bench_rq(server.url, sizes, server.proc.pid)

@@ -14,7 +14,7 @@ import gc
 import random
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,3 +245,46 @@ def interleave(
             fig.client_cpu_us.append(client[w.name] / n * 1e6)
             fig.server_cpu_us.append(server[w.name] / n / 1e3)
     return figures
+
+
+def alternate(
+    top: Workload,
+    bottom: Workload,
+    repeats: int,
+    pairs: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> list[float]:
+    """``top``'s rate over ``bottom``'s, taken one op of each at a time; one figure per repeat.
+
+    Both workloads must do one op per ``run`` (``ops`` 1). A pair is one op of each, back to
+    back, each timed alone; the order flips from pair to pair (top first, then bottom first),
+    so neither always runs on the caches the other left. A pair's ratio is bottom's time over
+    top's, and a repeat's figure is the median of its ``pairs`` ratios. Two ops a millisecond
+    apart meet the same machine, so a burst of load elsewhere moves one pair, not the figure
+    (slices of many ops meet different moments, and their ratios scatter more). The heap is
+    collected before each repeat and the collector is off during it.
+    """
+    if top.ops != 1 or bottom.ops != 1:
+        raise ValueError("alternate times one op per run: give both workloads ops=1")
+    for w in (top, bottom):  # warm up, as interleave does
+        w.reset(1)
+        w.run()
+    figures = []
+    for _ in range(repeats):
+        top.reset(pairs)
+        bottom.reset(pairs)
+        took: dict[Workload, list[float]] = {top: [], bottom: []}
+        gc.collect()
+        gc.disable()
+        try:
+            for i in range(pairs):
+                for w in (top, bottom) if i % 2 == 0 else (bottom, top):
+                    start = clock()
+                    w.run()
+                    took[w].append(clock() - start)
+        finally:
+            gc.enable()
+        pair_ratios = [b / t for t, b in zip(took[top], took[bottom], strict=True)]
+        figures.append(statistics.median(pair_ratios))
+    return figures
+

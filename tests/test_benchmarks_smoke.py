@@ -13,7 +13,7 @@ import redis
 from benchmarks import bytecodes, scale
 from benchmarks import run as bench
 from benchmarks.batch import enqueue_many
-from benchmarks.workloads import Figure, ratios
+from benchmarks.workloads import Figure, Workload, alternate, ratios
 from echomq_lab import branded, errors, jobs, keyspace, transitions
 from echomq_lab.report.targets import targets
 from echomq_lab.scripts import load
@@ -25,7 +25,7 @@ HANDLES = bench.handle_names()
 
 TINY = bench.Sizes(
     repeats=2, slices=2, noop_ops=5, cycle_ops=3, embedded_ops=2, pipe_ops=120,
-    rq_jobs=3, presses=4,
+    rq_jobs=3, presses=4, pairs=5,
 )  # fmt: skip
 
 
@@ -104,6 +104,67 @@ def test_ratios_pair_the_slices_that_ran_together() -> None:
     assert ratios(top, bottom, scale=0.5) == [4.0, 6.0, 2.0]
     with pytest.raises(ValueError):
         ratios(top, Figure("short", "ops/s", slice_rates=[1.0]))
+
+
+class _Ticking(Workload):
+    """A workload that advances a shared fake clock by ``cost`` per op and logs its runs."""
+
+    def __init__(self, name: str, cost: float, now: list[float], log: list[str]) -> None:
+        self.name, self.cost, self.now, self.log = name, cost, now, log
+        self.resets: list[int] = []
+
+    def reset(self, slices: int) -> None:
+        self.resets.append(slices)
+
+    def run(self) -> None:
+        self.now[0] += self.cost
+        self.log.append(self.name)
+
+
+def test_alternate_pairs_one_op_of_each_and_flips_the_order() -> None:
+    now, log = [0.0], []
+    slow, fast = _Ticking("slow", 4.0, now, log), _Ticking("fast", 1.0, now, log)
+    # Each op is timed alone, by the clock the caller gives: slow takes 4, fast 1.
+    got = alternate(slow, fast, repeats=3, pairs=4, clock=lambda: now[0])
+    assert got == [0.25, 0.25, 0.25]  # slow's rate over fast's, per repeat
+    warm_up, first_repeat = log[:2], log[2:10]
+    assert warm_up == ["slow", "fast"]
+    assert first_repeat == ["slow", "fast", "fast", "slow"] * 2
+    assert slow.resets == fast.resets == [1, 4, 4, 4]
+
+
+def test_alternate_takes_the_median_of_the_pairs() -> None:
+    now, log = [0.0], []
+    # Pair 1: top 2, bottom 1 (ratio 0.5); pair 2 runs bottom first: 9, then top 1 (ratio 9);
+    # pair 3: 2 and 2 (ratio 1). The median is 1; a mean would be pulled up by the one pair.
+    costs = iter([2.0, 1.0, 9.0, 1.0, 2.0, 2.0])
+
+    class Varying(_Ticking):
+        def run(self) -> None:
+            self.now[0] += next(costs) if len(self.log) >= 2 else 1.0
+            self.log.append(self.name)
+    top, bottom = Varying("top", 0, now, log), Varying("bottom", 0, now, log)
+    assert alternate(top, bottom, repeats=1, pairs=3, clock=lambda: now[0]) == [1.0]
+
+
+def test_alternate_refuses_a_workload_of_more_than_one_op() -> None:
+    now, log = [0.0], []
+    many = _Ticking("many", 1.0, now, log)
+    many.ops = 10
+    with pytest.raises(ValueError, match="ops=1"):
+        alternate(many, _Ticking("one", 1.0, now, log), repeats=1, pairs=1)
+    assert log == []  # refused before anything ran
+
+
+def test_bench_by_job_gives_one_figure_per_repeat(valkey_url: str) -> None:
+    got = bench.bench_by_job(valkey_url, TINY)
+    assert len(got) == TINY.repeats and all(v > 0 for v in got)
+    conn = redis.Redis.from_url(valkey_url)
+    try:  # every cycle completed its job: nothing is left in either queue
+        assert list(conn.scan_iter("emq:{bench-*job}:*")) == []
+    finally:
+        conn.flushall()
+        conn.close()
 
 
 def test_parser_figures_use_the_throughput_workloads(valkey_url: str) -> None:

@@ -45,6 +45,7 @@ RATIO_LABELS: dict[str, str] = {
     "pipelined_enqueue_vs_limit": "pipelined enqueue / its limit",
     "bare_vs_limit_over_3": "bare cycle / (limit / 3)",
     "cycle_vs_bare": "cycle / bare cycle",
+    "cycle_vs_bare_by_job": "cycle / bare cycle, job by job",
     "embedded_vs_valkey": "embedded cycle / Valkey cycle",
     "cycle_vs_rq": "cycle / python-rq",
 }

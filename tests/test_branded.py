@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import threading
 import time
 from itertools import pairwise
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from echomq_lab import branded
@@ -113,6 +114,41 @@ def test_decoding_overflow_is_refused_not_wrapped(text: str) -> None:
 def test_largest_valid_id() -> None:
     assert branded.encode("JOB", MAX_SNOWFLAKE) == "JOBAzL8n0Y58m7"
     assert branded.valid("JOBAzL8n0Y58m7")
+
+
+#: Look-alikes that str methods count as letters, digits or upper case (Latin-1, title case,
+#: a Roman numeral, an Arabic-Indic digit, a superscript, dotted and dotless i), and
+#: punctuation: each may stand where an id's letters or digits should be.
+LOOK_ALIKES = "\u00c4\u00e9\u01c5\u216b\u0663\u00b2\u0130\u0131_-:\u0000"
+#: The rule in the protocol's own terms, written independently of the library's check.
+REFERENCE = re.compile(r"[A-Z]{3}[0-9A-Za-z]{11}")
+
+
+@st.composite
+def candidate_ids(draw: st.DrawFn) -> str:
+    """An id, mostly of a value in range and now and then of one up to 62^11 - 1 (past
+    2^63-1), with up to two characters swapped for a look-alike, a lower-case letter or a
+    digit; now and then a text of any characters."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.text(min_size=13, max_size=15))
+    above = st.integers(MAX_SNOWFLAKE - 2, 62**11 - 1)
+    value = draw(st.one_of(SNOWFLAKES, SNOWFLAKES, SNOWFLAKES, above))
+    text = list(reference_encode(draw(NAMESPACES), value))
+    for _ in range(draw(st.integers(0, 2))):
+        text[draw(st.integers(0, 13))] = draw(st.sampled_from(LOOK_ALIKES + "az09"))
+    return "".join(text)
+
+
+@settings(max_examples=1000)
+@given(candidate_ids())
+def test_check_accepts_exactly_the_protocols_ids(text: str) -> None:
+    well_formed = bool(REFERENCE.fullmatch(text)) and text[3:] <= "AzL8n0Y58m7"
+    assert branded.valid(text) is well_formed
+    if well_formed:
+        assert branded.check(text) == text
+    else:
+        with pytest.raises(ValueError):
+            branded.check(text)
 
 
 @pytest.mark.parametrize(

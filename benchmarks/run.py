@@ -15,6 +15,9 @@ free loopback port and measures, in one run:
 Beside the limit and the cycle runs a "bare" cycle: the same three scripts by plain
 ``conn.evalsha`` with keys built ahead and no checks. It is the ceiling the scripts allow from
 Python, so cycle / bare is the library's own overhead and bare / (limit / 3) the scripts'.
+That one ratio is taken a second way too, job by job (:func:`bench_by_job`): one cycle of each
+in turn, each timed alone, the median of the pairs per repeat. Its goal is judged on that
+figure, which moves far less from run to run than the ratio of slices.
 
 The throughput figures are measured interleaved: each repeat runs every workload in short
 slices, in a shuffled order, each from a collected heap, so a burst of load from elsewhere on

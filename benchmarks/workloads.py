@@ -2,10 +2,10 @@
 bare ``evalsha``, and the no-op limits.
 
 Each workload is prepared (``reset``, untimed) and then run one slice at a time, so several can
-be interleaved on one machine: :func:`benchmarks.run.interleave` runs them in shuffled slices,
-and :func:`benchmarks.scale.parsers` runs the two cycles with each of redis-py's parsers. One
-definition of each cycle serves both, so the library/bare ratio means the same thing in every
-table.
+be interleaved on one machine: :func:`interleave` runs them in shuffled slices (the throughput
+table, and :func:`benchmarks.scale.parsers` with each of redis-py's parsers), and
+:func:`alternate` runs two of them one op each in turn. One definition of each cycle serves
+all three, so the library/bare ratio means the same thing in every table.
 """
 
 from __future__ import annotations
@@ -163,32 +163,36 @@ class BareCycle(Cycle):
     """The same three scripts by bare ``conn.evalsha``: no argument checks, keys built ahead.
 
     Not a way to use the library: it shows what the scripts cost from Python, so the gap
-    between it and :class:`Cycle` is the library's own Python time.
+    between it and :class:`Cycle` is the library's own Python time. It is kept as lean as
+    the scripts allow: every key and id is built ahead, the lease and the token go as the
+    ints they are, and what all jobs share is unpacked in one step per run, about what
+    :class:`Cycle` spends before its first job (a run of one job is what :func:`alternate`
+    times, so the two must start alike).
     """
 
     def __init__(self, name: str, conn: redis.Redis, ops: int, queue: str = "bench-bare") -> None:
         super().__init__(name, conn, ops, queue)
-        self.enqueue, self.claim, self.complete = (
-            str(conn.script_load(load(n).source)) for n in ("enqueue", "claim", "complete")
-        )
-        self.pending = keyspace.queue_key(queue, "pending")
-        self.active = keyspace.queue_key(queue, "active")
+        shas = (str(conn.script_load(load(n).source)) for n in ("enqueue", "claim", "complete"))
         self.prefix = keyspace.job_prefix(queue)
-        self.rows: list[str] = []
+        pending, active = keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active")
+        enqueue, claim, complete = shas
+        self.shared: tuple[Callable[..., Any], str, str, str, str, str, str] = (
+            conn.evalsha, enqueue, claim, complete, pending, active, self.prefix
+        )
+        self.jobs: list[tuple[str, str]] = []
 
     def reset(self, slices: int) -> None:
         super().reset(slices)
-        self.rows = [self.prefix + i for i in self.ids]
+        self.jobs = [(i, self.prefix + i) for i in self.ids]
 
     def run(self) -> None:
-        evalsha, pending, active, prefix = self.conn.evalsha, self.pending, self.active, self.prefix
-        lease = str(LEASE_MS)
-        start, end = self.cursor, self.cursor + self.ops
-        self.cursor = end
-        for job_id, row in zip(self.ids[start:end], self.rows[start:end], strict=True):
-            evalsha(self.enqueue, 2, row, pending, job_id, b"{}")
-            reply = evalsha(self.claim, 2, pending, active, prefix, lease)
-            if evalsha(self.complete, 2, active, row, job_id, str(int(reply[2]))) != 1:
+        evalsha, enqueue, claim, complete, pending, active, prefix = self.shared
+        batch = self.jobs[self.cursor : self.cursor + self.ops]
+        self.cursor += self.ops
+        for job_id, row in batch:
+            evalsha(enqueue, 2, row, pending, job_id, b"{}")
+            reply = evalsha(claim, 2, pending, active, prefix, LEASE_MS)
+            if evalsha(complete, 2, active, row, job_id, reply[2]) != 1:
                 raise RuntimeError(f"bare complete of {job_id} failed")
 
 
@@ -287,4 +291,3 @@ def alternate(
         pair_ratios = [b / t for t, b in zip(took[top], took[bottom], strict=True)]
         figures.append(statistics.median(pair_ratios))
     return figures
-

@@ -29,6 +29,8 @@ LEASES = range(1, MAX_MS + 1)
 TOKENS = range(1, MAX_TOKEN + 1)
 #: claim's defaults: a claim that no replica need hold, and how long a durable one waits.
 NO_REPLICAS, WAIT_MS = 0, 1000
+#: The scripts of the three transitions a worker runs per job, read once.
+ENQUEUE, CLAIM, COMPLETE = load("enqueue"), load("claim"), load("complete")
 
 
 class Claimed(NamedTuple):
@@ -151,7 +153,14 @@ def enqueue(
     row = q.prefix + check_id(job_id)
     if type(payload) is not bytes:
         payload = _payload(payload)
-    reply = load("enqueue").evalsha(conn, 2, row, q.pending, job_id, payload)
+    # EVALSHA's own order: the script, how many keys (2), the keys (the row, pending), the ARGV.
+    # (A NOSCRIPT, an error reply or a lost connection is handled by the script's recover.)
+    try:
+        reply = conn.execute_command(  # type: ignore[no-untyped-call]
+            "EVALSHA", ENQUEUE.sha, 2, row, q.pending, job_id, payload
+        )
+    except redis.RedisError as exc:
+        reply = ENQUEUE.recover(conn, exc, 2, row, q.pending, job_id, payload)
     return "enqueued" if reply == 1 else "duplicate"
 
 
@@ -197,7 +206,8 @@ def _claim_more(
     """Claim's loop, on checked arguments: read ``reply`` (a script run already made, or None
     to make one), and while a run finds only dropped members run the script again, at most
     :data:`CLAIM_RUNS` runs in all, so a run of orphans at the head of pending does not hide
-    the jobs behind it. With ``wanted`` replicas each run WAITs up to ``wait_ms`` for them.
+    the jobs behind it. With ``wanted`` replicas each run WAITs up to ``wait_ms`` for them,
+    and :class:`errors.NotReplicated` is raised for a job claimed on fewer.
 
     Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
     or no payload; that refusal changes nothing.
@@ -261,15 +271,21 @@ def claim(
     Raises :class:`errors.BadRow` when the oldest job's row has no whole-number ``attempts``
     or no payload; that refusal changes nothing.
 
-    A worker runs this once per job, so the common call costs little: the defaults are known
-    good and not checked again, and the common reply (a job, nothing dropped) is answered
-    where it arrives; any other reply, and every durable claim, goes on to claim's loop.
+    The common call (the default durability; a job and nothing dropped) is answered here, in
+    one script run; any other reply, or any ``replicas``/``timeout_ms`` passed, goes on to
+    claim's loop, :func:`_claim_more`.
     """
     q = _q(queue)
     if type(lease_ms) is not int or lease_ms not in LEASES:
         check_lease(lease_ms)
     if replicas is NO_REPLICAS and timeout_ms is WAIT_MS:
-        reply = load("claim").evalsha(conn, 2, q.pending, q.active, q.prefix, lease_ms)
+        # 2 keys (pending, active), then the ARGV (the row-key prefix, the lease).
+        try:
+            reply = conn.execute_command(  # type: ignore[no-untyped-call]
+                "EVALSHA", CLAIM.sha, 2, q.pending, q.active, q.prefix, lease_ms
+            )
+        except redis.RedisError as exc:
+            reply = CLAIM.recover(conn, exc, 2, q.pending, q.active, q.prefix, lease_ms)
         if len(reply) == 3:  # {id, payload, token}: a job and nothing dropped
             return _claimed(Claimed, (reply[0].decode("ascii"), reply[1], reply[2]))
         return _claim_more(conn, q, lease_ms, reply)[0]
@@ -288,7 +304,13 @@ def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal[
     row = q.prefix + check_id(job_id)
     if type(token) is not int or token not in TOKENS:
         _token(token)
-    reply = load("complete").evalsha(conn, 2, q.active, row, job_id, token)
+    # 2 keys (active, the row), then the ARGV (the id, the token).
+    try:
+        reply = conn.execute_command(  # type: ignore[no-untyped-call]
+            "EVALSHA", COMPLETE.sha, 2, q.active, row, job_id, token
+        )
+    except redis.RedisError as exc:
+        reply = COMPLETE.recover(conn, exc, 2, q.active, row, job_id, token)
     if reply == 0:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return "completed"

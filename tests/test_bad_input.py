@@ -216,6 +216,7 @@ QUEUE_HANDLES: dict[str, Callable[[redis.Redis, World, Any], object]] = {
     "enqueue_at": lambda c, w, q: jobs.enqueue_at(c, q, w.fresh, b"x", 0),
     "enqueue_in": lambda c, w, q: jobs.enqueue_in(c, q, w.fresh, b"x", 0),
     "claim": lambda c, w, q: jobs.claim(c, q, LONG),
+    "claim_dropping": lambda c, w, q: jobs.claim_dropping(c, q, LONG),
     "complete": lambda c, w, q: jobs.complete(c, q, w.active, w.token),
     "retry": lambda c, w, q: jobs.retry(c, q, w.active, w.token, 0, 3, "e"),
     "promote": lambda c, w, q: jobs.promote(c, q),
@@ -284,6 +285,7 @@ _cases(
     "lease",
     {
         "claim": lambda c, w, v: jobs.claim(c, Q, v),
+        "claim_dropping": lambda c, w, v: jobs.claim_dropping(c, Q, v),
         "extend": lambda c, w, v: jobs.extend(c, Q, w.active, w.token, v),
     },
     _ints("lease_ms", [0, -1], [MAX_MS + 1, 10**30], NON_INTS),

@@ -88,6 +88,9 @@ def _results() -> dict[str, Any]:
         "ratios": {
             "cycle_vs_limit_over_3": _ratio(0.95, 0.9, 1.0),
             "pipelined_enqueue_vs_limit": _ratio(0.85, 0.8, 0.9),
+            # The slice figure would meet the goal; the job-by-job one, which is judged, not.
+            "cycle_vs_bare": _ratio(0.99, 0.9, 1.1),
+            "cycle_vs_bare_by_job": _ratio(0.965, 0.96, 0.97),
             "embedded_vs_valkey": _ratio(0.4, 0.3, 0.5),
             "cycle_vs_rq": _ratio(13.0, 10.0, 16.0),
         },
@@ -204,6 +207,10 @@ def test_targets_are_judged_from_the_numbers() -> None:
     t = _by_name(rows)
     assert t["cycle vs limit / 3"] == TargetRow(
         "cycle vs limit / 3", ">= 0.90", "0.95 (CPU est. 0.97)", True
+    )
+    # The library/bare goal is judged job by job, to three places, whatever the slices say.
+    assert t["cycle vs bare evalsha"] == TargetRow(
+        "cycle vs bare evalsha", ">= 0.970", "0.965", False
     )
     # Exactly at the goal is met; the embedded ratio (0.40) is below its 0.60.
     assert t["pipelined enqueue vs its limit"].met is True

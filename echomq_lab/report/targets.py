@@ -48,7 +48,7 @@ class RatioGoal:
 #: The goals on ratios, in the order the targets table lists them.
 RATIO_GOALS: tuple[RatioGoal, ...] = (
     RatioGoal("cycle vs limit / 3", "cycle_vs_limit_over_3", 0.90),
-    RatioGoal("cycle vs bare evalsha", "cycle_vs_bare_by_job", 0.97),
+    RatioGoal("cycle vs bare evalsha", "cycle_vs_bare_by_job", 0.97, "{:.3f}"),
     RatioGoal("pipelined enqueue vs its limit", "pipelined_enqueue_vs_limit", 0.85),
     RatioGoal("cycle vs python-rq", "cycle_vs_rq", 10.0, "{:.1f}x"),
     RatioGoal("embedded cycle vs Valkey", "embedded_vs_valkey", 0.60),

@@ -106,27 +106,40 @@ class Script:
 
     def evalsha(self, conn: redis.Redis, numkeys: int, *words: Arg) -> Any:
         """Run the script with EVALSHA on ``numkeys`` keys then the args, all in ``words``;
-        load it on NOSCRIPT; map refusals to typed errors.
+        load it on NOSCRIPT; map refusals to typed errors (see :meth:`recover`).
 
         The hot path is one ``execute_command`` (what ``conn.evalsha`` calls, two frames
-        less) inside a plain ``try``; only a NOSCRIPT reply takes the slower path. The
-        transitions a worker runs per job call this directly, with no lists to build.
+        less) inside a plain ``try``. The three handles a worker runs per job write this
+        same ``try`` where they stand, with no call in between.
         """
         try:
             return conn.execute_command(  # type: ignore[no-untyped-call]
                 "EVALSHA", self.sha, numkeys, *words
             )
-        except NoScriptError:
+        except redis.RedisError as exc:
+            return self.recover(conn, exc, numkeys, *words)
+
+    def recover(self, conn: redis.Redis, exc: redis.RedisError, numkeys: int, *words: Arg) -> Any:
+        """What an EVALSHA of this script that raised ``exc`` comes to.
+
+        NOSCRIPT (first use, or after SCRIPT FLUSH): the body is loaded and the same EVALSHA
+        sent once more, and its reply returned. An error reply raises its typed refusal
+        (:func:`echomq_lab.errors.from_reply`), a lost connection or a timeout raises the
+        one-line error of :func:`echomq_lab.connection.unreachable`; anything else is raised
+        as it came.
+        """
+        if isinstance(exc, NoScriptError):
             with reaching(conn):
                 self.load_into(conn)
                 try:
                     return conn.evalsha(self.sha, numkeys, *words)
-                except ResponseError as exc:
-                    raise self.refusal(exc) from None
-        except ResponseError as exc:
+                except ResponseError as again:
+                    raise self.refusal(again) from None
+        if isinstance(exc, ResponseError):
             raise self.refusal(exc) from None
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+        if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
             raise unreachable(conn, exc) from None
+        raise exc
 
     def load_into(self, conn: redis.Redis) -> None:
         """SCRIPT LOAD the body; RuntimeError if the server knows it by another SHA1."""

@@ -113,12 +113,21 @@ def check_line(results: Mapping[str, Any]) -> str:
     planted = "found both planted drifts" if c.get("found_all_planted") else "MISSED a drift"
     slow = int(c["commands_over_1ms"])
     longest = f"the longest {int(c['longest_command_us']):,} µs" if slow else "none"
+    resent = _resent_us(c)
+    if slow and resent is not None:
+        longest += f"; sent again, the same commands took at most {resent:,} µs"
     return (
         f"check() on {int(c['depth']):,} jobs: {planted}, walking {int(c['members']):,} members "
         f"and {int(c['rows']):,} rows with {int(c['commands']):,} server commands in "
         f"{int(c['calls']):,} round trips ({float(c['wall_s']):.1f} s); commands of 1 ms or more: "
         f"{slow:,} ({longest}); the server waited {float(c['server_waited_ms']):,.0f} ms for a CPU"
     )
+
+
+def _resent_us(c: Mapping[str, Any]) -> int | None:
+    """The longest own time of the check's slow commands, sent again; None if not measured."""
+    value = c.get("longest_command_resent_us")
+    return int(value) if isinstance(value, int | float) and c.get("commands_resent") else None
 
 
 def parser_line(results: Mapping[str, Any]) -> str:
@@ -197,8 +206,15 @@ def scale_targets(results: Mapping[str, Any]) -> list[TargetRow]:
             f"check() finds the drifts planted deep in {int(c['depth']):,} jobs", "both found",
             "both found" if found else "missed", found,
         ))  # fmt: skip
+        # Judged on the commands' own time when they were sent again (SLOWLOG counts a pause of
+        # the server mid-command as the command's time); as logged, beside it.
+        resent = _resent_us(c)
+        judged = longest if resent is None else resent
+        got = _longest_ms(longest)
+        if resent is not None:
+            got = f"{resent:,} µs sent again ({got} as logged)"
         out.append(TargetRow(
             "longest command of check()", f"< {LONGEST_COMMAND_US / 1000:.0f} ms",
-            _longest_ms(longest), longest < LONGEST_COMMAND_US,
+            got, judged < LONGEST_COMMAND_US,
         ))  # fmt: skip
     return out

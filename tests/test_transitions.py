@@ -52,14 +52,20 @@ def test_lookups_by_name_and_script() -> None:
         transitions.by_script("snapshot")
 
 
+def _scripts_named(fn: Callable[..., object]) -> set[str]:
+    """The scripts ``fn``'s own code loads by name, or names as one of the module's scripts."""
+    found = set(re.findall(r'load\("(\w+)"\)', inspect.getsource(fn)))
+    named = (getattr(jobs, name, None) for name in fn.__code__.co_names)
+    return found | {s.name for s in named if isinstance(s, scripts.Script)}
+
+
 def scripts_reached(fn: Callable[..., object]) -> set[str]:
-    """The scripts a ``jobs`` function loads, directly or through one private helper."""
-    source = inspect.getsource(fn)
-    found = set(re.findall(r'load\("(\w+)"\)', source))
-    for helper in re.findall(r"\b(_\w+)\(", source):
+    """The scripts a ``jobs`` function runs, directly or through one private helper."""
+    found = _scripts_named(fn)
+    for helper in re.findall(r"\b(_\w+)\(", inspect.getsource(fn)):
         target = getattr(jobs, helper, None)
         if inspect.isfunction(target):
-            found |= set(re.findall(r'load\("(\w+)"\)', inspect.getsource(target)))
+            found |= _scripts_named(target)
     return found
 
 

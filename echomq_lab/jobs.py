@@ -214,7 +214,7 @@ def _claim_more(
     """
     keys = [q.pending, q.active]
     args: list[Arg] = [q.prefix, lease_ms]
-    dropped, script, acked = NOTHING_DROPPED, load("claim"), 0
+    dropped, script, acked = NOTHING_DROPPED, CLAIM, 0
     for _ in range(CLAIM_RUNS):
         if reply is None:
             if wanted:

@@ -101,23 +101,18 @@ class Script:
             object.__setattr__(self, "header", leading_comments(self.source))
 
     def __call__(self, conn: redis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-        """Run the script on ``keys`` and ``args``: :meth:`evalsha` with the two laid out flat."""
-        return self.evalsha(conn, len(keys), *keys, *args)
-
-    def evalsha(self, conn: redis.Redis, numkeys: int, *words: Arg) -> Any:
-        """Run the script with EVALSHA on ``numkeys`` keys then the args, all in ``words``;
-        load it on NOSCRIPT; map refusals to typed errors (see :meth:`recover`).
+        """Run the script with EVALSHA; load it on NOSCRIPT; map refusals to typed errors.
 
         The hot path is one ``execute_command`` (what ``conn.evalsha`` calls, two frames
-        less) inside a plain ``try``. The three handles a worker runs per job write this
-        same ``try`` where they stand, with no call in between.
+        less) inside a plain ``try``; any error goes to :meth:`recover`. The three handles a
+        worker runs per job write this same ``try`` where they stand, with no call between.
         """
         try:
             return conn.execute_command(  # type: ignore[no-untyped-call]
-                "EVALSHA", self.sha, numkeys, *words
+                "EVALSHA", self.sha, len(keys), *keys, *args
             )
         except redis.RedisError as exc:
-            return self.recover(conn, exc, numkeys, *words)
+            return self.recover(conn, exc, len(keys), *keys, *args)
 
     def recover(self, conn: redis.Redis, exc: redis.RedisError, numkeys: int, *words: Arg) -> Any:
         """What an EVALSHA of this script that raised ``exc`` comes to.

@@ -1,6 +1,6 @@
 """Pipelined EVALSHA dispatch: many runs of one script, ``batch`` of them per round trip.
 
-The batched twin of :meth:`echomq_lab.scripts.Script.evalsha`, sharing its SHA1, its
+The batched twin of :meth:`echomq_lab.scripts.Script.__call__`, sharing its SHA1, its
 ``SCRIPT LOAD`` check and its mapping of refusals: every call is one EVALSHA of the unchanged
 script, sent down a non-transactional pipeline, so each run does exactly what a single call
 does. After a SCRIPT FLUSH the first flush answers NOSCRIPT for every call in it; the script is

@@ -172,10 +172,11 @@ class BareCycle(Cycle):
 
     def __init__(self, name: str, conn: redis.Redis, ops: int, queue: str = "bench-bare") -> None:
         super().__init__(name, conn, ops, queue)
-        shas = (str(conn.script_load(load(n).source)) for n in ("enqueue", "claim", "complete"))
+        enqueue, claim, complete = (
+            str(conn.script_load(load(n).source)) for n in ("enqueue", "claim", "complete")
+        )
         self.prefix = keyspace.job_prefix(queue)
         pending, active = keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active")
-        enqueue, claim, complete = shas
         self.shared: tuple[Callable[..., Any], str, str, str, str, str, str] = (
             conn.evalsha, enqueue, claim, complete, pending, active, self.prefix
         )

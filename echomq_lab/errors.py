@@ -78,6 +78,13 @@ class JobGone(HostCondition):
     label = "job gone"
 
 
+class SomeoneElse(HostCondition):
+    """A demonstration's job was not where it left it: another client took it, or a claim
+    handed out another client's job. The step is not taken."""
+
+    label = "someone else took it"
+
+
 class ServerUnavailable(HostCondition):
     """The server could not be reached; the message names the URL with its password hidden."""
 

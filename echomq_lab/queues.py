@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import redis
 
-from echomq_lab import errors, keyspace
+from echomq_lab import errors, jobs, keyspace
 from echomq_lab.connection import describe, node_client, reaching
 
 
@@ -48,3 +48,16 @@ def forget(conn: redis.Redis, queue: str, job_id: str) -> None:
             pipe.zrem(base + name, job_id)
         pipe.delete(keyspace.job_key(queue, job_id))
         pipe.execute()
+
+
+def claim_expected(conn: redis.Redis, queue: str, job_id: str, lease_ms: int) -> jobs.Claimed:
+    """Claim on ``queue`` and check the lease handed out is ``job_id``'s.
+
+    A demonstration drives one job it enqueued itself; when the claim hands out nothing, or
+    another job (someone else shares the queue), :class:`errors.SomeoneElse` says which.
+    """
+    claimed = jobs.claim(conn, queue, lease_ms)
+    if claimed is None or claimed.id != job_id:
+        got = "nothing" if claimed is None else claimed.id
+        raise errors.SomeoneElse(f"the claim in queue {queue!r} handed out {got}, not {job_id}")
+    return claimed

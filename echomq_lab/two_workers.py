@@ -25,12 +25,7 @@ from echomq_lab.row import Row
 from echomq_lab.stories import DEFAULT_LEASE_MS, HOLD_MS
 from echomq_lab.transitions import RETIRED
 
-
-class SomeoneElse(errors.HostCondition):
-    """The story's job was not where the story left it: another client took it, or a claim
-    handed out another client's job. The step is not taken."""
-
-    label = "someone else took it"
+SomeoneElse = errors.SomeoneElse
 
 
 def _record(conn: redis.Redis, queue: str, job_id: str) -> Row | None:

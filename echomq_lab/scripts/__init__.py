@@ -31,6 +31,8 @@ Arg = str | bytes | int
 #: The read-only scripts the lab's views run; every other script is a transition's, named in
 #: :data:`echomq_lab.transitions.TRANSITIONS`.
 VIEWS: tuple[str, ...] = ("view",)
+#: Scripts shipped only to demonstrate a failure (never run by a handle of ``jobs``).
+DEMOS: tuple[str, ...] = ("unfenced_complete",)
 _NAME = re.compile(r"[a-z_]{1,40}")
 #: A line that asks for an include; group 1 is the include's name.
 DIRECTIVE = re.compile(r"--@include ([a-z_]{1,40})\s*$")
@@ -174,10 +176,10 @@ def load(name: str) -> Script:
 
 
 def names() -> tuple[str, ...]:
-    """Every script the lab ships: each transition's (registry order), then the views."""
+    """Every script the lab ships: each transition's (registry order), the views, the demos."""
     from echomq_lab.transitions import SCRIPTS  # late: transitions -> jobs -> this package
 
-    return SCRIPTS + VIEWS
+    return SCRIPTS + VIEWS + DEMOS
 
 
 def includes() -> tuple[str, ...]:

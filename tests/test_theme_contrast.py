@@ -81,7 +81,7 @@ def test_coloured_text_reads_on_the_page(which: str, hue: str) -> None:
 @pytest.mark.parametrize("which", list(THEMES))
 def test_soft_text_and_the_highlight_read(which: str) -> None:
     page, ink = resolve(theme.PAGE, which), resolve(theme.INK_ON_PAGE, which)
-    soft, changed = resolve(theme.SOFT_ON_PAGE, which), resolve(theme.CHANGED_BG, which)
+    soft, changed = resolve(theme.SOFT, which), resolve(theme.CHANGED_BG, which)
     assert ratio(soft, page) >= 4.5
     assert ratio(soft, changed) >= 4.5, "soft text on a changed (removed) row"
     assert ratio(ink, changed) >= 4.5

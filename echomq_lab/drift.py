@@ -33,17 +33,13 @@ score in each, whether its row exists, the row's ``state`` and ``attempts``) and
    that holds in that one moment is reported (a wrong-type set key: as the final sizes read it;
    the name of a wrong type is the ``TYPE`` read just after).
 
-What each mode sees and cannot see:
-
-- :func:`check` sees every member and every row of the queue, wherever it is, but not in one
-  atomic moment: it never reports a drift that was not there (each is re-read atomically), yet a
-  drift made while the walk runs may be missed, and a job that moves while the walk runs may be
-  seen twice or not at all. The :class:`Report` says whether the queue changed under the walk
-  and how many members and rows it saw.
-- :func:`snapshot.view` (a panel's click) sees the first members of each set and the jobs it
-  follows, atomically; it cannot see anything beyond its window.
-- :func:`snapshot.snapshot` sees the four sets whole and their members' rows, atomically, in one
-  script run that grows with the queue; it cannot see a row in no set unless it follows it.
+What each reader sees: :func:`check` sees every member and every row of the queue, but not in
+one atomic moment. It never reports a drift that was not there (each is re-read atomically), yet
+a drift made while the walk runs may be missed, and a job that moves may be seen twice or not at
+all; its :class:`Report` says whether the queue changed under the walk. :func:`snapshot.view`
+(a panel's click) and :func:`snapshot.snapshot` (a small queue read whole) read in one atomic
+moment, but the view sees only the first members of each set and the jobs it follows, and
+neither sees a row that is in no set unless it follows it.
 """
 
 from __future__ import annotations
@@ -51,7 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast, overload
+from typing import Any, TypeVar, cast, overload
 
 import redis
 
@@ -65,13 +61,10 @@ __all__ = [
     "check", "drift_of", "score_of", "whole", "wrong_type",
 ]
 
-#: Which set holds a job in each state.
-SET_OF_STATE: dict[str, SetName] = {
-    "pending": "pending",
-    "active": "active",
-    "scheduled": "schedule",
-    "dead": "dead",
-}
+#: Which set holds a job in each state (the states in :data:`keyspace.SET_NAMES`' order).
+SET_OF_STATE: dict[str, SetName] = dict(
+    zip(("pending", "active", "scheduled", "dead"), SET_NAMES, strict=True)
+)
 
 #: What an infinite score (``+inf``/``-inf``, which another client may write) is read as: no
 #: finite time is this large, so the views can say "not a time" instead of failing.
@@ -221,13 +214,12 @@ class Report(Sequence[Drift]):
     def summary(self) -> str:
         """One line: what was walked, how many drifts, and whether the queue held still."""
         found = "no drift" if not self.drifts else f"{len(self.drifts)} drift(s)"
-        held = (
-            "the queue did not change during the walk"
-            if self.consistent
-            else f"the queue changed during the walk ({self.dismissed} suspect(s) settled)"
-        )
+        held = ("the queue did not change during the walk" if self.consistent
+                else f"the queue changed during the walk ({self.dismissed} suspect(s) settled)")
         return f"walked {self.members:,} members and {self.rows:,} rows: {found}; {held}"
 
+
+K = TypeVar("K")
 
 #: The TYPE replies of a key the protocol may hold a sorted set at (``none``: not there yet).
 _SET_TYPES = ("zset", "none")
@@ -236,6 +228,14 @@ _SET_TYPES = ("zset", "none")
 def _refused(reply: object) -> bool:
     """True when a pipelined reply is the server's WRONGTYPE (the key holds another type)."""
     return isinstance(reply, redis.ResponseError) and str(reply).startswith("WRONGTYPE")
+
+
+def _refused_among(keys: Sequence[K], replies: list[Any]) -> list[K]:
+    """The keys whose pipelined reply was WRONGTYPE; any other error reply is raised."""
+    for reply in replies:
+        if isinstance(reply, Exception) and not _refused(reply):
+            raise reply
+    return [key for key, reply in zip(keys, replies, strict=True) if _refused(reply)]
 
 
 def _kinds(conn: redis.Redis, keys: Sequence[bytes | str]) -> list[str]:
@@ -257,21 +257,10 @@ def _census(conn: redis.Redis, queue: str) -> tuple[dict[SetName, int], dict[Set
     for name in SET_NAMES:
         pipe.zcard(keys[name])
     replies: list[Any] = pipe.execute(raise_on_error=False)
-    sizes: dict[SetName, int] = {}
-    odd: list[SetName] = []
-    for name, reply in zip(SET_NAMES, replies, strict=True):
-        if _refused(reply):
-            odd.append(name)
-        elif isinstance(reply, Exception):
-            raise reply
-        sizes[name] = 0 if _refused(reply) else int(reply)
+    odd = _refused_among(SET_NAMES, replies)
+    sizes = {n: 0 if n in odd else int(r) for n, r in zip(SET_NAMES, replies, strict=True)}
     kinds = dict(zip(odd, _kinds(conn, [keys[name] for name in odd]), strict=True))
     return sizes, {name: kind for name, kind in kinds.items() if kind not in _SET_TYPES}
-
-
-def _float(reply: object) -> float | None:
-    """A ZSCORE reply as a float; None for no member (or an error: the key is not a zset)."""
-    return reply if isinstance(reply, float) else None
 
 
 def _fields(reply: object) -> tuple[bytes | None, bytes | None]:
@@ -358,10 +347,8 @@ class _Walk:
         found: list[bytes] = []
         cursor = 0
         while True:
-            cursor, keys = cast(
-                tuple[int, list[bytes]],
-                node.scan(cursor, match=prefix + b"*", count=SCAN_STEP),
-            )
+            reply = node.scan(cursor, match=prefix + b"*", count=SCAN_STEP)
+            cursor, keys = cast(tuple[int, list[bytes]], reply)
             self.calls += 1
             found += keys
             if cursor == 0:
@@ -378,11 +365,9 @@ class _Walk:
             pipe.hmget(key, "state", "attempts")
         replies: list[Any] = pipe.execute(raise_on_error=False)
         self.calls += 1
-        odd = [key for key, reply in zip(chunk, replies, strict=True) if _refused(reply)]
+        odd = _refused_among(chunk, replies)
         for key, reply in zip(chunk, replies, strict=True):
-            if isinstance(reply, Exception) and not _refused(reply):
-                raise reply
-            if _refused(reply):
+            if key in odd:
                 continue
             # (a key gone since the SCAN saw it reads as a row of neither field: a suspect,
             # which the atomic re-read settles)
@@ -419,10 +404,9 @@ class _Walk:
             odd: list[bytes] = []
             for facts, raw, i in zip(read, chunk, range(0, 6 * len(chunk), 6), strict=True):
                 *scores, exists, fields = replies[i : i + 6]
-                facts.scores = {
-                    n: f for n, s in zip(SET_NAMES, scores, strict=True)
-                    if (f := _float(s)) is not None
-                }  # fmt: skip
+                # (a ZSCORE that is not a float: no member, or the set key is not a zset)
+                facts.scores = {n: s for n, s in zip(SET_NAMES, scores, strict=True)
+                                if isinstance(s, float)}  # fmt: skip
                 if _refused(fields):
                     odd.append(raw)
                 elif exists == 1:
@@ -460,13 +444,5 @@ def check(conn: redis.Redis, queue: str) -> Report:
         found, settled = walk.confirm(walk.suspects())
         after, odd = _census(conn, queue)
     odd_sets = [wrong_type(keyspace.queue_key(queue, name), kind) for name, kind in odd.items()]
-    return Report(
-        queue,
-        tuple(odd_sets + found),
-        members=walk.members,
-        rows=walk.rows,
-        calls=walk.calls + 1,
-        sizes_before=before,
-        sizes_after=after,
-        dismissed=settled,
-    )
+    return Report(queue, tuple(odd_sets + found), members=walk.members, rows=walk.rows,
+                  calls=walk.calls + 1, sizes_before=before, sizes_after=after, dismissed=settled)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import redis
 
 from echomq_lab import errors
+from echomq_lab.drift import SET_OF_STATE
 
 #: Accepted, refused: the colours of a verdict (and of the states that end that way).
 OK_COLOUR = "#237a4b"
@@ -39,13 +40,9 @@ STATE_COLOURS: dict[str, str] = {
     "dead": REFUSED_COLOUR,
     "completed": OK_COLOUR,
 }
-#: The set that holds a job in each state (completed jobs are in none: their row is deleted).
-SET_COLOURS: dict[str, str] = {
-    "pending": STATE_COLOURS["pending"],
-    "active": STATE_COLOURS["active"],
-    "schedule": STATE_COLOURS["scheduled"],
-    "dead": STATE_COLOURS["dead"],
-}
+#: Each set in the colour of the state its jobs hold (completed jobs are in none: their row is
+#: deleted).
+SET_COLOURS: dict[str, str] = {name: STATE_COLOURS[state] for state, name in SET_OF_STATE.items()}
 
 
 #: The theme's strongest text colour (black in Light, white in Dark) and its page background.

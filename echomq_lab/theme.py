@@ -52,6 +52,12 @@ PAGE = "var(--jp-layout-color0, #fff)"
 #: text colour, 60 % of the way from the page (5.7:1 on Light's white, 7.2:1 on Dark's
 #: near-black, 4.7:1 or more on the changed highlight in either).
 SOFT = f"color-mix(in srgb, {INK_ON_PAGE} 60%, {PAGE})"
+#: Toggle buttons. ipywidgets draws the selected one only a shade off the others (about 1.5:1 in
+#: Light and Dark); the panels' :data:`STYLESHEET` draws it in the theme's text colour, with the
+#: page's colour as its text, beside the unselected ones' grey (5.7:1 or more in either theme).
+TOGGLE_OFF_BG = "var(--jp-layout-color2, #eee)"
+TOGGLE_ON_BG = f"color-mix(in srgb, {INK_ON_PAGE} 75%, {PAGE})"
+TOGGLE_ON_TEXT = PAGE
 #: The background of a field that just changed: a little amber over the page, so the theme's
 #: text stays readable on it (the theme's text 12:1 or more, soft text 4.7:1 or more).
 CHANGED_BG = f"color-mix(in srgb, #f5b800 20%, {PAGE})"
@@ -69,6 +75,16 @@ def on_page(hue: str) -> str:
 #: The words of a verdict drawn on the page: accepted (✓) and refused (✗).
 OK_TEXT = on_page(OK_COLOUR)
 REFUSED_TEXT = on_page(REFUSED_COLOUR)
+
+
+#: The class of every panel's root, and the stylesheet the root carries (see
+#: :mod:`echomq_lab.widgets.base`): it draws the toggles inside a panel.
+PANEL_CLASS = "emq-panel"
+_TOGGLE = f".{PANEL_CLASS} .widget-toggle-buttons .widget-toggle-button"
+STYLESHEET = (
+    f"<style>{_TOGGLE} {{background-color: {TOGGLE_OFF_BG}}}\n"
+    f"{_TOGGLE}.mod-active {{background-color: {TOGGLE_ON_BG}; color: {TOGGLE_ON_TEXT}}}</style>"
+)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 import ipywidgets as W  # type: ignore[import-untyped]
 
 from echomq_lab import errors
-from echomq_lab.theme import message_html, one_line
+from echomq_lab.theme import PANEL_CLASS, STYLESHEET, message_html, one_line
 
 
 class Panel:
@@ -29,7 +29,7 @@ class Panel:
     (and nbval) sees what the panel shows, not a widget repr.
     """
 
-    widget: W.Box
+    _root: W.Box
     #: The one-line status the panel shows last (empty before any action), and whether it was ok.
     last_message: str = ""
     last_ok: bool = True
@@ -38,6 +38,19 @@ class Panel:
 
     def text(self) -> str:  # pragma: no cover - every panel overrides it
         raise NotImplementedError
+
+    @property
+    def widget(self) -> W.Box:
+        """The panel's root: a box of the class :data:`theme.PANEL_CLASS` whose first child is
+        the lab's stylesheet (hidden), so its toggles are drawn the lab's way wherever it shows."""
+        return self._root
+
+    @widget.setter
+    def widget(self, box: W.Box) -> None:
+        box.add_class(PANEL_CLASS)
+        look = W.HTML(STYLESHEET, layout=W.Layout(display="none"))
+        box.children = (look, *box.children)
+        self._root = box
 
     @property
     def server_lost(self) -> bool:

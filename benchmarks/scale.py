@@ -41,8 +41,8 @@ from echomq_lab import branded, drift, jobs, keyspace
 from echomq_lab.report import scale as report_scale
 from echomq_lab.report.scale import ScalePoint as Point
 from echomq_lab.report.scale import longest_text
+from echomq_lab.servers import RunningServer, start_server
 from echomq_lab.snapshot import view
-from echomq_lab.testing import RunningServer, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results.json"

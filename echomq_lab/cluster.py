@@ -27,31 +27,147 @@ from pathlib import Path
 
 import redis
 
-from echomq_lab.cluster_nodes import (
-    OWN_CLUSTER,
-    ClusterError,
-    Node,
-    Shard,
-    binaries,
-    healthy,
-    is_our_server,
-    launch,
-    node_argv,
-    pick_ports,
-    pinged,
-    send_signal,
-    server_version,
-    shards_seen_by,
-    wait_until,
-)
+from echomq_lab import servers
 from echomq_lab.connection import ENV_URL, cluster_url, connect
+from echomq_lab.servers import is_our_server, pinged, wait_until
 
 __all__ = ["OWN_CLUSTER", "Cluster", "ClusterError", "Node", "Shard", "load", "start_cluster"]
 
+#: What to tell a reader whose machine has no binaries to start a cluster with.
+OWN_CLUSTER = (
+    "point the lab at a cluster of your own: "
+    "ECHOMQ_REDIS_URL='redis://HOST:PORT/0?cluster=1' (any node of it)"
+)
 PRIMARIES = 3
 STATE_FILE = "cluster.json"
 #: Where ``up``/``down``/``status`` keep a cluster unless ``--dir`` says otherwise.
 DEFAULT_DIR = Path(tempfile.gettempdir()) / f"echomq-cluster-{os.getuid()}"
+
+
+class ClusterError(RuntimeError):
+    """A cluster could not be found, started or stopped; ``str()`` is one line."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One server process of the cluster: its port, its process id and its folder."""
+
+    port: int
+    pid: int
+    dir: Path
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:PORT``, as the cluster names the node."""
+        return f"127.0.0.1:{self.port}"
+
+    def client(self, timeout_s: float = 2.0) -> redis.Redis:
+        """A plain client on this one node (no cluster routing), for node-level commands."""
+        return redis.Redis(
+            host="127.0.0.1", port=self.port, socket_timeout=timeout_s,
+            socket_connect_timeout=timeout_s,
+        )
+
+    def alive(self) -> bool:
+        """True while the process runs (a stopped, frozen one counts as running)."""
+        return is_our_server(self.pid, self.port)
+
+    def signal(self, sig: signal.Signals) -> None:
+        """Send ``sig`` to the process, if it still is this node's server."""
+        servers.send_signal(self.pid, self.port, sig)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One primary, the replicas that follow it and the slot ranges it serves."""
+
+    primary: Node
+    primary_id: str
+    replicas: tuple[Node, ...]
+    slots: tuple[tuple[int, int], ...]
+
+    @property
+    def first_slot(self) -> int:
+        """The lowest slot it serves (shards are listed in this order)."""
+        return min((lo for lo, _ in self.slots), default=-1)
+
+
+def _info(node: Node, section: str) -> dict[str, str]:
+    """One INFO section of ``node`` as text fields (``cluster`` is CLUSTER INFO's)."""
+    client = node.client(timeout_s=1.0)
+    try:
+        raw = client.cluster("INFO") if section == "cluster" else client.info(section)
+    finally:
+        client.close()
+    if isinstance(raw, dict):
+        return {str(k): v.decode() if isinstance(v, bytes) else str(v) for k, v in raw.items()}
+    return {}
+
+
+_UNSETTLED = {"fail", "fail?", "pfail", "handshake", "noaddr"}
+
+
+def _view(node: Node) -> frozenset[tuple[str, str, tuple[tuple[int, int], ...]]] | None:
+    """What ``node`` believes: (node id, its primary's id or "-", slot ranges) for every node,
+    or None while it still doubts one of them (failing, handshaking)."""
+    client = node.client(timeout_s=1.0)
+    try:
+        table = dict(client.cluster("NODES"))
+    finally:
+        client.close()
+    rows = []
+    for row in table.values():
+        if _UNSETTLED & set(str(row["flags"]).split(",")):
+            return None
+        slots = tuple((int(r[0]), int(r[-1])) for r in row["slots"])
+        rows.append((str(row["node_id"]), str(row["master_id"]), slots))
+    return frozenset(rows)
+
+
+def healthy(nodes: Sequence[Node]) -> bool:
+    """True when every node says ``cluster_state:ok``, knows and trusts every other node, all
+    of them agree on who serves which slots, and every replica's link to its primary is up."""
+    views = set()
+    try:
+        for n in nodes:
+            info = _info(n, "cluster")
+            if info.get("cluster_state") != "ok" or info.get("cluster_known_nodes") != str(
+                len(nodes)
+            ):
+                return False
+            repl = _info(n, "replication")
+            if repl.get("role") == "slave" and repl.get("master_link_status") != "up":
+                return False
+            views.add(_view(n))
+    except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
+        return False
+    return len(views) == 1 and None not in views
+
+
+def shards_seen_by(via: Node, known: Sequence[Node]) -> list[Shard]:
+    """The shards as ``via``'s ``CLUSTER NODES`` shows them (failed nodes left out), of the
+    nodes in ``known``, sorted by their first slot."""
+    client = via.client(timeout_s=1.0)
+    try:
+        table = client.cluster("NODES")
+    finally:
+        client.close()
+    by_port = {n.port: n for n in known}
+    live = {
+        int(addr.split("@", 1)[0].rsplit(":", 1)[1]): row for addr, row in dict(table).items()
+        if "fail" not in str(row["flags"]).split(",")
+    }
+    out = []
+    for port, row in live.items():
+        if "master" not in str(row["flags"]).split(",") or port not in by_port:
+            continue
+        ranges = tuple((int(r[0]), int(r[-1])) for r in row["slots"])
+        followers = tuple(
+            by_port[p] for p, x in sorted(live.items())
+            if x["master_id"] == row["node_id"] and p in by_port
+        )
+        out.append(Shard(by_port[port], str(row["node_id"]), followers, ranges))
+    return sorted(out, key=lambda sh: sh.first_slot)
 
 
 @dataclass
@@ -121,15 +237,15 @@ class Cluster:
 
     def freeze(self, node: Node) -> None:
         """Stop ``node``'s process where it stands (SIGSTOP): it neither answers nor reads."""
-        send_signal(node, signal.SIGSTOP)
+        node.signal(signal.SIGSTOP)
 
     def thaw(self, node: Node) -> None:
         """Let a frozen node run again (SIGCONT)."""
-        send_signal(node, signal.SIGCONT)
+        node.signal(signal.SIGCONT)
 
     def kill(self, node: Node) -> None:
         """Kill ``node`` at once (SIGKILL): no goodbye to the cluster, nothing saved."""
-        send_signal(node, signal.SIGKILL)
+        node.signal(signal.SIGKILL)
         proc = self._procs.get(node.pid)
         if proc is not None:
             proc.wait(timeout=5)
@@ -142,7 +258,7 @@ class Cluster:
             raise ClusterError(f"this handle did not start {node.address}; it cannot restart it")
         if node.alive():
             raise ClusterError(f"{node.address} still runs")
-        proc = launch(argv, self._keep)
+        proc = servers.spawn(argv, keep=self._keep)
         self._procs[proc.pid] = proc
         fresh = Node(node.port, proc.pid, node.dir)
         self.nodes = tuple(fresh if n.port == node.port else n for n in self.nodes)
@@ -150,7 +266,7 @@ class Cluster:
 
     def wait_healthy(self, timeout_s: float = 30.0) -> None:
         """Return once every node is up and the cluster is ok; ClusterError after timeout."""
-        if not wait_until(lambda: healthy(self.nodes), timeout_s):
+        if not wait_until(lambda: healthy(self.nodes), timeout_s, every_s=0.1):
             raise ClusterError(f"the cluster was not ok within {timeout_s:g} s")
 
     def stop(self, timeout_s: float = 5.0) -> None:
@@ -162,12 +278,12 @@ class Cluster:
             return
         self._stopped = True
         for n in self.nodes:
-            send_signal(n, signal.SIGTERM)
-            send_signal(n, signal.SIGCONT)
+            n.signal(signal.SIGTERM)
+            n.signal(signal.SIGCONT)
         deadline = time.monotonic() + timeout_s
         for n in self.nodes:
             if not self._wait_exit(n, deadline):
-                send_signal(n, signal.SIGKILL)
+                n.signal(signal.SIGKILL)
                 self._wait_exit(n, time.monotonic() + timeout_s)
         _remove(self)
 
@@ -193,6 +309,23 @@ def _remove(cluster: Cluster) -> None:
         pass
 
 
+def _with_hint(problem: str) -> str:
+    """``problem``, and when it is missing binaries, how to use a cluster of one's own."""
+    return f"{problem}; {OWN_CLUSTER}" if problem.startswith("no valkey-server") else problem
+
+
+def _node_argv(server: str, port: int, folder: Path, node_timeout_ms: int,
+               validity_factor: int) -> list[str]:
+    """A cluster node's command line: a loopback server with cluster mode on."""
+    return servers.server_argv(
+        server, port, folder, "--logfile", str(folder / "server.log"),
+        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+        "--cluster-node-timeout", str(node_timeout_ms),
+        "--cluster-replica-validity-factor", str(validity_factor),
+        "--repl-diskless-sync-delay", "0",
+    )
+
+
 def start_cluster(
     replicas: int = 0,
     dir: str | Path | None = None,
@@ -213,22 +346,24 @@ def start_cluster(
     """
     if replicas not in (0, 1, 2):
         raise ValueError(f"replicas must be 0, 1 or 2, got {replicas!r}")
-    server, cli = binaries()
+    try:
+        server, cli = servers.valkey_tools()
+        ports = servers.bus_ports(PRIMARIES * (1 + replicas), port)
+    except servers.ServerStartError as exc:
+        raise ClusterError(_with_hint(str(exc))) from None
     root = Path(dir) if dir is not None else Path(tempfile.mkdtemp(prefix="echomq-cluster-"))
     if (root / STATE_FILE).exists():
         raise ClusterError(f"a cluster is already recorded in {root}; stop it with `down` first")
-    count = PRIMARIES * (1 + replicas)
-    ports = pick_ports(count, port)
     root.mkdir(parents=True, exist_ok=True)
     nodes, procs, argvs = [], {}, {}
     for p in ports:
         folder = root / f"node-{p}"
         folder.mkdir(exist_ok=True)
-        argv = node_argv(server, p, folder, node_timeout_ms, replica_validity_factor)
-        proc = launch(argv, keep)
+        argv = _node_argv(server, p, folder, node_timeout_ms, replica_validity_factor)
+        proc = servers.spawn(argv, keep=keep)
         nodes.append(Node(p, proc.pid, folder))
         procs[proc.pid], argvs[p] = proc, argv
-    version = server_version(server)
+    version = servers.binary_version(server)
     cluster = Cluster(root, tuple(nodes), replicas, version, server, procs, argvs, keep)
     try:
         _form(cluster, cli, timeout_s)

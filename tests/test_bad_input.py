@@ -31,8 +31,8 @@ from echomq_lab.connection import node_client
 from echomq_lab.jobs import MAX_MS, MAX_RUN_AT_MS
 from echomq_lab.report.counting import counting
 from echomq_lab.scripts import load, names
-from echomq_lab.testing import ServerStartError, free_port, start_server
-from echomq_lab.testing.state import dump
+from echomq_lab.servers import ServerStartError, free_port, start_server
+from tests.support.state import dump
 
 Q = "bad-input"
 LONG = 60_000

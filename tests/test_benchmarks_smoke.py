@@ -18,7 +18,7 @@ from echomq_lab import branded, errors, jobs, keyspace, transitions
 from echomq_lab.report.targets import targets
 from echomq_lab.scripts import load
 from echomq_lab.scripts.pipeline import run_many
-from echomq_lab.testing.cluster import skip_reason
+from tests.support.cluster import skip_reason
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -30,16 +30,16 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from echomq_lab.testing.browser import (
+from echomq_lab.two_workers import STEPS
+from echomq_lab.widgets.record_view import GONE
+from echomq_lab.widgets.two_workers import BUTTON_LABELS
+from tests.support.browser import (
     STDERR_OUTPUT,
     find_button,
     notebook_screenshot,
     stored_stderr,
     stored_widgets,
 )
-from echomq_lab.two_workers import STEPS
-from echomq_lab.widgets.record_view import GONE
-from echomq_lab.widgets.two_workers import BUTTON_LABELS
 
 pytestmark = pytest.mark.browser
 

@@ -28,10 +28,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from echomq_lab.testing.browser import VIEWPORT, find_button, stored_widgets
-from echomq_lab.testing.servers import free_port
+from echomq_lab.servers import free_port
 from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
+from tests.support.browser import VIEWPORT, find_button, stored_widgets
 
 pytestmark = pytest.mark.browser
 

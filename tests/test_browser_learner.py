@@ -23,9 +23,9 @@ import pytest
 from playwright.sync_api import Error, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from echomq_lab.testing.browser import STDERR_OUTPUT, find_button, menu
 from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
+from tests.support.browser import STDERR_OUTPUT, find_button, menu
 
 pytestmark = pytest.mark.browser
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from echomq_lab.testing.browser import (
+from tests.support.browser import (
     VIEWPORT,
     cell_count,
     find_button,

@@ -167,7 +167,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_up_status_down_leave_no_process(tmp_path: Path) -> None:
+def test_up_status_down_leave_no_process(tmp_path: Path, valkey_tools: tuple[str, str]) -> None:
+    """The command line starts Valkey's own binaries (``valkey_tools`` skips without them)."""
     folder = tmp_path / "c"
     up = _cli("up", "--dir", str(folder))
     assert up.returncode == 0, up.stderr

@@ -6,7 +6,7 @@ exception class with its wire class. Lease expiry uses leases of tens of millise
 sleeps several times longer; no test asserts how long anything took.
 
 The shared helpers (``dump``, ``server_ms``, ``deadline_window``, ``BINARY``) live in
-``echomq_lab.testing.state``.
+``tests.support.state``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import redis
 
 from echomq_lab import branded, errors, jobs
 from echomq_lab.snapshot import Drift, check, drifts, snapshot
-from echomq_lab.testing.state import BINARY, deadline_window, dump, server_ms
+from tests.support.state import BINARY, deadline_window, dump, server_ms
 
 Q = "conformance"
 PENDING = f"emq:{{{Q}}}:pending"

@@ -20,8 +20,8 @@ import redis
 
 from echomq_lab import branded, errors, jobs, snapshot
 from echomq_lab.scripts import Script, load, names
-from echomq_lab.testing.state import dump
-from echomq_lab.testing.traffic import INFO_ARGS, assert_one_evalsha, packed_size, preload, traffic
+from tests.support.state import dump
+from tests.support.traffic import INFO_ARGS, assert_one_evalsha, packed_size, preload, traffic
 
 Q = "dispatch"
 LONG = 60_000

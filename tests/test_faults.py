@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from echomq_lab import errors
+from echomq_lab.servers import RunningServer
 from echomq_lab.sim import Result, Settings, Simulation
-from echomq_lab.testing import RunningServer
 
 pytestmark = pytest.mark.slow  # a few seconds each; still part of `make test`
 

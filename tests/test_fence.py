@@ -13,8 +13,8 @@ import redis
 from echomq_lab import fencing, jobs, keyspace
 from echomq_lab.snapshot import check
 from echomq_lab.stories import HOLD_MS
-from echomq_lab.testing.state import deadline_window, dump
 from echomq_lab.widgets import FencePanel
+from tests.support.state import deadline_window, dump
 
 Q = "fence"
 CASES = {  # case -> (token kind, lease)

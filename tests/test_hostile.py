@@ -26,8 +26,8 @@ import echomq_lab
 from echomq_lab import branded, errors, jobs, keyspace, sim, snapshot
 from echomq_lab.report.counting import counting_requests
 from echomq_lab.scripts import include_text, load
-from echomq_lab.testing.servers import RunningServer
-from echomq_lab.testing.state import dump
+from echomq_lab.servers import RunningServer
+from tests.support.state import dump
 
 Q = "hostile"
 PENDING = keyspace.queue_key(Q, "pending")

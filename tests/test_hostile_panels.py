@@ -25,7 +25,7 @@ import redis
 
 import echomq_lab
 from echomq_lab import branded, jobs, keyspace
-from echomq_lab.testing.servers import RunningServer
+from echomq_lab.servers import RunningServer
 from echomq_lab.widgets import (
     FencePanel,
     FieldPicker,

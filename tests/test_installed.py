@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from echomq_lab.testing.envfiles import CONDA_ONLY, conda_ranges
+from tests.support.envfiles import CONDA_ONLY, conda_ranges
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"

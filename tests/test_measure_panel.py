@@ -13,8 +13,8 @@ import pytest
 import redis
 
 from echomq_lab.report import counting, live
-from echomq_lab.testing.state import dump
 from echomq_lab.widgets import MeasurePanel
+from tests.support.state import dump
 
 
 @pytest.fixture(autouse=True)

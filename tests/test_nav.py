@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from echomq_lab.testing.authoring import NO_MAKE, load, make, nav_cells, navigation_problems, source
+from tests.support.authoring import NO_MAKE, load, make, nav_cells, navigation_problems, source
 
 ROOT = Path(__file__).resolve().parents[1]
 

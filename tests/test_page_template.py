@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from echomq_lab.testing.authoring import (
+from tests.support.authoring import (
     NO_MAKE,
     copy_tree,
     heading,

@@ -18,8 +18,8 @@ import redis
 
 from echomq_lab import branded, connect, drift, errors, keyspace
 from echomq_lab.scripts import load
+from echomq_lab.servers import RunningServer
 from echomq_lab.snapshot import WINDOW, drifts, view
-from echomq_lab.testing import RunningServer
 
 Q = "deep"
 DEPTH = 20_000

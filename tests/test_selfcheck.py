@@ -17,8 +17,8 @@ import redis
 from echomq_lab import checks
 from echomq_lab.checks.observers import FACTS, OBSERVERS
 from echomq_lab.checks.questions import QuestionsError, build, shipped_text
-from echomq_lab.testing.state import dump
 from echomq_lab.widgets import Reveal, SelfCheck
+from tests.support.state import dump
 
 #: The right choice of every check, as the protocol sheet states it.
 EXPECTED = {

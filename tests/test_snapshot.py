@@ -8,8 +8,8 @@ import redis
 from echomq_lab import Snapshot, branded, jobs
 from echomq_lab.scripts import load
 from echomq_lab.snapshot import SET_OF_STATE, check, drifts, snapshot, view
-from echomq_lab.testing.state import BINARY, deadline_window, dump, server_ms
-from echomq_lab.testing.traffic import assert_one_evalsha, preload, traffic
+from tests.support.state import BINARY, deadline_window, dump, server_ms
+from tests.support.traffic import assert_one_evalsha, preload, traffic
 
 Q = "snap"
 LONG = 60_000

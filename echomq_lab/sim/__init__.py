@@ -20,6 +20,7 @@ from echomq_lab.sim.audit import (
     V_CLEAN,
     V_DRIFT,
     V_FINAL,
+    V_LEASE,
     V_ONCE,
     V_ORPHANS,
     V_RUN,
@@ -30,7 +31,7 @@ from echomq_lab.sim.audit import (
     Sample,
     audit,
 )
-from echomq_lab.sim.follow import Lease, lease_story, leases, ran_twice
+from echomq_lab.sim.follow import Lease, lease_story, leases, ran_twice, work_lost
 from echomq_lab.sim.ledger import Call, Ledger, Outcome
 from echomq_lab.sim.run import Result, Settings, Simulation, lab_url, simulate
 
@@ -39,6 +40,7 @@ __all__ = [
     "V_CLEAN",
     "V_DRIFT",
     "V_FINAL",
+    "V_LEASE",
     "V_ONCE",
     "V_ORPHANS",
     "V_RUN",
@@ -59,4 +61,5 @@ __all__ = [
     "leases",
     "ran_twice",
     "simulate",
+    "work_lost",
 ]

@@ -2,7 +2,9 @@
 or one job to follow.
 
 :func:`leases` rebuilds every lease (one per accepted claim) for the timeline; :func:`ran_twice`
-finds the plainest at-least-once story, and :func:`lease_story` tells one job's leases in words.
+finds the plainest at-least-once story, :func:`work_lost` the jobs a lost lease retired under a
+live one (only a run without the fence has any), and :func:`lease_story` tells one job's leases
+in words.
 
 API (for the simulation panel and pages)::
 
@@ -36,6 +38,7 @@ STORY_WORDS: dict[str, str] = {
     "retried": "its work failed; its retry was accepted",
     "dead": "its work failed at the attempts cap; its retry dead-lettered the job",
     "refused": "its settle was refused: the token was stale",
+    "gone": "its settle found the job gone: another lease had retired it",
     "lost": "it never settled (reply lost, or the run stopped)",
 }
 
@@ -53,6 +56,7 @@ class Lease:
     outcome: str  # completed | retried | dead | refused | lost
     stalled: bool
     ran_again: bool  # the job had run before under a lease that was cut off
+    gone: bool = False  # turned away because the row was gone, not refused by the fence
 
 
 def _settles(calls: Iterable[Call]) -> dict[SettleKey, Call]:
@@ -88,8 +92,9 @@ def _lease(claim: Call, settle: Call | None, cut: dict[str, int]) -> Lease:
     else:
         outcome, end, stalled = _ending(settle), settle.ended, settle.stalled
     ran_again = claim.job_id in cut and claim.token > cut[claim.job_id]
+    gone = settle is not None and settle.outcome == "gone"
     return Lease(claim.actor, claim.job_id, claim.token, claim.started, end, claim.lease_ms,
-                 outcome, stalled, ran_again)
+                 outcome, stalled, ran_again, gone)
 
 
 def leases(calls: Iterable[Call]) -> list[Lease]:
@@ -115,12 +120,35 @@ def ran_twice(all_leases: Sequence[Lease]) -> list[str]:
     return found
 
 
+def ending_words(lease: Lease) -> str:
+    """How ``lease`` ended, in words (a settle turned away says who turned it away)."""
+    return STORY_WORDS["gone" if lease.gone else lease.outcome]
+
+
+def work_lost(all_leases: Sequence[Lease]) -> list[str]:
+    """Ids of the jobs retired by one lease while a later lease of theirs was still at work:
+    that later lease's settle then found the job gone, and its work was lost. The fence makes
+    this impossible (a complete with an old token is refused), so only a run without it has any.
+    """
+    by_job: dict[str, list[Lease]] = defaultdict(list)
+    for lease in all_leases:
+        by_job[lease.job_id].append(lease)
+    found: list[tuple[bool, str]] = []
+    for job_id, mine in by_job.items():
+        done = [le.token for le in mine if le.outcome == "completed"]
+        lost = [le for le in mine if done and le.gone and le.token > min(done)]
+        if lost:
+            found.append((all(le.stalled for le in lost), job_id))
+    # the plainest first: the lease whose work was lost had not stalled
+    return [job_id for _, job_id in sorted(found, key=lambda f: f[0])]
+
+
 def lease_story(all_leases: Sequence[Lease], job_id: str) -> list[str]:
     """One line per lease of ``job_id``, in token order, in words (no times, no worker names)."""
     lines = []
     for lease in sorted((le for le in all_leases if le.job_id == job_id), key=lambda le: le.token):
         how = "stalled past its lease" if lease.stalled else "worked within its lease"
-        lines.append(f"token {lease.token}: claimed; {how}; {STORY_WORDS[lease.outcome]}")
+        lines.append(f"token {lease.token}: claimed; {how}; {ending_words(lease)}")
     return lines
 
 
@@ -229,5 +257,5 @@ def describe(leases: Sequence[Lease], key: str, window: Window) -> list[str]:
         who = f"job {le.job_id}" if key.startswith("worker:") else f"worker {le.worker}"
         how = "stalled past its lease" if le.stalled else "worked within its lease"
         lines.append(f"{le.start * 1000:7.0f} ms  token {le.token}, {who}, lease {le.lease_ms} "
-                     f"ms: {how}; {STORY_WORDS[le.outcome]}")
+                     f"ms: {how}; {ending_words(le)}")
     return lines or ["no lease in this window"]

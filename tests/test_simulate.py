@@ -316,6 +316,18 @@ def test_the_timeline_draws_one_bar_per_lease(run: Result) -> None:
     assert "✓ held" in html and "✗ broken" in html
 
 
+def test_two_runs_side_by_side(run: Result) -> None:
+    from echomq_lab.sim.charts import side_by_side_html
+
+    broken = dataclasses.replace(run, stale_completes_accepted=7,
+                                 verdicts={**run.verdicts, V_FINAL: False})
+    table = side_by_side_html({"fence on": run, "fence off": broken})
+    assert table.count("<tr>") == 1 + 6 + len(sim.VERDICTS)
+    assert ">fence on</th>" in table and ">fence off</th>" in table
+    assert "stale completes accepted</td><td" in table and ">7</td>" in table
+    assert table.count("✓") == 2 * len(sim.VERDICTS) - 1 and table.count("✗") == 1
+
+
 # ------------------------------------------------------------- who spoke, in the ledger
 
 

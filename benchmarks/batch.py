@@ -13,7 +13,7 @@ from typing import Literal
 
 import redis
 
-from echomq_lab import errors, keyspace
+from echomq_lab import errors, jobs, keyspace
 from echomq_lab.jobs import Payload, check_payload
 from echomq_lab.scripts import load
 from echomq_lab.scripts.pipeline import Call, check_batch, run_many
@@ -32,12 +32,12 @@ def enqueue_many(
     is sent (``ValueError``/``TypeError``/:class:`errors.KindRefused`).
     """
     check_batch(batch)
-    pending = keyspace.queue_key(queue, "pending")
+    sets = jobs.sets(queue)
     calls: list[Call] = []
     for job_id, payload in items:
         row = keyspace.job_key(queue, job_id)  # checks the id is a well-formed branded id
         if not job_id.startswith("JOB"):
             raise errors.KindRefused(f"{job_id} is not a JOB id")
-        calls.append(([row, pending], [job_id, check_payload(payload)]))
+        calls.append(([row, *sets], [job_id, check_payload(payload)]))
     replies = run_many(conn, load("enqueue"), calls, batch)
     return ["enqueued" if reply == 1 else "duplicate" for reply in replies]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 import weakref
 from types import TracebackType
 from typing import Any, cast
@@ -26,6 +27,9 @@ from echomq_lab import errors
 
 ENV_URL = "ECHOMQ_REDIS_URL"
 EMBEDDED = "embedded fakeredis (in this process)"
+#: The one eviction policy under which the server never drops a job's row by itself. The
+#: embedded server has no memory limit and evicts nothing: this is its policy too.
+NO_EVICTION = "noeviction"
 
 _lock = threading.Lock()
 _shared: fakeredis.FakeServer | None = None
@@ -79,9 +83,51 @@ def connect(url: str | None = None, *, fresh: bool = False, ping: bool = True) -
     if fresh:
         raise ValueError("fresh=True makes an embedded server; it cannot be combined with a URL")
     seed = cluster_url(url)
-    if seed is not None:
-        return _connect_cluster(url, seed)
-    return _connect_single(url, ping=ping)
+    conn = _connect_cluster(url, seed) if seed is not None else _connect_single(url, ping=ping)
+    if ping:
+        _warn_if_evicting(conn)
+    return conn
+
+
+def eviction_policy(conn: redis.Redis) -> str | None:
+    """The server's ``maxmemory-policy``, or None when it will not say (``CONFIG GET`` refused,
+    as managed services and ACLs may). On a cluster, the policy of the node ``conn`` asks first.
+    """
+    if isinstance(conn, fakeredis.FakeRedis):
+        return NO_EVICTION
+    node = conn
+    if isinstance(conn, RedisCluster):
+        node = cast(redis.Redis, conn.get_redis_connection(conn.get_default_node()))
+    try:
+        reply = cast(dict[bytes | str, bytes | str], node.config_get("maxmemory-policy"))
+    except redis.ResponseError:
+        return None
+    except LOST as exc:
+        raise unreachable(conn, exc) from None
+    for value in reply.values():
+        return value.decode() if isinstance(value, bytes) else value
+    return None
+
+
+def eviction_note(policy: str | None) -> str:
+    """A few words on what ``policy`` means for the fence, for a panel's server line."""
+    if policy == NO_EVICTION:
+        return "evicts nothing (noeviction)"
+    if policy is None:
+        return "eviction policy unknown (the server refused CONFIG GET)"
+    return f"may evict job rows ({policy}): a lost row loses its fence"
+
+
+def _warn_if_evicting(conn: redis.Redis) -> None:
+    policy = eviction_policy(conn)
+    if policy is not None and policy != NO_EVICTION:
+        warnings.warn(
+            f"{describe(conn)} runs maxmemory-policy {policy}: it may evict a job's row, and "
+            "the fencing token lives in that row (a re-sent enqueue could then mint a token "
+            "twice); run queue servers with maxmemory-policy noeviction",
+            errors.EvictionRisk,
+            stacklevel=3,
+        )
 
 
 #: No silent resends: a script whose reply was lost may have run, and running it again (say, a
@@ -173,11 +219,7 @@ def describe(conn: redis.Redis) -> str:
 
 
 class reaching:  # noqa: N801 - used like a function: ``with reaching(conn): ...``
-    """Turn a lost connection inside the block into :class:`errors.ServerUnavailable`.
-
-    A small class rather than a generator context manager: every transition passes through
-    it, and this costs a few microseconds less per call.
-    """
+    """Turn a lost connection inside the block into :class:`errors.ServerUnavailable`."""
 
     __slots__ = ("conn",)
 

@@ -1,10 +1,22 @@
-"""The whole-queue drift check, walked from the host in short steps.
+"""Drift: where a queue's keys disagree with the protocol, its kinds, and the whole-queue check.
 
-:func:`check` finds every drift of a queue (a row whose state disagrees with its set, an id in
-two sets, a member whose row is gone, a row in no set) and every odd thing another client wrote
-(a key of the wrong type, a member that is not a JOB id, an infinite score, an ``attempts``
-that is not a whole number, a state no transition writes; the kinds are
-:mod:`echomq_lab.drift_kinds`') without ever holding the server for long:
+Every reader of a queue (:func:`snapshot.drifts` over a view or a whole read, :func:`check` here
+over the whole queue) gathers the same facts about each id it saw (the sets holding it and its
+score in each, whether its row exists, the row's ``state`` and ``attempts``) and asks
+:func:`drift_of`, so each kind is defined once:
+
+- ``in-two-sets``: the id is a member of more than one set;
+- ``member-without-row``: the id is in a set but its row is gone (or is not a hash);
+- ``row-in-no-set``: the row exists but no set holds the id;
+- ``state-mismatch``: the row's state names another set than the one holding it;
+- ``unknown-state``: the row's state is one no transition writes (``paused``, or none at all);
+- ``bad-attempts``: the row's ``attempts`` is not a plain whole number (``one``);
+- ``malformed-member``: a set member that is not a well-formed JOB id (``AAA``, non-UTF-8);
+- ``score-not-finite``: a member whose score is ``+inf`` or ``-inf``;
+- ``wrong-type``: a key of the queue holding another type than the protocol keeps there (a
+  string at a set key, or at a row key such as ``emq:{Q}:job:lock``); see :func:`wrong_type`.
+
+:func:`check` finds all of them in the whole queue without ever holding the server for long:
 
 1. the size of each set is read (one ``MULTI`` of ``ZCARD``); a set key the server refuses
    that for (``WRONGTYPE``) is read by ``TYPE`` only, is a ``wrong-type`` drift and is never
@@ -21,32 +33,125 @@ that is not a whole number, a state no transition writes; the kinds are
    that holds in that one moment is reported (a wrong-type set key: as the final sizes read it;
    the name of a wrong type is the ``TYPE`` read just after).
 
-What each mode sees and cannot see:
-
-- :func:`check` sees every member and every row of the queue, wherever it is, but not in one
-  atomic moment: it never reports a drift that was not there (each is re-read atomically), yet a
-  drift made while the walk runs may be missed, and a job that moves while the walk runs may be
-  seen twice or not at all. The :class:`Report` says whether the queue changed under the walk
-  and how many members and rows it saw.
-- :func:`snapshot.view` (a panel's click) sees the first members of each set and the jobs it
-  follows, atomically; it cannot see anything beyond its window.
-- :func:`snapshot.snapshot` sees the four sets whole and their members' rows, atomically, in one
-  script run that grows with the queue; it cannot see a row in no set unless it follows it.
+What each reader sees: :func:`check` sees every member and every row of the queue, but not in
+one atomic moment. It never reports a drift that was not there (each is re-read atomically), yet
+a drift made while the walk runs may be missed, and a job that moves may be seen twice or not at
+all; its :class:`Report` says whether the queue changed under the walk. :func:`snapshot.view`
+(a panel's click) and :func:`snapshot.snapshot` (a small queue read whole) read in one atomic
+moment, but the view sees only the first members of each set and the jobs it follows, and
+neither sees a row that is in no set unless it follows it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast, overload
+from typing import Any, TypeVar, cast, overload
 
 import redis
 
-from echomq_lab import keyspace
+from echomq_lab import branded, keyspace
 from echomq_lab.connection import node_client, reaching
-from echomq_lab.drift_kinds import Drift, drift_of, wrong_type
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import decoded
+
+__all__ = [
+    "BATCH", "CONFIRM", "INFINITE", "SCAN_STEP", "SET_OF_STATE", "STEP", "Drift", "Report",
+    "check", "drift_of", "score_of", "whole", "wrong_type",
+]
+
+#: Which set holds a job in each state (the states in :data:`keyspace.SET_NAMES`' order).
+SET_OF_STATE: dict[str, SetName] = dict(
+    zip(("pending", "active", "scheduled", "dead"), SET_NAMES, strict=True)
+)
+
+#: What an infinite score (``+inf``/``-inf``, which another client may write) is read as: no
+#: finite time is this large, so the views can say "not a time" instead of failing.
+INFINITE = 2**63
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One disagreement between rows and sets (``kind`` is one of the module's list)."""
+
+    kind: str
+    job_id: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.job_id} {self.detail}"
+
+
+def score_of(raw: bytes | str | float) -> int:
+    """A score as an int; ``inf`` and ``-inf`` become ±:data:`INFINITE`."""
+    value = float(raw)
+    if math.isinf(value):
+        return INFINITE if value > 0 else -INFINITE
+    return int(value)
+
+
+def whole(value: bytes) -> bool:
+    """True for a plain non-negative integer: digits only, no sign, no leading zero."""
+    return value.isdigit() and len(value) <= 18 and (value == b"0" or not value.startswith(b"0"))
+
+
+def wrong_type(key: str, kind: str) -> Drift:
+    """The drift of a queue key that holds a ``kind`` (``string``, ``list``...) instead of the
+    sorted set or hash the protocol keeps there; its content is never read."""
+    return Drift("wrong-type", key, f"holds a {kind}, not what the protocol keeps there")
+
+
+def _odd(
+    job_id: str, holders: list[SetName], scores: Mapping[SetName, float], attempts: bytes | None
+) -> list[Drift]:
+    """What no transition writes: a member that is not a JOB id, an infinite score, a bad
+    ``attempts``."""
+    found: list[Drift] = []
+    if holders and not (job_id.startswith("JOB") and branded.valid(job_id)):
+        found.append(Drift("malformed-member", job_id, f"is in {holders[0]} but is not a JOB id"))
+    for name in holders:
+        score = scores[name]
+        if math.isinf(score) or abs(score) >= INFINITE:
+            sign = "+" if score > 0 else "-"
+            found.append(Drift("score-not-finite", job_id, f"has score {sign}inf in {name}"))
+    if attempts is not None and not whole(attempts):
+        found.append(Drift("bad-attempts", job_id,
+                           f"has attempts {decoded(attempts)!r}, not a whole number"))  # fmt: skip
+    return found
+
+
+def drift_of(
+    job_id: str,
+    scores: Mapping[SetName, float],
+    has_row: bool,
+    state: str | None,
+    attempts: bytes | None = None,
+) -> list[Drift]:
+    """The drifts of one id: ``scores`` holds its score in each set that holds it, ``has_row``
+    says its row (a hash) exists, ``state`` and ``attempts`` are that row's fields as read (None:
+    absent, or not read). Odd data comes first, then how the row and the sets disagree; a row
+    whose state no transition writes is ``unknown-state`` and is not compared with the sets."""
+    holders = [name for name in SET_NAMES if name in scores]
+    found = _odd(job_id, holders, scores, attempts)
+    if len(holders) > 1:
+        found.append(Drift("in-two-sets", job_id, f"is in {' and '.join(holders)}"))
+    if not has_row:
+        if holders:
+            found.append(Drift("member-without-row", job_id, f"is in {holders[0]} but has no row"))
+        return found
+    shown = state if state is not None else ""
+    if shown not in SET_OF_STATE:
+        detail = f"has state {shown!r}, which no transition writes"
+        found.append(Drift("unknown-state", job_id, detail))
+    elif not holders:
+        found.append(Drift("row-in-no-set", job_id, f"has state {shown!r} but is in no set"))
+    elif SET_OF_STATE[shown] not in holders:
+        found.append(Drift("state-mismatch", job_id, f"has state {shown!r} but is in {holders[0]}"))
+    return found
+
+
+# The whole-queue check, walked from the host in short steps.
 
 #: Members asked of one ZSCAN call (a hint the server keeps close to).
 STEP = 200
@@ -109,13 +214,12 @@ class Report(Sequence[Drift]):
     def summary(self) -> str:
         """One line: what was walked, how many drifts, and whether the queue held still."""
         found = "no drift" if not self.drifts else f"{len(self.drifts)} drift(s)"
-        held = (
-            "the queue did not change during the walk"
-            if self.consistent
-            else f"the queue changed during the walk ({self.dismissed} suspect(s) settled)"
-        )
+        held = ("the queue did not change during the walk" if self.consistent
+                else f"the queue changed during the walk ({self.dismissed} suspect(s) settled)")
         return f"walked {self.members:,} members and {self.rows:,} rows: {found}; {held}"
 
+
+K = TypeVar("K")
 
 #: The TYPE replies of a key the protocol may hold a sorted set at (``none``: not there yet).
 _SET_TYPES = ("zset", "none")
@@ -124,6 +228,14 @@ _SET_TYPES = ("zset", "none")
 def _refused(reply: object) -> bool:
     """True when a pipelined reply is the server's WRONGTYPE (the key holds another type)."""
     return isinstance(reply, redis.ResponseError) and str(reply).startswith("WRONGTYPE")
+
+
+def _refused_among(keys: Sequence[K], replies: list[Any]) -> list[K]:
+    """The keys whose pipelined reply was WRONGTYPE; any other error reply is raised."""
+    for reply in replies:
+        if isinstance(reply, Exception) and not _refused(reply):
+            raise reply
+    return [key for key, reply in zip(keys, replies, strict=True) if _refused(reply)]
 
 
 def _kinds(conn: redis.Redis, keys: Sequence[bytes | str]) -> list[str]:
@@ -145,21 +257,10 @@ def _census(conn: redis.Redis, queue: str) -> tuple[dict[SetName, int], dict[Set
     for name in SET_NAMES:
         pipe.zcard(keys[name])
     replies: list[Any] = pipe.execute(raise_on_error=False)
-    sizes: dict[SetName, int] = {}
-    odd: list[SetName] = []
-    for name, reply in zip(SET_NAMES, replies, strict=True):
-        if _refused(reply):
-            odd.append(name)
-        elif isinstance(reply, Exception):
-            raise reply
-        sizes[name] = 0 if _refused(reply) else int(reply)
+    odd = _refused_among(SET_NAMES, replies)
+    sizes = {n: 0 if n in odd else int(r) for n, r in zip(SET_NAMES, replies, strict=True)}
     kinds = dict(zip(odd, _kinds(conn, [keys[name] for name in odd]), strict=True))
     return sizes, {name: kind for name, kind in kinds.items() if kind not in _SET_TYPES}
-
-
-def _float(reply: object) -> float | None:
-    """A ZSCORE reply as a float; None for no member (or an error: the key is not a zset)."""
-    return reply if isinstance(reply, float) else None
 
 
 def _fields(reply: object) -> tuple[bytes | None, bytes | None]:
@@ -183,12 +284,13 @@ class _Facts:
     attempts: bytes | None = None
 
     def drifts(self, raw: bytes, prefix: bytes) -> list[Drift]:
-        """The drifts these facts show (see :func:`drift_kinds.drift_of`), and a row key of
+        """The drifts these facts show (see :func:`drift_of`), and a row key of
         the wrong type."""
         has_row = self.kind == "hash"
-        found = drift_of(_text(raw), self.scores, has_row, _shown(self.state), self.attempts)
+        state = None if self.state is None else decoded(self.state)
+        found = drift_of(decoded(raw), self.scores, has_row, state, self.attempts)
         if self.kind not in ("hash", "none"):
-            found.append(wrong_type(_text(prefix + raw), self.kind))
+            found.append(wrong_type(decoded(prefix + raw), self.kind))
         return found
 
 
@@ -225,7 +327,7 @@ class _Walk:
                         self.conn.zscan(key, cursor, count=STEP),
                     )
                 except redis.ResponseError as exc:
-                    if not str(exc).startswith("WRONGTYPE"):
+                    if not _refused(exc):
                         raise
                     break  # another client replaced the set: the final census says so
                 finally:
@@ -245,10 +347,8 @@ class _Walk:
         found: list[bytes] = []
         cursor = 0
         while True:
-            cursor, keys = cast(
-                tuple[int, list[bytes]],
-                node.scan(cursor, match=prefix + b"*", count=SCAN_STEP),
-            )
+            reply = node.scan(cursor, match=prefix + b"*", count=SCAN_STEP)
+            cursor, keys = cast(tuple[int, list[bytes]], reply)
             self.calls += 1
             found += keys
             if cursor == 0:
@@ -265,11 +365,9 @@ class _Walk:
             pipe.hmget(key, "state", "attempts")
         replies: list[Any] = pipe.execute(raise_on_error=False)
         self.calls += 1
-        odd = [key for key, reply in zip(chunk, replies, strict=True) if _refused(reply)]
+        odd = _refused_among(chunk, replies)
         for key, reply in zip(chunk, replies, strict=True):
-            if isinstance(reply, Exception) and not _refused(reply):
-                raise reply
-            if _refused(reply):
+            if key in odd:
                 continue
             # (a key gone since the SCAN saw it reads as a row of neither field: a suspect,
             # which the atomic re-read settles)
@@ -306,10 +404,9 @@ class _Walk:
             odd: list[bytes] = []
             for facts, raw, i in zip(read, chunk, range(0, 6 * len(chunk), 6), strict=True):
                 *scores, exists, fields = replies[i : i + 6]
-                facts.scores = {
-                    n: f for n, s in zip(SET_NAMES, scores, strict=True)
-                    if (f := _float(s)) is not None
-                }  # fmt: skip
+                # (a ZSCORE that is not a float: no member, or the set key is not a zset)
+                facts.scores = {n: s for n, s in zip(SET_NAMES, scores, strict=True)
+                                if isinstance(s, float)}  # fmt: skip
                 if _refused(fields):
                     odd.append(raw)
                 elif exists == 1:
@@ -325,15 +422,6 @@ class _Walk:
                 held += now
                 settled += not now
         return held, settled
-
-
-def _text(raw: bytes) -> str:
-    """A member or key as text by the one display rule (:func:`row.decoded`)."""
-    return decoded(raw)
-
-
-def _shown(state: bytes | None) -> str | None:
-    return None if state is None else decoded(state)
 
 
 def check(conn: redis.Redis, queue: str) -> Report:
@@ -356,13 +444,5 @@ def check(conn: redis.Redis, queue: str) -> Report:
         found, settled = walk.confirm(walk.suspects())
         after, odd = _census(conn, queue)
     odd_sets = [wrong_type(keyspace.queue_key(queue, name), kind) for name, kind in odd.items()]
-    return Report(
-        queue,
-        tuple(odd_sets + found),
-        members=walk.members,
-        rows=walk.rows,
-        calls=walk.calls + 1,
-        sizes_before=before,
-        sizes_after=after,
-        dismissed=settled,
-    )
+    return Report(queue, tuple(odd_sets + found), members=walk.members, rows=walk.rows,
+                  calls=walk.calls + 1, sizes_before=before, sizes_after=after, dismissed=settled)

@@ -121,6 +121,12 @@ class NotReplicated(HostCondition):
         self.job_id, self.token, self.acked, self.wanted = job_id, token, acked, wanted
 
 
+class EvictionRisk(UserWarning):
+    """The server may evict keys under memory pressure (its ``maxmemory-policy`` is not
+    ``noeviction``). The fence lives in a job's row: an evicted row takes its token with it,
+    and a re-sent enqueue could start the count again. Warned once per :func:`connect`."""
+
+
 WIRE_CLASSES: dict[str, type[Refusal]] = {
     cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState, BadRow)
 }

@@ -7,7 +7,7 @@ only); the primary is killed; the replica thaws, is promoted, and worker 2 claim
 The promoted replica never saw the first claim, so it mints token 1 again. Every call goes into
 a :class:`~echomq_lab.sim.ledger.Ledger` and the run ends with the simulation's audit.
 
-With ``durable=True`` both workers claim with ``jobs.claim(..., replicas=1)``: worker 1's
+With ``durable=True`` both workers claim with ``durable.claim(..., replicas=1)``: worker 1's
 claim reaches no replica, :class:`errors.NotReplicated` is raised and worker 1 never starts.
 :func:`measure` times claims; :func:`experiment` does both on a cluster of its own.
 ``python -m echomq_lab.failover`` runs the experiment both ways and prints it.
@@ -25,6 +25,7 @@ import redis
 from echomq_lab import branded, errors, jobs, keyspace, queues
 from echomq_lab.cluster import Cluster, ClusterError, Node, Shard, start_cluster
 from echomq_lab.connection import connect
+from echomq_lab.durable import claim as durable_claim
 from echomq_lab.report.counting import counting_requests
 from echomq_lab.sim.audit import Audit, audit
 from echomq_lab.sim.ledger import Call, Ledger
@@ -187,6 +188,13 @@ def _wait_promotion(cluster: Cluster, replica: Node, slot: int, timeout_s: float
     return time.monotonic() - t0
 
 
+def _claim(conn: redis.Redis, queue: str, *, durable: bool) -> jobs.Claimed | None:
+    """A plain claim (the course's), or a durable one that waits for one replica."""
+    if durable:
+        return durable_claim(conn, queue, LEASE_MS, replicas=1, timeout_ms=WAIT_MS)
+    return jobs.claim(conn, queue, LEASE_MS)
+
+
 class _Actor:
     """One worker's calls, each written to the ledger with its outcome."""
 
@@ -195,9 +203,8 @@ class _Actor:
 
     def claim(self, conn: redis.Redis, run: Run) -> jobs.Claimed | None:
         started = self.ledger.now()
-        replicas = 1 if run.durable else 0
         try:
-            got = jobs.claim(conn, run.queue, LEASE_MS, replicas=replicas, timeout_ms=WAIT_MS)
+            got = _claim(conn, run.queue, durable=run.durable)
         except errors.NotReplicated as exc:
             self.ledger.record_error(self.name, "claim", exc.job_id, exc.token, exc,
                                      started=started, lease_ms=LEASE_MS)
@@ -341,8 +348,7 @@ def measure(cluster: Cluster, claims: int = 200, *, durable: bool) -> Cost:
     queue, shard = _healthy_queue(cluster, "cost")
     conn = connect(cluster.url_via(shard.primary))
     queues.reset(conn, queue)
-    replicas = 1 if durable else 0
-    jobs.claim(conn, queue, LEASE_MS, replicas=replicas, timeout_ms=WAIT_MS)  # loads the script
+    _claim(conn, queue, durable=durable)  # loads the script
     for _ in range(claims):
         jobs.enqueue(conn, queue, branded.mint("JOB"), b"x")
     took: list[float] = []
@@ -351,7 +357,7 @@ def measure(cluster: Cluster, claims: int = 200, *, durable: bool) -> Cost:
     with counting_requests() as sent:
         for _ in range(claims):
             t0 = time.perf_counter()
-            got = jobs.claim(conn, queue, LEASE_MS, replicas=replicas, timeout_ms=WAIT_MS)
+            got = _claim(conn, queue, durable=durable)
             took.append((time.perf_counter() - t0) * 1000)
             if got is not None:
                 held.append(got)

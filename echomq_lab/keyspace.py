@@ -7,7 +7,6 @@ The braces make the queue name the hashtag, so one queue's keys share one cluste
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Literal
 
 from redis.crc import key_slot
@@ -34,16 +33,9 @@ def check_queue(queue: object) -> str:
     return queue
 
 
-@lru_cache(maxsize=1024)
-def _base(queue: str) -> str:
-    return f"emq:{{{check_queue(queue)}}}:"
-
-
 def base(queue: str) -> str:
     """The prefix every key of ``queue`` starts with: ``emq:{Q}:``."""
-    if type(queue) is not str:  # only exact str is cached; anything else is refused as before
-        check_queue(queue)
-    return _base(queue)
+    return f"emq:{{{check_queue(queue)}}}:"
 
 
 def queue_key(queue: str, kind: str) -> str:

@@ -23,9 +23,6 @@ from echomq_lab.connection import describe, reaching
 SLOTS = 16384
 T = TypeVar("T")
 
-#: The keys one queue uses: its four sets (a job's row key is added per job).
-SET_NAMES: tuple[str, ...] = ("pending", "active", "schedule", "dead")
-
 
 @dataclass(frozen=True)
 class Primary:
@@ -100,7 +97,7 @@ class KeyPlace:
 
 def queue_keys(queue: str, job_id: str | None = None) -> list[str]:
     """The queue's four set keys, and the row key of ``job_id`` when one is given."""
-    keys = [keyspace.queue_key(queue, name) for name in SET_NAMES]
+    keys = [keyspace.queue_key(queue, name) for name in keyspace.SET_NAMES]
     return keys + ([keyspace.job_key(queue, job_id)] if job_id else [])
 
 

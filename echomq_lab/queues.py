@@ -6,7 +6,7 @@ from __future__ import annotations
 import redis
 
 from echomq_lab import errors, jobs, keyspace
-from echomq_lab.connection import describe, node_client, reaching
+from echomq_lab.connection import describe, eviction_note, eviction_policy, node_client, reaching
 
 
 def reset(conn: redis.Redis, queue: str) -> int:
@@ -33,9 +33,10 @@ def prepare(conn: redis.Redis, *queues: str) -> str:
     try:
         for queue in queues:
             reset(conn, queue)
+        evicts = eviction_note(eviction_policy(conn))
     except errors.ServerUnavailable as exc:
         return f"the lab's server: {exc}; start it, then press any panel's button"
-    return f"the lab's server: {describe(conn)}"
+    return f"the lab's server: {describe(conn)}; {evicts}"
 
 
 def forget(conn: redis.Redis, queue: str, job_id: str) -> None:

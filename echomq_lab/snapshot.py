@@ -19,7 +19,7 @@ Both tolerate what another client may write: the script checks the TYPE of every
 reading it (a key of another type is named in ``Snapshot.others``, never read), members that
 are not UTF-8 are shown by :func:`row.decoded`, and ``+inf``/``-inf`` scores read as
 ±:data:`INFINITE`; :func:`drifts` lists each of these among the drifts (the kinds are
-:mod:`echomq_lab.drift_kinds`').
+:mod:`echomq_lab.drift`'s).
 """
 
 from __future__ import annotations
@@ -27,18 +27,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 
-from echomq_lab import keyspace
-from echomq_lab.drift_kinds import INFINITE, SET_OF_STATE, Drift, drift_of, score_of, wrong_type
+from echomq_lab import drift, keyspace
+from echomq_lab.drift import INFINITE, SET_OF_STATE, Drift, Report, drift_of, score_of, wrong_type
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import Row, decoded
 from echomq_lab.scripts import Arg, load
-
-if TYPE_CHECKING:
-    from echomq_lab.drift import Report
 
 __all__ = [
     "INFINITE", "MAX_FOLLOW", "SET_OF_STATE", "WINDOW", "Drift", "Row", "Snapshot", "check",
@@ -224,7 +221,7 @@ def drifts(snap: Snapshot) -> list[Drift]:
     set holding it. On a windowed view that is the ids shown and followed, nothing beyond.
 
     Odd data another client wrote among what was read is listed too (the kinds are
-    :mod:`drift_kinds`'): each key of the wrong type first, then per id a member that is not a
+    :mod:`drift`'s): each key of the wrong type first, then per id a member that is not a
     JOB id, an infinite score, a read row whose ``attempts`` is not a whole number, a state no
     transition writes."""
     found = [wrong_type(key, kind) for key, kind in sorted(snap.others.items())]
@@ -238,6 +235,4 @@ def drifts(snap: Snapshot) -> list[Drift]:
 
 def check(conn: redis.Redis, queue: str) -> Report:
     """Every drift in the whole ``queue``, walked in bounded steps: see :func:`drift.check`."""
-    from echomq_lab import drift  # late: drift builds on this module
-
     return drift.check(conn, queue)

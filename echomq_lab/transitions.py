@@ -1,6 +1,7 @@
 """The registry of the protocol's transitions: each one defined once, here.
 
-A :class:`Transition` names its handle(s) in :mod:`echomq_lab.jobs`, its script file, the
+A :class:`Transition` is data: the names of its handle(s) in :mod:`echomq_lab.jobs` (look one
+up with ``getattr(jobs, name)``), its script file, the
 states it writes to the row, the edges it draws on the lifecycle diagram, and whether it is
 fenced (the caller presents the token claim minted). The scripts loader, the field facts, the
 stories, the diagram, the panels and the benchmarks all read :data:`TRANSITIONS`; a new
@@ -10,11 +11,7 @@ transition is one entry here plus its ``.lua`` file.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from echomq_lab import jobs
 
 #: Where a job is before it exists, and after it is retired (its row deleted).
 START, RETIRED = "start", "completed"
@@ -33,56 +30,56 @@ class Edge:
 class Transition:
     """One transition of the protocol.
 
-    ``handles`` are the :mod:`jobs` functions that run ``script``; ``writes`` the ``state``
+    ``handles`` name the :mod:`jobs` functions that run ``script``; ``writes`` the ``state``
     values the script can leave in the row (empty: it leaves ``state`` alone; :data:`RETIRED`:
     it deletes the row); ``fenced`` means the caller must present the lease's token.
-    ``dropping`` is the variant of the handle that also returns the members the script dropped
+    ``dropping`` names the variant of the handle that also returns the members the script dropped
     because no job stood behind them (orphans, malformed ids), for the transitions that read
     ids from a set (claim, promote, reap); None for the others.
     """
 
     name: str
     script: str
-    handles: tuple[Callable[..., Any], ...]
+    handles: tuple[str, ...]
     writes: tuple[str, ...]
     edges: tuple[Edge, ...]
     fenced: bool
     summary: str
-    dropping: Callable[..., Any] | None = None
+    dropping: str | None = None
 
     @property
     def handle_names(self) -> tuple[str, ...]:
         """The handles' names as ``jobs`` spells them, e.g. ``("enqueue_at", "enqueue_in")``."""
-        return tuple(h.__name__ for h in self.handles)
+        return self.handles
 
 
 TRANSITIONS: tuple[Transition, ...] = (
-    Transition("enqueue", "enqueue", (jobs.enqueue,), ("pending",),
+    Transition("enqueue", "enqueue", ("enqueue",), ("pending",),
                (Edge(START, "pending", "enqueue"),), False,
                "writes a new row and adds its id to pending"),
-    Transition("claim", "claim", (jobs.claim,), ("active",),
+    Transition("claim", "claim", ("claim",), ("active",),
                (Edge("pending", "active", "claim"),), False,
-               "leases the oldest pending job and mints its token", jobs.claim_dropping),
-    Transition("schedule", "schedule", (jobs.enqueue_at, jobs.enqueue_in), ("scheduled",),
+               "leases the oldest pending job and mints its token", "claim_dropping"),
+    Transition("schedule", "schedule", ("enqueue_at", "enqueue_in"), ("scheduled",),
                (Edge(START, "scheduled", "enqueue_in / enqueue_at"),), False,
                "writes a new row that runs later, in the schedule set"),
-    Transition("retry", "retry", (jobs.retry,), ("scheduled", "dead"),
+    Transition("retry", "retry", ("retry",), ("scheduled", "dead"),
                (Edge("active", "scheduled", "retry"),
                 Edge("active", "dead", "retry (at the cap)")), True,
                "gives the lease back after a failure: another try later, or dead at the cap"),
-    Transition("promote", "promote", (jobs.promote,), ("pending",),
+    Transition("promote", "promote", ("promote",), ("pending",),
                (Edge("scheduled", "pending", "promote"),), False,
-               "moves scheduled jobs that are due into pending", jobs.promote_dropping),
-    Transition("reap", "reap", (jobs.reap,), ("pending",),
+               "moves scheduled jobs that are due into pending", "promote_dropping"),
+    Transition("reap", "reap", ("reap",), ("pending",),
                (Edge("active", "pending", "reap"),), False,
-               "returns jobs whose lease ran out to pending", jobs.reap_dropping),
-    Transition("reprocess", "reprocess", (jobs.reprocess,), ("pending",),
+               "returns jobs whose lease ran out to pending", "reap_dropping"),
+    Transition("reprocess", "reprocess", ("reprocess",), ("pending",),
                (Edge("dead", "pending", "reprocess"),), False,
                "sends a dead job back to pending"),
-    Transition("complete", "complete", (jobs.complete,), (RETIRED,),
+    Transition("complete", "complete", ("complete",), (RETIRED,),
                (Edge("active", RETIRED, "complete"),), True,
                "retires the job: its row and its lease are deleted"),
-    Transition("extend", "extend", (jobs.extend,), (),
+    Transition("extend", "extend", ("extend",), (),
                (Edge("active", "active", "extend"),), True,
                "pushes the lease's deadline later; the row is not written"),
 )

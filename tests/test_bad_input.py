@@ -25,7 +25,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from echomq_lab import branded, connect, errors, jobs, keyspace, snapshot
+from echomq_lab import branded, connect, durable, errors, jobs, keyspace, snapshot
 from echomq_lab.branded import ALPHABET, MAX_SNOWFLAKE, WIDTH
 from echomq_lab.connection import node_client
 from echomq_lab.jobs import MAX_MS, MAX_RUN_AT_MS
@@ -290,16 +290,15 @@ _cases(
     },
     _ints("lease_ms", [0, -1], [MAX_MS + 1, 10**30], NON_INTS),
 )
-# claim's defaults (no replica, 1000 ms) are taken without a check: anything else is checked,
-# so a value equal to a default but of another type (False, 0.0) is still refused.
+# The cluster lab's durable claim checks its replica count and its wait like any argument.
 _cases(
     "replicas",
-    {"claim": lambda c, w, v: jobs.claim(c, Q, LONG, replicas=v)},
+    {"durable_claim": lambda c, w, v: durable.claim(c, Q, LONG, replicas=v)},
     _ints("replicas", [-1], [65], [*NON_INTS, ("false", False), ("float-zero", 0.0)]),
 )
 _cases(
     "timeout",
-    {"claim": lambda c, w, v: jobs.claim(c, Q, LONG, timeout_ms=v)},
+    {"durable_claim": lambda c, w, v: durable.claim(c, Q, LONG, replicas=0, timeout_ms=v)},
     _ints("timeout_ms", [0, -1], [MAX_MS + 1], [*NON_INTS, ("float-default", 1000.0)]),
 )
 _cases(
@@ -383,13 +382,12 @@ def test_bad_argument_refused_before_the_wire(
 
 
 @pytest.mark.parametrize("timeout_ms", [1000, 1, MAX_MS])
-def test_claim_with_its_defaults_or_any_good_timeout_spelled_out_claims(
+def test_a_durable_claim_of_no_replica_with_any_good_timeout_claims(
     conn: redis.Redis, timeout_ms: int
 ) -> None:
-    # int(str(...)) is a new int object: the value is checked, not the default's own object.
     job = branded.mint()
     jobs.enqueue(conn, Q, job, b"p")
-    got = jobs.claim(conn, Q, LONG, replicas=0, timeout_ms=int(str(timeout_ms)))
+    got = durable.claim(conn, Q, LONG, replicas=0, timeout_ms=timeout_ms)
     assert got == jobs.Claimed(job, b"p", 1)
     assert type(got.token) is int
 

@@ -14,7 +14,17 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from echomq_lab import branded, cluster, connect, errors, jobs, keyspace, placement, queues
+from echomq_lab import (
+    branded,
+    cluster,
+    connect,
+    durable,
+    errors,
+    jobs,
+    keyspace,
+    placement,
+    queues,
+)
 from echomq_lab.connection import describe, node_client
 
 Q = "cluster-test"
@@ -107,7 +117,7 @@ def test_a_durable_claim_without_replicas_raises_not_replicated(cconn: redis.Red
     job = branded.mint("JOB")
     jobs.enqueue(cconn, Q, job, b"x")
     with pytest.raises(errors.NotReplicated) as e:
-        jobs.claim(cconn, Q, 60_000, replicas=1, timeout_ms=50)
+        durable.claim(cconn, Q, 60_000, replicas=1, timeout_ms=50)
     assert (e.value.job_id, e.value.token, e.value.acked, e.value.wanted) == (job, 1, 0, 1)
     assert "EMQ" not in str(e.value) and errors.kind_of(e.value) == "not replicated"
     # The claim did happen on the primary: the job is leased, only the worker holds back.
@@ -115,19 +125,24 @@ def test_a_durable_claim_without_replicas_raises_not_replicated(cconn: redis.Red
 
 
 def test_a_durable_claim_on_an_empty_queue_is_none(cconn: redis.Redis) -> None:
-    assert jobs.claim(cconn, Q, 1000, replicas=1, timeout_ms=20) is None
+    assert durable.claim(cconn, Q, 1000, replicas=1, timeout_ms=20) is None
+
+
+def test_the_course_claim_takes_no_durability_arguments(cconn: redis.Redis) -> None:
+    with pytest.raises(TypeError):
+        jobs.claim(cconn, Q, 1000, replicas=1)  # type: ignore[call-arg]
 
 
 def test_the_embedded_server_has_no_replicas_either() -> None:
     conn = connect(fresh=True)
     jobs.enqueue(conn, Q, branded.mint("JOB"), b"x")
     with pytest.raises(errors.NotReplicated, match="reached 0 of 1 replica"):
-        jobs.claim(conn, Q, 1000, replicas=1, timeout_ms=20)
+        durable.claim(conn, Q, 1000, replicas=1, timeout_ms=20)
 
 
 @pytest.mark.parametrize(
     ("kw", "exc"),
-    [({"replicas": -1}, ValueError), ({"replicas": "1"}, TypeError),
+    [({"replicas": -1}, ValueError), ({"replicas": "1"}, TypeError), ({}, TypeError),
      ({"replicas": 1, "timeout_ms": 0}, ValueError), ({"replicas": 1, "timeout_ms": 1.5},
                                                       TypeError)],
 )
@@ -137,7 +152,7 @@ def test_bad_durable_arguments_are_refused_before_the_wire(
     job = branded.mint("JOB")
     jobs.enqueue(cconn, Q, job, b"x")
     with pytest.raises(exc):
-        jobs.claim(cconn, Q, 1000, **kw)  # type: ignore[arg-type]
+        durable.claim(cconn, Q, 1000, **kw)  # type: ignore[arg-type]
     assert jobs.record(cconn, Q, job) == {b"state": b"pending", b"attempts": b"0", b"payload": b"x"}
 
 

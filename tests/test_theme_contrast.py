@@ -81,7 +81,7 @@ def test_coloured_text_reads_on_the_page(which: str, hue: str) -> None:
 @pytest.mark.parametrize("which", list(THEMES))
 def test_soft_text_and_the_highlight_read(which: str) -> None:
     page, ink = resolve(theme.PAGE, which), resolve(theme.INK_ON_PAGE, which)
-    soft, changed = resolve(theme.SOFT_ON_PAGE, which), resolve(theme.CHANGED_BG, which)
+    soft, changed = resolve(theme.SOFT, which), resolve(theme.CHANGED_BG, which)
     assert ratio(soft, page) >= 4.5
     assert ratio(soft, changed) >= 4.5, "soft text on a changed (removed) row"
     assert ratio(ink, changed) >= 4.5
@@ -97,3 +97,38 @@ def test_white_reads_on_every_fill(hue: str) -> None:
 def test_the_old_dark_ink_would_fail_in_dark() -> None:
     """The check can fail: the near-black the diagram used to draw lit labels with vanishes."""
     assert ratio(hex_rgb("#111111"), resolve(theme.PAGE, "dark")) < 1.1
+
+
+@pytest.mark.parametrize("which", list(THEMES))
+def test_the_selected_toggle_stands_out(which: str) -> None:
+    """A selected toggle is 3:1 or more against an unselected one, and its text 4.5:1 on it."""
+    on, off = resolve(theme.TOGGLE_ON_BG, which), resolve(theme.TOGGLE_OFF_BG, which)
+    assert ratio(on, off) >= 3
+    assert ratio(resolve(theme.TOGGLE_ON_TEXT, which), on) >= 4.5
+
+
+@pytest.mark.parametrize("which", list(THEMES))
+def test_the_widgets_own_selected_toggle_would_fail(which: str) -> None:
+    """The check can fail: ipywidgets' own selected shade (layout-color3) is under 2:1."""
+    own = resolve("var(--jp-layout-color3)", which)
+    assert ratio(own, resolve(theme.TOGGLE_OFF_BG, which)) < 2
+
+
+def test_every_panel_carries_the_toggles_stylesheet() -> None:
+    """The colours checked above are the ones a panel's stylesheet draws its toggles with."""
+    import ipywidgets as W  # type: ignore[import-untyped]
+
+    from echomq_lab.widgets.base import Panel
+
+    class Toggles(Panel):
+        def __init__(self) -> None:
+            self.widget = W.VBox([W.ToggleButtons(options=["a", "b"])])
+
+    root = Toggles().widget
+    assert theme.PANEL_CLASS in root._dom_classes
+    sheet = root.children[0]
+    assert isinstance(sheet, W.HTML) and sheet.value == theme.STYLESHEET
+    assert sheet.layout.display == "none" and isinstance(root.children[1], W.ToggleButtons)
+    rule = f".mod-active {{background-color: {theme.TOGGLE_ON_BG}; color: {theme.TOGGLE_ON_TEXT}}}"
+    assert rule in theme.STYLESHEET
+    assert f"{{background-color: {theme.TOGGLE_OFF_BG}}}" in theme.STYLESHEET

@@ -32,10 +32,11 @@ def lua_files() -> set[str]:
     return {p.name.removesuffix(".lua") for p in folder.iterdir() if p.name.endswith(".lua")}
 
 
-def test_every_shipped_script_is_a_transition_or_a_view() -> None:
-    assert set(transitions.SCRIPTS) | set(scripts.VIEWS) == lua_files()
+def test_every_shipped_script_is_a_transition_a_view_or_a_demonstration() -> None:
+    assert set(transitions.SCRIPTS) | set(scripts.VIEWS) | set(scripts.DEMOS) == lua_files()
     assert not set(transitions.SCRIPTS) & set(scripts.VIEWS)
-    assert scripts.names() == transitions.SCRIPTS + scripts.VIEWS
+    assert not set(scripts.DEMOS) & (set(transitions.SCRIPTS) | set(scripts.VIEWS))
+    assert scripts.names() == transitions.SCRIPTS + scripts.VIEWS + scripts.DEMOS
     assert len(set(transitions.NAMES)) == len(transitions.NAMES)
     assert len(set(transitions.SCRIPTS)) == len(transitions.SCRIPTS)
     for t in transitions.TRANSITIONS:
@@ -60,11 +61,11 @@ def _scripts_named(fn: Callable[..., object]) -> set[str]:
 
 
 def scripts_reached(fn: Callable[..., object]) -> set[str]:
-    """The scripts a ``jobs`` function runs, directly or through one private helper."""
+    """The scripts a ``jobs`` function runs, directly or through one other ``jobs`` function."""
     found = _scripts_named(fn)
-    for helper in re.findall(r"\b(_\w+)\(", inspect.getsource(fn)):
+    for helper in fn.__code__.co_names:
         target = getattr(jobs, helper, None)
-        if inspect.isfunction(target):
+        if inspect.isfunction(target) and target is not fn:
             found |= _scripts_named(target)
     return found
 
@@ -75,8 +76,8 @@ def test_handles_are_exactly_the_jobs_functions_that_run_a_transition() -> None:
         if fn.__module__ == jobs.__name__ and not name.startswith("_")
     }  # fmt: skip
     running = {name: scripts_reached(fn) for name, fn in public.items() if scripts_reached(fn)}
-    registered = {h.__name__: t.script for t in transitions.TRANSITIONS for h in t.handles}
-    registered |= {t.dropping.__name__: t.script for t in transitions.TRANSITIONS if t.dropping}
+    registered = {h: t.script for t in transitions.TRANSITIONS for h in t.handles}
+    registered |= {t.dropping: t.script for t in transitions.TRANSITIONS if t.dropping}
     assert set(running) == set(registered)
     for name, script in registered.items():
         assert running[name] == {script}, name
@@ -118,10 +119,11 @@ def test_edges_go_where_the_transition_writes() -> None:
 def test_fenced_means_the_script_checks_the_token() -> None:
     for t in transitions.TRANSITIONS:
         source = scripts.load(t.script).source
-        checks = "attempts ~= ARGV[2]" in source and "EMQSTALE" in source
+        checks = "fence(attempts)" in source and "EMQSTALE" in source
         assert checks == t.fenced, t.name
-        for handle in t.handles:
-            assert ("token" in inspect.signature(handle).parameters) == t.fenced, handle
+        for name in t.handles:
+            handle = getattr(jobs, name)
+            assert ("token" in inspect.signature(handle).parameters) == t.fenced, name
     assert transitions.FENCED == tuple(t.name for t in transitions.TRANSITIONS if t.fenced)
 
 

@@ -20,7 +20,7 @@ import redis
 
 import echomq_lab.widgets as widgets_pkg
 from echomq_lab import connection, theme
-from echomq_lab.widgets import style
+from echomq_lab import theme as style
 from echomq_lab.widgets.base import Panel
 
 Q = "a11y"

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from echomq_lab import branded, clock, connect, fields, jobs, keyspace, queues
-from echomq_lab.widgets import style
+from echomq_lab import theme as style
 from echomq_lab.widgets.field_picker import FieldPicker
 from echomq_lab.widgets.payload import PayloadRoundTrip, as_text, hex_text
 

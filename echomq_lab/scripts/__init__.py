@@ -24,7 +24,8 @@ import redis
 from redis.exceptions import NoScriptError, ResponseError
 
 from echomq_lab import errors
-from echomq_lab.connection import reaching, unreachable
+from echomq_lab.connection import reaching
+from echomq_lab.transitions import SCRIPTS
 
 Arg = str | bytes | int
 
@@ -32,7 +33,7 @@ Arg = str | bytes | int
 #: :data:`echomq_lab.transitions.TRANSITIONS`.
 VIEWS: tuple[str, ...] = ("view",)
 #: Scripts shipped only to demonstrate a failure (never run by a handle of ``jobs``).
-DEMOS: tuple[str, ...] = ("unfenced_complete",)
+DEMOS: tuple[str, ...] = ("unfenced_complete", "unguarded_enqueue")
 _NAME = re.compile(r"[a-z_]{1,40}")
 #: A line that asks for an include; group 1 is the include's name.
 DIRECTIVE = re.compile(r"--@include ([a-z_]{1,40})\s*$")
@@ -103,40 +104,23 @@ class Script:
             object.__setattr__(self, "header", leading_comments(self.source))
 
     def __call__(self, conn: redis.Redis, keys: Sequence[str], args: Sequence[Arg]) -> Any:
-        """Run the script with EVALSHA; load it on NOSCRIPT; map refusals to typed errors.
+        """Run the script with one EVALSHA and return its reply.
 
-        The hot path is one ``execute_command`` (what ``conn.evalsha`` calls, two frames
-        less) inside a plain ``try``; any error goes to :meth:`recover`. The three handles a
-        worker runs per job write this same ``try`` where they stand, with no call between.
+        NOSCRIPT (first use, or after SCRIPT FLUSH): the body is loaded and the EVALSHA sent
+        once more. An error reply raises its typed refusal (:func:`errors.from_reply`); a lost
+        server raises the one-line :class:`errors.ServerUnavailable`.
         """
-        try:
-            return conn.execute_command(  # type: ignore[no-untyped-call]
-                "EVALSHA", self.sha, len(keys), *keys, *args
-            )
-        except redis.RedisError as exc:
-            return self.recover(conn, exc, len(keys), *keys, *args)
-
-    def recover(self, conn: redis.Redis, exc: redis.RedisError, numkeys: int, *words: Arg) -> Any:
-        """What an EVALSHA of this script that raised ``exc`` comes to.
-
-        NOSCRIPT (first use, or after SCRIPT FLUSH): the body is loaded and the same EVALSHA
-        sent once more, and its reply returned. An error reply raises its typed refusal
-        (:func:`echomq_lab.errors.from_reply`), a lost connection or a timeout raises the
-        one-line error of :func:`echomq_lab.connection.unreachable`; anything else is raised
-        as it came.
-        """
-        if isinstance(exc, NoScriptError):
-            with reaching(conn):
+        with reaching(conn):
+            try:
+                return conn.evalsha(self.sha, len(keys), *keys, *args)
+            except NoScriptError:
                 self.load_into(conn)
                 try:
-                    return conn.evalsha(self.sha, numkeys, *words)
+                    return conn.evalsha(self.sha, len(keys), *keys, *args)
                 except ResponseError as again:
                     raise self.refusal(again) from None
-        if isinstance(exc, ResponseError):
-            raise self.refusal(exc) from None
-        if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
-            raise unreachable(conn, exc) from None
-        raise exc
+            except ResponseError as exc:
+                raise self.refusal(exc) from None
 
     def load_into(self, conn: redis.Redis) -> None:
         """SCRIPT LOAD the body; RuntimeError if the server knows it by another SHA1."""
@@ -177,8 +161,6 @@ def load(name: str) -> Script:
 
 def names() -> tuple[str, ...]:
     """Every script the lab ships: each transition's (registry order), the views, the demos."""
-    from echomq_lab.transitions import SCRIPTS  # late: transitions -> jobs -> this package
-
     return SCRIPTS + VIEWS + DEMOS
 
 

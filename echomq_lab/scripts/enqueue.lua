@@ -1,10 +1,14 @@
 -- enqueue: write a new job row and make it claimable.
--- KEYS[1] row      emq:{Q}:job:<ID>
--- KEYS[2] pending  emq:{Q}:pending
--- ARGV[1] id       the branded id (must be in the JOB namespace)
--- ARGV[2] payload  opaque bytes, stored verbatim
+-- KEYS[1] row       emq:{Q}:job:<ID>
+-- KEYS[2] pending   emq:{Q}:pending
+-- KEYS[3] active    emq:{Q}:active    (KEYS[3..5] are read only, by the new-row gate)
+-- KEYS[4] schedule  emq:{Q}:schedule
+-- KEYS[5] dead      emq:{Q}:dead
+-- ARGV[1] id        the branded id (must be in the JOB namespace)
+-- ARGV[2] payload   opaque bytes, stored verbatim
 -- Reply: 1 enqueued | 0 duplicate (the row exists; nothing is written)
 -- Error: EMQKIND when the id is not a JOB id (before any write)
+-- Error: EMQROW when the id has no row but still stands in one of the four sets (no write)
 --@include new_row_gate
 local id = ARGV[1]
 local refused = new_row_gate(id)

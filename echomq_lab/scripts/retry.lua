@@ -1,5 +1,4 @@
 -- retry: give up a lease after a failure; try again later, or dead-letter at the cap.
--- The fence check is repeated whole in complete.lua and extend.lua on purpose: each script reads alone.
 -- KEYS[1] active    emq:{Q}:active
 -- KEYS[2] schedule  emq:{Q}:schedule
 -- KEYS[3] dead      emq:{Q}:dead
@@ -12,22 +11,14 @@
 -- Reply: 'scheduled' | 'dead'
 -- Error: EMQSTALE when the row is gone, the token is stale, or the id holds no lease
 -- Error: EMQROW when the row's attempts is not a whole number (checked before any write)
-local function whole(s) -- 0..10^18-1 written plainly: no sign, no leading zero (the same in
-  -- claim.lua, complete.lua, retry.lua and extend.lua)
-  return #s <= 18 and string.find(s, '^[0-9]+$') ~= nil and (#s == 1 or string.sub(s, 1, 1) ~= '0')
-end
+--@include fence
 local attempts = redis.call('HGET', KEYS[4], 'attempts')
 if not attempts then
   return redis.error_reply('EMQSTALE token ' .. ARGV[2] .. ' is stale: the job is gone')
 end
-if attempts ~= ARGV[2] then
-  if not whole(attempts) then
-    return redis.error_reply('EMQROW job ' .. ARGV[1] .. ' has no whole-number attempts; nothing was changed')
-  end
-  return redis.error_reply('EMQSTALE token ' .. ARGV[2] .. ' is stale, the row\'s attempts is ' .. attempts)
-end
-if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
-  return redis.error_reply('EMQSTALE token ' .. ARGV[2] .. ' holds no lease: the job is not active')
+local refused = fence(attempts)
+if refused then
+  return refused
 end
 redis.call('ZREM', KEYS[1], ARGV[1])
 if tonumber(attempts) >= tonumber(ARGV[4]) then

@@ -15,7 +15,7 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import branded, errors, jobs, keyspace, placement, transitions
-from echomq_lab.widgets import style
+from echomq_lab import theme as style
 from echomq_lab.widgets.base import Panel
 
 _CELL = "padding:2px 8px;text-align:left;font-family:monospace"

@@ -2,7 +2,7 @@
 
 Nodes are the four states a row can hold (pending, active, scheduled, dead) plus ``completed``,
 the retired end where the row no longer exists; each is filled with its colour from
-:mod:`echomq_lab.widgets.style`. The edges are the registry's (:mod:`echomq_lab.transitions`),
+:mod:`echomq_lab.theme`. The edges are the registry's (:mod:`echomq_lab.transitions`),
 each placed by the layout table here, and carry the transition names. :meth:`StateDiagram.update`
 marks the current state and lights the edge of the transition just taken.
 """
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
+from echomq_lab import theme as style
 from echomq_lab import transitions
 from echomq_lab.transitions import RETIRED, START
-from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 
 NODE_W, NODE_H = 110, 36
@@ -31,7 +31,7 @@ NODES: dict[str, tuple[int, int]] = {
 STATES = tuple(NODES)
 #: Resting and lit lines and labels: CSS from the theme's text colour, so they read in Light and
 #: Dark alike (the lit ones are the theme's strongest text colour).
-DIM, LIT = style.MUTED, style.INK_ON_PAGE
+DIM, LIT = style.SOFT, style.INK_ON_PAGE
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,8 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
         '<svg class="emq-diagram" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 740 310" '
         'width="100%" style="max-width:740px;font-family:sans-serif;font-size:12px">',
         "<defs>" + _marker("emq-arrow-dim", DIM, 9) + _marker("emq-arrow-lit", LIT, 13) + "</defs>",
-        f'<circle cx="40" cy="160" r="9" style="fill:{style.MUTED}"/>',
-        f'<text x="40" y="185" text-anchor="middle" style="fill:{style.MUTED}">new</text>',
+        f'<circle cx="40" cy="160" r="9" style="fill:{style.SOFT}"/>',
+        f'<text x="40" y="185" text-anchor="middle" style="fill:{style.SOFT}">new</text>',
     ]
     for edge in EDGES:
         look = _LIT_LOOK if edge is lit else _DIM_LOOK
@@ -161,7 +161,7 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
         )
     cx, cy = NODES[RETIRED]
     parts.append(
-        f'<text x="{cx}" y="{cy + NODE_H}" text-anchor="middle" style="fill:{style.MUTED}">'
+        f'<text x="{cx}" y="{cy + NODE_H}" text-anchor="middle" style="fill:{style.SOFT}">'
         "(the row is deleted)</text>"
     )
     parts.append("</svg>")

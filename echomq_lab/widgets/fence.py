@@ -26,8 +26,8 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import fencing
+from echomq_lab import theme as style
 from echomq_lab.stories import SampleRow, sample_row
-from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
@@ -141,7 +141,7 @@ class FencePanel(Panel):
         self.header.value = (
             f"<b>the fence</b> · {html.escape(self.header_text())}"
             if self.sample is not None
-            else f'<span style="color:{style.MUTED}">no sample row yet</span>'
+            else f'<span style="color:{style.SOFT}">no sample row yet</span>'
         )
 
     def header_text(self) -> str:

@@ -14,8 +14,8 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import errors, fields, jobs, stories
+from echomq_lab import theme as style
 from echomq_lab.row import Row, decoded
-from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 
 _CELL = "padding:2px 8px;vertical-align:top;text-align:left"
@@ -141,13 +141,13 @@ class FieldPicker(Panel):
         handles = ""
         if w.handles != (w.script,):
             handles = (
-                f'<br><span style="color:{style.MUTED};font-size:smaller">'
+                f'<br><span style="color:{style.SOFT};font-size:smaller">'
                 f"{html.escape(', '.join(w.handles))}</span>"
             )
         value = ""
         if w.value is not None:
             value = _value_html(self.field.name, w.value) + " "
-        when = f' <i style="color:{style.MUTED}">({html.escape(w.when)})</i>' if w.when else ""
+        when = f' <i style="color:{style.SOFT}">({html.escape(w.when)})</i>' if w.when else ""
         return (
             f'<tr class="emq-write"><td style="{_CELL};{_MONO}">{html.escape(w.script)}{handles}'
             f'</td><td style="{_CELL};{_MONO}">{html.escape(w.command)}</td>'
@@ -163,7 +163,7 @@ class FieldPicker(Panel):
             f'<td style="{_CELL}">{html.escape(r.how)}</td></tr>'
             for r in f.reads
         ) or f'<tr><td colspan="3" style="{_CELL}">no script reads it</td></tr>'
-        head = f'style="{_CELL};color:{style.MUTED};white-space:nowrap"'
+        head = f'style="{_CELL};color:{style.SOFT};white-space:nowrap"'
         self.card.value = (
             f'<div class="emq-field-card emq-field-{f.name}">'
             f'<div style="font-size:larger;margin:4px 0"><code>{f.name}</code> '
@@ -192,7 +192,7 @@ class FieldPicker(Panel):
         key = f"emq:{{{html.escape(self.queue)}}}:job:{html.escape(self.sample.job_id)}"
         steps = html.escape(self.steps)
         where = (
-            f'<div style="color:{style.MUTED};font-size:smaller">the sample row <code>{key}'
+            f'<div style="color:{style.SOFT};font-size:smaller">the sample row <code>{key}'
             f"</code>, reached by: {steps}</div>"
         )
         if self.row is None:

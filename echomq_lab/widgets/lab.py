@@ -17,8 +17,8 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import branded, jobs, transitions
+from echomq_lab import theme as style
 from echomq_lab.stories import DEFAULT_LEASE_MS, Worker
-from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.sets_view import SetsView
 
@@ -45,7 +45,7 @@ class WorkerCard:
         self.widget = W.VBox(
             [W.HTML(f"<b>worker {html.escape(worker.name)}</b>"), self.holding, self.lease,
              W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap"))],
-            layout=W.Layout(border=f"1px solid {style.MUTED}", padding="4px", margin="2px",
+            layout=W.Layout(border=f"1px solid {style.SOFT}", padding="4px", margin="2px",
                             flex="1 1 250px", max_width="340px"),
         )
         self.draw()
@@ -54,7 +54,7 @@ class WorkerCard:
         held = self.worker.held
         self.holding.value = (
             f"<span style='font-family:monospace'>{html.escape(self.worker.holding())}</span>"
-            if held else f"<span style='color:{style.MUTED}'>holds nothing</span>"
+            if held else f"<span style='color:{style.SOFT}'>holds nothing</span>"
         )
         for action in HELD_ACTIONS:
             self.buttons[action].disabled = held is None

@@ -26,11 +26,11 @@ from collections.abc import Callable
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
+from echomq_lab import theme as style
 from echomq_lab.connection import describe
 from echomq_lab.report import live
 from echomq_lab.report.counting import Traced, calls_text, transition_calls
 from echomq_lab.theme import message_html
-from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 
 #: python-rq runs this share of the job cycles: it is many times slower per job.

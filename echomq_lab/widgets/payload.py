@@ -13,7 +13,7 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import errors, fields
-from echomq_lab.widgets import style
+from echomq_lab import theme as style
 from echomq_lab.widgets.base import Panel
 
 #: How many bytes of a payload the hex columns show before eliding the rest.
@@ -127,7 +127,7 @@ class PayloadRoundTrip(Panel):
     def _render(self) -> None:
         text, ok = self._summary()
         self.message.value = style.message_html(text, ok) if self.results or self.error else (
-            f'<div style="color:{style.MUTED}">nothing sent yet</div>'
+            f'<div style="color:{style.SOFT}">nothing sent yet</div>'
         )
         if not self.results:
             self.table.value = ""

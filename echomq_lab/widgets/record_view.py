@@ -14,9 +14,9 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import jobs
+from echomq_lab import theme as style
 from echomq_lab.row import Row, decoded
 from echomq_lab.snapshot import Snapshot
-from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 
 #: How many characters of a payload the view shows before it elides the rest.
@@ -111,7 +111,7 @@ class RecordView(Panel):
 
     def _render(self) -> None:
         if self.job_id is None:
-            self.title.value = f'<b>the row</b> <span style="color:{style.MUTED}">no job yet</span>'
+            self.title.value = f'<b>the row</b> <span style="color:{style.SOFT}">no job yet</span>'
             self.table.value = ""
             return
         badge = style.state_badge(self.state) if self.state is not None else ""
@@ -121,7 +121,7 @@ class RecordView(Panel):
         )
         if self.row is None:
             self.table.value = (
-                f'<div class="emq-gone" style="color:{style.MUTED};font-style:italic">'
+                f'<div class="emq-gone" style="color:{style.SOFT};font-style:italic">'
                 f"{GONE}</div>"
             )
             return
@@ -144,7 +144,7 @@ class RecordView(Panel):
         for name in sorted(self.removed):
             lines.append(
                 f'<tr class="emq-removed" '
-                f'style="background:{style.CHANGED_BG};color:{style.MUTED}">'
+                f'style="background:{style.CHANGED_BG};color:{style.SOFT}">'
                 f'<td style="padding:2px 8px;font-family:monospace">'
                 f"<s>{html.escape(show_value(name))}</s></td>"
                 '<td style="padding:2px 8px;font-style:italic">removed</td></tr>'

@@ -29,8 +29,8 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import checks
+from echomq_lab import theme as style
 from echomq_lab.queues import reset
-from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 
 _LETTERS = "abcdefgh"
@@ -48,7 +48,7 @@ class SelfCheck(Panel):
         self.graded: checks.Graded | None = None
         self.prompt = W.HTML(
             f"<b>Check yourself.</b> {html.escape(self.question)} "
-            f'<span style="color:{style.MUTED}">Pick one: the server decides.</span>'
+            f'<span style="color:{style.SOFT}">Pick one: the server decides.</span>'
         )
         self.buttons = [self._button(i, c) for i, c in enumerate(self.choices)]
         self.again = W.Button(

@@ -22,9 +22,9 @@ import redis
 
 from echomq_lab import drift, errors
 from echomq_lab import snapshot as snapshot_mod
+from echomq_lab import theme as style
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.snapshot import Drift, Snapshot
-from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 
 #: How many drifts of a full check the verdict line spells out.
@@ -164,22 +164,22 @@ class SetsView(Panel):
             when = describe_member(name, score, snap.now_ms)
             lit = job_id == self.highlight
             weight = "font-weight:bold;" if lit else ""
-            extra = f' <span style="color:{style.MUTED}">{html.escape(when)}</span>' if when else ""
+            extra = f' <span style="color:{style.SOFT}">{html.escape(when)}</span>' if when else ""
             items.append(
                 f'<li style="{weight}font-family:monospace">{html.escape(job_id)}'
-                f' <span style="color:{style.MUTED}">{score}</span>{extra}</li>'
+                f' <span style="color:{style.SOFT}">{score}</span>{extra}</li>'
             )
         body = (
             f'<ul style="margin:2px 0;padding-left:16px">{"".join(items)}</ul>'
             if items
-            else f'<div style="color:{style.MUTED};font-style:italic">empty</div>'
+            else f'<div style="color:{style.SOFT};font-style:italic">empty</div>'
         )
         return (
             f'<div class="emq-set emq-set-{name}" style="border:2px solid {colour};'
             'border-radius:6px;padding:4px 8px;min-width:170px">'
             f'<div style="color:{style.on_page(colour)};font-weight:bold">{name} '
             f'<span style="font-weight:normal">({_count(snap, name)})</span></div>'
-            f'<div style="color:{style.MUTED};font-size:85%">{SCORE_MEANING[name]}</div>'
+            f'<div style="color:{style.SOFT};font-size:85%">{SCORE_MEANING[name]}</div>'
             f"{body}</div>"
         )
 

@@ -29,11 +29,11 @@ from typing import Any
 import ipywidgets as W  # type: ignore[import-untyped]
 from matplotlib.figure import Figure
 
+from echomq_lab import theme as style
 from echomq_lab.sim import Lease, Result, Settings, Simulation
 from echomq_lab.sim import follow as F
 from echomq_lab.sim.charts import lease_timeline
 from echomq_lab.theme import message_html
-from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 
 #: How often (s) the panel reads the run's progress while it goes.

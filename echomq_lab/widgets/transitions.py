@@ -13,10 +13,10 @@ import html
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
+from echomq_lab import theme as style
 from echomq_lab import transitions
 from echomq_lab.stories import DEFAULT_LEASE_MS, Transitions
 from echomq_lab.transitions import RETIRED
-from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.diagram import StateDiagram
 from echomq_lab.widgets.record_view import RecordView
@@ -109,7 +109,7 @@ class TransitionPanel(Panel):
         self.diagram.update(current, taken)
         token = self.runner.token
         if job_id is None:
-            self.following.value = f'<span style="color:{style.MUTED}">following no job yet</span>'
+            self.following.value = f'<span style="color:{style.SOFT}">following no job yet</span>'
         else:
             held = f"token {token}" if token is not None else "no token yet"
             self.following.value = (

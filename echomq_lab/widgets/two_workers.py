@@ -13,9 +13,9 @@ import html
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
+from echomq_lab import theme as style
 from echomq_lab.stories import DEFAULT_LEASE_MS
 from echomq_lab.two_workers import STEPS, TwoWorkers
-from echomq_lab.widgets import style
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
@@ -124,7 +124,7 @@ class TwoWorkersStory(Panel):
             )
         if step == self.story.next_step:
             return f"<li><b>{html.escape(title)}</b> ← next</li>"
-        return f"<li style='color:{style.MUTED}'>{html.escape(title)}</li>"
+        return f"<li style='color:{style.SOFT}'>{html.escape(title)}</li>"
 
     def log_text(self) -> str:
         """The steps as plain text: done ones with their outcome, then the next one."""

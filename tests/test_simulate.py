@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from echomq_lab import errors, sim, unfenced
+from echomq_lab import errors, sim
 from echomq_lab.sim import (
     V_CLEAN,
     V_DRIFT,
@@ -428,14 +428,6 @@ def test_with_the_fence_the_same_load_shows_none() -> None:
 RESENDING = dict(jobs=150, workers=4, stall=0.0, fail=0.1, lease_ms=(200, 300), seed=3,
                  timeout_s=120, evictions=20, resend=True)  # fmt: skip
 
-needs_unguarded = pytest.mark.skipif(
-    not hasattr(unfenced, "enqueue_unguarded"),
-    reason="echomq_lab.unfenced.enqueue_unguarded (the enqueue without the re-send guard) "
-    "is not in this tree yet",
-)
-
-
-@needs_unguarded
 def test_a_resend_without_the_guard_mints_a_token_twice() -> None:
     result = sim.simulate(resend_guard=False, **RESENDING)  # type: ignore[arg-type]
     evicted = sum(1 for c in result.ledger if c.verb == "evict")
@@ -444,7 +436,6 @@ def test_a_resend_without_the_guard_mints_a_token_twice() -> None:
     assert not result.verdicts[V_TOKENS] and not result.verdicts[V_ORPHANS]
 
 
-@needs_unguarded
 def test_a_resend_through_the_guard_is_refused_and_mints_nothing() -> None:
     result = sim.simulate(resend_guard=True, **RESENDING)  # type: ignore[arg-type]
     evicted = sum(1 for c in result.ledger if c.verb == "evict")

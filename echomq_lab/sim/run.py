@@ -245,6 +245,10 @@ class RunState:
 
 
 # ---- the actors: producer, workers, housekeepers, faults -----------------------------------
+# The evictor is the eviction fault: another client deleting job rows under live leases (as a
+# server under maxmemory with allkeys-lru would); with ``resend`` the producer then sends each
+# of those ids again (the re-send fault). Each id a claim, reap or promote drops as an orphan
+# goes into the ledger as a ``drop`` call, so the audit can show no token was minted for it.
 
 Step = Callable[[redis.Redis], float | None]
 

@@ -16,7 +16,9 @@ from echomq_lab.sim import (
     V_CLEAN,
     V_DRIFT,
     V_FINAL,
+    V_LEASE,
     V_ONCE,
+    V_ORPHANS,
     V_STALE,
     V_TOKENS,
     Call,
@@ -238,6 +240,9 @@ def test_leases_cover_every_claim(run: Result) -> None:
         ("lease_ms", (50, 10), ValueError),
         ("queue", "bad queue", ValueError),
         ("timeout_s", 0, ValueError),
+        ("fence", "off", TypeError),
+        ("resend_guard", 0, TypeError),
+        ("resend", True, ValueError),  # a re-send needs evicted ids to re-send
     ],
 )
 def test_bad_settings_are_refused(field: str, value: object, error: type[Exception]) -> None:
@@ -271,10 +276,18 @@ def test_a_job_that_ran_twice_tells_its_story(run: Result) -> None:
     leases = run.leases()
     twice = sim.ran_twice(leases)
     assert twice
-    assert sim.lease_story(leases, twice[0]) == [
+    story = sim.lease_story(leases, twice[0])
+    # The stale settle is refused by the fence, or finds the row gone when the second lease
+    # has already retired the job: which one depends on the threads' timing.
+    assert story[0] in (
         "token 1: claimed; stalled past its lease; its settle was refused: the token was stale",
+        "token 1: claimed; stalled past its lease; its settle found the job gone: another lease "
+        "had retired it",
+    )
+    assert story[1:] == [
         "token 2: claimed; worked within its lease; its complete was accepted: the job is retired",
     ]
+    assert sim.work_lost(leases) == []  # the fence let no lease retire a job under another
 
 
 def test_lab_url_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -301,6 +314,18 @@ def test_the_timeline_draws_one_bar_per_lease(run: Result) -> None:
     assert len(crosses) == sum(lease.outcome == "refused" for lease in leases)
     html = verdicts_html({"held": True, "broken": False})
     assert "✓ held" in html and "✗ broken" in html
+
+
+def test_two_runs_side_by_side(run: Result) -> None:
+    from echomq_lab.sim.charts import side_by_side_html
+
+    broken = dataclasses.replace(run, stale_completes_accepted=7,
+                                 verdicts={**run.verdicts, V_FINAL: False})
+    table = side_by_side_html({"fence on": run, "fence off": broken})
+    assert table.count("<tr>") == 1 + 6 + len(sim.VERDICTS)
+    assert ">fence on</th>" in table and ">fence off</th>" in table
+    assert "stale completes accepted</td><td" in table and ">7</td>" in table
+    assert table.count("✓") == 2 * len(sim.VERDICTS) - 1 and table.count("✗") == 1
 
 
 # ------------------------------------------------------------- who spoke, in the ledger
@@ -363,3 +388,59 @@ def test_the_command_runs_as_a_module() -> None:
     refused = run_python("-m", "echomq_lab.sim", "--jobs", "0")
     assert refused.returncode == 2
     assert refused.stderr.strip() == "simulate: jobs, workers and max_attempts must be at least 1"
+
+
+# ------------------------------------------------------- the fence switched off, the re-send
+
+# Many stalls that overrun short leases: the reaper hands most of those jobs to another worker
+# well before the stalled one wakes, so a run without the fence accepts some stale completes
+# however slow the machine (each stall outlasts its lease by 15-40 ms; the reaper runs every
+# 5 ms and the freed job is first in pending).
+UNDER_LOAD = dict(jobs=200, workers=4, stall=0.3, lease_ms=(40, 80), seed=5, timeout_s=120)
+
+
+def test_without_the_fence_the_audit_reports_what_it_would_have_refused() -> None:
+    result = sim.simulate(fence=False, **UNDER_LOAD)  # type: ignore[arg-type]
+    assert result.stalls > 0 and result.reaped > 0
+    assert result.stale_completes_accepted > 0
+    assert result.settled_after_lease_lost > 0
+    assert not result.verdicts[V_FINAL] and not result.verdicts[V_LEASE]
+    assert result.violations
+    # the story of one such job: a lost lease retired it, the live one found it gone
+    lost = sim.work_lost(result.leases())
+    assert lost
+    story = sim.lease_story(result.leases(), lost[0])
+    assert any("its complete was accepted" in line for line in story)
+    assert any("found the job gone" in line for line in story)
+
+
+def test_with_the_fence_the_same_load_shows_none() -> None:
+    result = sim.simulate(fence=True, **UNDER_LOAD)  # type: ignore[arg-type]
+    assert result.violations == [], "\n".join(result.violations[:20])
+    assert result.stale_completes_accepted == 0 and result.settled_after_lease_lost == 0
+    assert result.refusals > 0  # the fence was really exercised: it turned stale settles away
+    assert sim.work_lost(result.leases()) == []
+
+
+# Rows deleted under live leases (up to 20: the run may finish first), each id re-sent at once
+# by the producer. Long leases keep the evicted lease held (and its id in active) when the
+# re-send arrives, even on a slow machine.
+RESENDING = dict(jobs=150, workers=4, stall=0.0, fail=0.1, lease_ms=(200, 300), seed=3,
+                 timeout_s=120, evictions=20, resend=True)  # fmt: skip
+
+def test_a_resend_without_the_guard_mints_a_token_twice() -> None:
+    result = sim.simulate(resend_guard=False, **RESENDING)  # type: ignore[arg-type]
+    evicted = sum(1 for c in result.ledger if c.verb == "evict")
+    assert result.resent == evicted > 0 and result.resends_refused == 0
+    assert result.tokens_minted_twice > 0
+    assert not result.verdicts[V_TOKENS] and not result.verdicts[V_ORPHANS]
+
+
+def test_a_resend_through_the_guard_is_refused_and_mints_nothing() -> None:
+    result = sim.simulate(resend_guard=True, **RESENDING)  # type: ignore[arg-type]
+    evicted = sum(1 for c in result.ledger if c.verb == "evict")
+    assert result.resends_refused == evicted > 0 and result.resent == 0
+    assert result.tokens_minted_twice == 0 and result.stale_completes_accepted == 0
+    assert result.violations == [], "\n".join(result.violations[:20])
+    refused = {c.reply for c in result.ledger if c.verb == "resend"}
+    assert refused == {"EMQROW"}

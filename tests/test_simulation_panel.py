@@ -18,6 +18,7 @@ from echomq_lab.widgets import SimulationPanel
 def ran() -> SimulationPanel:
     panel = SimulationPanel(jobs=30, workers=3, stall=0.3, fail=0.1, lease_ms=(30, 60))
     assert panel.text().endswith("not run yet") and panel.result is None
+    assert panel.picture.layout.display == "none"  # no empty image (a broken-image icon)
     result = panel.run(wait=True)
     assert result is not None and result is panel.result
     return panel
@@ -33,7 +34,8 @@ def test_run_shows_progress_tally_and_verdicts(ran: SimulationPanel) -> None:
     assert counts.get("EMQSTALE", 0) + counts.get("job gone", 0) == r.refusals
     assert ran.tally.value.startswith(f"claims {r.claims} · completed {r.completed}")
     text = ran.text().splitlines()
-    assert text[0] == "jobs 30, workers 3, stall chance 0.30, failure chance 0.10, lease 30-60 ms"
+    assert text[0] == ("jobs 30, workers 3, stall chance 0.30, failure chance 0.10, lease "
+                       "30-60 ms, fence on")
     assert text[1] == "finished 30 of 30 jobs"
     assert text[2:2 + len(VERDICTS)] == [f"ok  {v}" for v in VERDICTS]
     assert ran.verdicts.value.count("✓") == len(VERDICTS)
@@ -54,6 +56,7 @@ def test_follow_a_job_then_a_worker_in_a_short_window(ran: SimulationPanel) -> N
         assert ran.story.value.count(" ms  token ") == len(mine)
     first_png = ran.picture.value
     assert first_png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ran.picture.layout.display is None  # shown once there is a picture
 
     ran.follow.value = "worker:w1"
     lo, hi = ran.current_window()
@@ -77,7 +80,7 @@ def test_follow_a_job_then_a_worker_in_a_short_window(ran: SimulationPanel) -> N
 
 
 def test_every_input_and_button_says_what_it_does(ran: SimulationPanel) -> None:
-    for control in (ran.jobs, ran.workers, ran.stall, ran.fail, ran.lease, ran.follow,
+    for control in (ran.jobs, ran.workers, ran.stall, ran.fail, ran.lease, ran.fence, ran.follow,
                     ran.window, ran.length, ran.progress, *ran.buttons.values()):
         assert control.tooltip, control
 
@@ -106,3 +109,15 @@ def test_settings_out_of_range_are_one_line() -> None:
     assert not panel.last_ok and panel.result is None
     with pytest.raises(ValueError, match="a key is 'worker:<name>' or 'job:<id>'"):
         follow.window_of([], "lease:1", 0.5)
+
+
+def test_the_fence_toggle_runs_without_the_fence() -> None:
+    panel = SimulationPanel(jobs=80, workers=4, stall=0.5, fail=0.0, lease_ms=(30, 60))
+    panel.fence.value = False
+    assert panel.settings().fence is False
+    result = panel.run(wait=True)
+    assert result is not None and result.settings.fence is False
+    assert result.stale_completes_accepted > 0
+    assert not panel.last_ok and "a verdict failed" in panel.last_message
+    assert f"{result.stale_completes_accepted} stale completes were accepted" in panel.last_message
+    assert panel.text().splitlines()[0].endswith("fence off")

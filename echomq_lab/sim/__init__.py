@@ -3,13 +3,13 @@ with a ledger of every call, audited at the end.
 
 The package by concept:
 
-* :mod:`.settings` -- :class:`Settings`, how a run behaves (faults included: ``evictions``);
-* :mod:`.runner` -- :class:`Simulation` (and :func:`simulate`), which runs the actors of
-  :mod:`.actors` (workers, reaper, promoter, sampler) sharing one :mod:`.state`;
+* :mod:`.run` -- :class:`Settings` (how a run behaves, faults included), the actors (workers,
+  reaper, promoter, sampler, and the faults), :class:`Simulation` and :func:`simulate`, and
+  :class:`Result`, the figures of a run;
 * :mod:`.ledger` -- :class:`Call` and :class:`Ledger`, every answer the server gave;
-* :mod:`.audit` -- :func:`audit`, the verdicts on a ledger (with :mod:`.proof` for staleness);
-* :mod:`.leases` -- each lease rebuilt from the ledger, for the timeline and the stories;
-* :mod:`.result` -- :class:`Result`, the figures of a run;
+* :mod:`.audit` -- :func:`audit`, the verdicts on a ledger, and the proof that a turned-away
+  settle deserved it;
+* :mod:`.follow` -- each lease rebuilt from the ledger, and one worker or job to follow;
 * :mod:`.charts` -- the pictures (imports matplotlib: import it only to draw);
 * ``python -m echomq_lab.sim`` -- the command (:mod:`.__main__`).
 
@@ -20,6 +20,7 @@ from echomq_lab.sim.audit import (
     V_CLEAN,
     V_DRIFT,
     V_FINAL,
+    V_LEASE,
     V_ONCE,
     V_ORPHANS,
     V_RUN,
@@ -30,17 +31,16 @@ from echomq_lab.sim.audit import (
     Sample,
     audit,
 )
-from echomq_lab.sim.leases import Lease, lease_story, leases, ran_twice
+from echomq_lab.sim.follow import Lease, lease_story, leases, ran_twice, work_lost
 from echomq_lab.sim.ledger import Call, Ledger, Outcome
-from echomq_lab.sim.result import Result
-from echomq_lab.sim.runner import Simulation, lab_url, simulate
-from echomq_lab.sim.settings import Settings
+from echomq_lab.sim.run import Result, Settings, Simulation, lab_url, simulate
 
 __all__ = [
     "VERDICTS",
     "V_CLEAN",
     "V_DRIFT",
     "V_FINAL",
+    "V_LEASE",
     "V_ONCE",
     "V_ORPHANS",
     "V_RUN",
@@ -61,4 +61,5 @@ __all__ = [
     "leases",
     "ran_twice",
     "simulate",
+    "work_lost",
 ]

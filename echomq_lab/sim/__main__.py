@@ -17,9 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from echomq_lab import errors
-from echomq_lab.sim.result import Result
-from echomq_lab.sim.runner import Simulation
-from echomq_lab.sim.settings import Settings
+from echomq_lab.sim.run import Result, Settings, Simulation
 
 PROG = "python -m echomq_lab.sim"
 
@@ -37,6 +35,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--evictions", type=int, default=d.evictions,
                    help="job rows to delete under live leases (the eviction fault)")
+    p.add_argument("--resend", action="store_true",
+                   help="re-send each evicted id at once (the re-send fault; needs --evictions)")
+    p.add_argument("--no-resend-guard", dest="resend_guard", action="store_false",
+                   help="re-send through the unguarded enqueue (a demonstration)")
+    p.add_argument("--no-fence", dest="fence", action="store_false",
+                   help="complete without the fence (a demonstration): the audit then reports "
+                        "what the fence would have refused")
     p.add_argument("--timeout", type=float, default=d.timeout_s, help="seconds, overall")
     p.add_argument("--url", default=None, help="a real server (default: embedded fakeredis)")
     p.add_argument("--out", type=Path, default=None, help="write the figures here as JSON")
@@ -47,7 +52,8 @@ def _settings(a: argparse.Namespace) -> Settings:
     """The run's settings from the parsed options."""
     return Settings(jobs=a.jobs, workers=a.workers, stall=a.stall, fail=a.fail,
                     max_attempts=a.max_attempts, lease_ms=tuple(a.lease_ms), seed=a.seed,
-                    timeout_s=a.timeout, evictions=a.evictions)
+                    timeout_s=a.timeout, evictions=a.evictions, resend=a.resend,
+                    resend_guard=a.resend_guard, fence=a.fence)
 
 
 def _write(result: Result, out: Path) -> None:

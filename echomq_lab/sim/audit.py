@@ -6,11 +6,13 @@ each with the violations that broke it:
 * every enqueued job was completed exactly once, or is dead;
 * every accepted complete (and every dead-letter) carried the job's final token;
 * no token was ever handed to two leases;
-* every turned-away settle was for a token that really was stale (see :mod:`.proof`);
+* every turned-away settle was for a token that really was stale (proved from the ledger, below);
 * the sampled drift checks (one atomic snapshot each) found nothing;
 * nothing is left on the server but the dead jobs' rows;
 * no job whose row was deleted under its lease (the eviction fault) was claimed again: its id
   was dropped as an orphan, and no token was minted for it;
+* no job was settled by a worker that had lost its lease (another claim of the job came in
+  between, or the job's id was left behind in a set without its row);
 * the run itself finished cleanly.
 
 A lost reply hides whether its call ran; the audit allows for what it can hide and counts the
@@ -19,14 +21,15 @@ ends it accepted on that evidence (``resolved_after_lost_reply``).
 
 from __future__ import annotations
 
+import bisect
+import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from echomq_lab.keyspace import SetName
 from echomq_lab.sim.ledger import TURNED_AWAY, Call, accepted, dead_lettered, gone_on_resend
-from echomq_lab.sim.proof import Reaps, unproven
 from echomq_lab.snapshot import Drift, Snapshot, drifts
 
 #: The verdicts the audit gives, in the order it prints them.
@@ -37,10 +40,13 @@ V_STALE = "every refusal was for a token that really was stale"
 V_DRIFT = "check() found no drift at any sampled moment"
 V_CLEAN = "nothing left behind but the dead"
 V_ORPHANS = "no job was claimed again after its row was deleted"
+V_LEASE = "no job was settled by a worker that had lost its lease"
 V_RUN = "the run finished cleanly (no timeout, no crashed thread)"
 VERDICTS: tuple[str, ...] = (
-    V_ONCE, V_FINAL, V_TOKENS, V_STALE, V_DRIFT, V_CLEAN, V_ORPHANS, V_RUN,
+    V_ONCE, V_FINAL, V_TOKENS, V_STALE, V_DRIFT, V_CLEAN, V_ORPHANS, V_LEASE, V_RUN,
 )  # fmt: skip
+#: The verbs that settle a lease: the only calls the fence can turn away.
+SETTLES = ("complete", "retry")
 
 Fate = Literal["completed", "dead", "unfinished", "lost", "evicted"]
 LeaseKey = tuple[str, str, int]  # (verb, job id, token)
@@ -61,6 +67,11 @@ class Audit:
 
     ``refusals`` counts the settles turned away (refused, or their row found gone) other than by
     the job's finishers; ``refusals_by_class`` splits them by wire class or the lab's label.
+    What the fence is there to refuse, if it was let through (0 each when it held):
+    ``stale_completes_accepted`` counts accepted completes and dead-letters whose lease was no
+    longer the job's live one (a later token minted, another claim in between, or the id left
+    behind without its row); ``settled_after_lease_lost`` counts the jobs they settled.
+    ``resent`` and ``resends_refused`` count the re-send fault's enqueues, accepted or refused.
     """
 
     problems: dict[str, list[str]]
@@ -74,16 +85,15 @@ class Audit:
     resolved_after_lost_reply: int
     evicted: int = 0
     orphans_dropped: int = 0
+    stale_completes_accepted: int = 0
+    settled_after_lease_lost: int = 0
+    resent: int = 0
+    resends_refused: int = 0
 
     @property
     def tokens_minted_twice(self) -> int:
         """How many tokens some job handed to more than one lease (0 when the fence held)."""
         return len(self.problems.get(V_TOKENS, []))
-
-    @property
-    def stale_completes_accepted(self) -> int:
-        """How many completes or dead-letters were accepted with a token that was not final."""
-        return len(self.problems.get(V_FINAL, []))
 
     @property
     def verdicts(self) -> dict[str, bool]:
@@ -109,7 +119,8 @@ class _Run:
     final_dead: set[str]
     on_server: set[str]
     evictions: dict[str, Call]  # job id -> the call that deleted its row
-    dropped: set[str]  # ids a transition dropped as orphans or malformed
+    dropped: dict[str, list[Call]]  # ids a transition dropped as orphans or malformed
+    resends: list[Call]  # the re-send fault's enqueues, accepted or refused
 
 
 @dataclass(frozen=True)
@@ -134,6 +145,8 @@ class _Tally:
     classes: Counter[str] = field(default_factory=Counter)
     duplicated: set[str] = field(default_factory=set)
     resolved: int = 0
+    stale_accepted: int = 0  # accepted settles whose lease was no longer the live one
+    lease_lost: set[str] = field(default_factory=set)  # jobs settled by a lost lease
 
 
 def _index(calls: Sequence[Call], final: Snapshot | None) -> _Run:
@@ -146,6 +159,10 @@ def _index(calls: Sequence[Call], final: Snapshot | None) -> _Run:
         if call.job_id and call.verb != "enqueue":
             by_job[call.job_id].append(call)
     lost = [c for c in calls if c.outcome == "lost-reply"]
+    dropped: dict[str, list[Call]] = defaultdict(list)
+    for c in calls:
+        if accepted(c, "drop"):
+            dropped[c.job_id].append(c)
     return _Run(
         enqueued=list(dict.fromkeys(enqueued)),
         by_job=by_job,
@@ -156,7 +173,8 @@ def _index(calls: Sequence[Call], final: Snapshot | None) -> _Run:
         final_dead=set(final.members("dead")) if final else set(),
         on_server=set(final.ids()) if final else set(),
         evictions={c.job_id: c for c in calls if accepted(c, "evict")},
-        dropped={c.job_id for c in calls if accepted(c, "drop")},
+        dropped=dropped,
+        resends=[c for c in calls if c.verb == "resend"],
     )
 
 
@@ -253,7 +271,7 @@ def _check_refusals(job: _Job, run: _Run, tally: _Tally) -> None:
     """Count the job's turned-away settles, and prove each one was for a stale token."""
     finishers = {(c.actor, c.token) for c in job.finishing}
     for c in job.calls:
-        if c.outcome not in TURNED_AWAY or (c.actor, c.token) in finishers:
+        if c.verb not in SETTLES or c.outcome not in TURNED_AWAY or (c.actor, c.token) in finishers:
             continue
         tally.classes[c.reply] += 1
         why = unproven(c, job.claims, job.finishing, run.reaps, run.lost_claims)
@@ -277,6 +295,43 @@ def _claimed_after_eviction(job: _Job, run: _Run) -> list[str]:
             for c in job.claims if c.started > evicted.ended]
 
 
+def _lease_lost_by(c: Call, job: _Job, run: _Run) -> str | None:
+    """How the ledger shows accepted settle ``c`` came from a worker that had lost its lease,
+    or None when it does not. Only sure evidence counts, so a fenced run shows none: another
+    claim of the job that ended before ``c`` began (and after ``c``'s own claim began), or the
+    job's id dropped as an orphan after ``c`` (the settle deleted the row of a job that no
+    longer sat in active). The eviction fault's own orphans are not the settle's doing."""
+    own = [k for k in job.claims
+           if k.actor == c.actor and k.token == c.token and k.started <= c.started]
+    mine = max(own, key=lambda k: k.started) if own else None
+    for k in job.claims:
+        if k is not mine and k.ended < c.started and (mine is None or k.started > mine.started):
+            return f"{k.actor} had claimed it with token {k.token} before that"
+    if job.job_id not in run.evictions:
+        for d in run.dropped.get(job.job_id, []):
+            if d.started > c.ended:
+                return "its id was left in a set without its row, and dropped as an orphan"
+    return None
+
+
+def _settled_after_lease_lost(job: _Job, run: _Run) -> list[str]:
+    """A violation for each accepted complete or dead-letter by a worker that had lost its
+    lease (see :func:`_lease_lost_by`)."""
+    out: list[str] = []
+    for c in job.finishing + job.dead_calls:
+        why = _lease_lost_by(c, job, run)
+        if why is not None:
+            out.append(f"job {job.job_id}: {c.actor}'s {c.verb} with token {c.token} was "
+                       f"accepted, but {why}")
+    return out
+
+
+def _stale_accepted(job: _Job, run: _Run) -> int:
+    """How many accepted settles of the job were not by its live lease (either evidence)."""
+    return sum(1 for c in job.finishing + job.dead_calls
+               if c.token != job.final_token or _lease_lost_by(c, job, run) is not None)
+
+
 def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
     """Every per-job check, into ``tally``. The refusals of a vanished or evicted job are the
     vanishing's, not the fence's, so they are not checked."""
@@ -284,6 +339,11 @@ def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
     tally.problems[V_TOKENS].extend(_shared_tokens(job))
     tally.problems[V_ONCE].extend(_once_problems(job, run))
     tally.problems[V_FINAL].extend(_stale_settles_accepted(job))
+    lost_lease = _settled_after_lease_lost(job, run)
+    tally.problems[V_LEASE].extend(lost_lease)
+    if lost_lease:
+        tally.lease_lost.add(job.job_id)
+    tally.stale_accepted += _stale_accepted(job, run)
     tally.resolved += _resolved(job, run)
     fate = _fate(job, run)
     tally.fates[fate].append(job.job_id)
@@ -389,4 +449,87 @@ def audit(
         resolved_after_lost_reply=tally.resolved,
         evicted=len(tally.fates["evicted"]),
         orphans_dropped=len(run.dropped),
+        stale_completes_accepted=tally.stale_accepted,
+        settled_after_lease_lost=len(tally.lease_lost),
+        resent=sum(1 for c in run.resends if c.outcome == "accepted"),
+        resends_refused=sum(1 for c in run.resends if c.outcome == "refused"),
     )
+
+
+# ---- proving a turned-away settle deserved it ----------------------------------------------
+
+# The lease could have expired, a reap ran after that, and the job had moved on to a later
+# lease. Times on the ledger are the client's; the server's TIME is rounded to the ms, so every
+# comparison with a lease deadline allows CLOCK_SLACK_S.
+
+#: Slack, in seconds, when comparing the client's clock with the server's ms-rounded TIME.
+CLOCK_SLACK_S = 0.003
+
+#: The wire class the fence answers a stale token with.
+STALE = "EMQSTALE"
+
+_ATTEMPTS_IS = re.compile(r"attempts is (\d+)")
+
+
+class Reaps:
+    """The reaps of a run that returned at least one job, ordered by when they ended."""
+
+    def __init__(self, calls: Iterable[Call]) -> None:
+        self.calls = sorted(calls, key=lambda c: c.ended)
+        self._ends = [c.ended for c in self.calls]
+
+    def between(self, low: float, high: float) -> bool:
+        """True when some reap that returned jobs ran after ``low`` and before ``high``."""
+        i = bisect.bisect_left(self._ends, low)
+        return i < len(self.calls) and self.calls[i].started <= high
+
+
+def unproven(
+    c: Call, claims: Sequence[Call], finishing: Sequence[Call], reaps: Reaps, lost_claims: int
+) -> str | None:
+    """None when the ledger proves turned-away call ``c`` was for a stale token; else why not.
+
+    ``claims`` are the job's accepted claims, ``finishing`` the calls that retired it, and
+    ``lost_claims`` how many claims of the run lost their reply (a token they minted is unseen).
+    """
+    if c.outcome != "gone" and c.reply != STALE:
+        return f"a refusal of that class is not the fence's (only {STALE} or a gone row are)"
+    lease = next((k for k in claims if k.token == c.token and k.actor == c.actor), None)
+    if lease is None:
+        return f"no claim ever handed token {c.token} to {c.actor}"
+    why = _lease_not_over(c, lease, reaps)
+    if why is not None:
+        return why
+    if c.outcome == "gone" or "gone" in c.detail:
+        return _not_retired_later(c, finishing)
+    return _no_later_token(c, claims, lost_claims)
+
+
+def _lease_not_over(c: Call, lease: Call, reaps: Reaps) -> str | None:
+    """Why ``lease`` may still have held when ``c`` was turned away, or None if it was over."""
+    expiry = lease.started + lease.lease_ms / 1000
+    if c.ended + CLOCK_SLACK_S < expiry:
+        return f"its lease of {lease.lease_ms} ms could not have expired yet"
+    if not reaps.between(expiry - CLOCK_SLACK_S, c.ended):
+        return "no reap returned any job between the lease's expiry and the refusal"
+    return None
+
+
+def _not_retired_later(c: Call, finishing: Sequence[Call]) -> str | None:
+    """None when a lease with a later token had retired the job before ``c`` ended."""
+    done = any(f.token > c.token and f.started <= c.ended for f in finishing)
+    return None if done else "no later lease had retired the job"
+
+
+def _no_later_token(c: Call, claims: Sequence[Call], lost_claims: int) -> str | None:
+    """When the server named the row's attempts, why that is not a token minted after ``c``'s."""
+    match = _ATTEMPTS_IS.search(c.detail)
+    if not match:
+        return None
+    minted = int(match.group(1))
+    if minted <= c.token:
+        return f"the server said attempts is {minted}, not above the token"
+    seen = any(k.token == minted and k.started <= c.ended for k in claims)
+    if not seen and lost_claims == 0:
+        return f"no claim before the refusal had minted token {minted}"
+    return None

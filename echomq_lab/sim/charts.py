@@ -1,4 +1,5 @@
-"""Pictures of a simulation run: every worker's leases on one timeline, and the verdicts.
+"""Pictures of a simulation run: every worker's leases on one timeline, the verdicts, and runs
+side by side.
 
 This module imports matplotlib; the rest of :mod:`echomq_lab.sim` does not, so import it only
 to draw.
@@ -11,6 +12,7 @@ that ran a job a second time starts with a ring.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 
 from matplotlib.axes import Axes
@@ -18,8 +20,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from echomq_lab.sim.leases import Lease
-from echomq_lab.theme import MUTED, STATE_COLOURS, message_html
+from echomq_lab.sim.follow import Lease
+from echomq_lab.sim.run import Result
+from echomq_lab.theme import MUTED, STATE_COLOURS, VERDICTS, message_html, on_page
 
 #: How a lease ended -> its colour on the timeline.
 OUTCOME_COLOURS: dict[str, str] = {
@@ -121,3 +124,37 @@ def lease_timeline(
 def verdicts_html(verdicts: Mapping[str, bool]) -> str:
     """The audit's verdicts as HTML lines: a green tick for each that held, a red cross if not."""
     return "".join(message_html(name, ok) for name, ok in verdicts.items())
+
+
+#: The figures :func:`side_by_side_html` lists above the verdicts, with their words.
+SIDE_FIGURES = (
+    ("completed", "jobs completed"),
+    ("dead", "jobs dead"),
+    ("refusals", "settles turned away"),
+    ("stale_completes_accepted", "stale completes accepted"),
+    ("settled_after_lease_lost", "jobs settled by a worker that had lost its lease"),
+    ("tokens_minted_twice", "tokens handed to two leases"),
+)
+
+
+def _mark(ok: bool) -> str:
+    look = VERDICTS[ok]
+    return f'<span style="color:{on_page(look.colour)}">{look.mark}</span>'
+
+
+def side_by_side_html(runs: Mapping[str, Result]) -> str:
+    """An HTML table with one column per run (its heading the mapping's key): the figures of
+    :data:`SIDE_FIGURES`, then a ✓ or ✗ for each verdict."""
+    cell = 'style="padding:2px 10px;text-align:{}"'
+    head = "".join(f"<th {cell.format('right')}>{html.escape(name)}</th>" for name in runs)
+    rows = [f"<tr><th></th>{head}</tr>"]
+    for attr, words in SIDE_FIGURES:
+        values = "".join(f"<td {cell.format('right')}>{getattr(r, attr)}</td>"
+                         for r in runs.values())
+        rows.append(f"<tr><td {cell.format('left')}>{words}</td>{values}</tr>")
+    names = list(next(iter(runs.values())).verdicts) if runs else []
+    for name in names:
+        marks = "".join(f"<td {cell.format('right')}>{_mark(r.verdicts.get(name, False))}</td>"
+                        for r in runs.values())
+        rows.append(f"<tr><td {cell.format('left')}>{html.escape(name)}</td>{marks}</tr>")
+    return '<table class="emq-side-by-side">' + "".join(rows) + "</table>"

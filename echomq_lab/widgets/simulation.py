@@ -4,6 +4,7 @@ API (for pages)::
 
     sim = SimulationPanel(url=lab_url())     # sliders: jobs, workers, stall, fail, lease (ms)
     sim.jobs.value = 40                      # every input is an ipywidget; set it like a click
+    sim.fence.value = False                  # the workers complete without the fence (a demo)
     sim.run(wait=True)                       # the Run button, waiting for the end (cells, tests)
     sim.buttons["run"].click()               # the Run button: runs in a background thread
     sim.result                               # the sim.Result once done (None before)
@@ -13,7 +14,8 @@ API (for pages)::
 
 While a run goes, a progress bar counts the finished jobs and a line tallies the server's
 answers (claims, completions, refusals by class); the audit's verdicts appear when it ends.
-The timeline draws only the followed worker or job inside a short window.
+The timeline draws only the followed worker or job inside a short window; nothing is shown
+in its place before the first run ends.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class SimulationPanel(Panel):
 
     def __init__(self, url: str | None = None, *, jobs: int = 40, workers: int = 4,
                  stall: float = 0.25, fail: float = 0.1, lease_ms: tuple[int, int] = (40, 80),
-                 seed: int = 5) -> None:
+                 seed: int = 5, fence: bool = True) -> None:
         self.url, self.seed = url, seed
         self.result: Result | None = None
         self._leases: list[Lease] = []
@@ -68,6 +70,13 @@ class SimulationPanel(Panel):
                             "The chance the work fails and the worker retries the job")
         self.lease = _slider(W.IntRangeSlider, lease_ms, 5, 1000, 5, "lease (ms)",
                              "Each claim takes a lease between these lengths, in ms")
+        self.fence = W.Checkbox(value=fence, indent=False,
+                                description="the fence (unticked: a complete without it, "
+                                            "shown only as a demonstration)",
+                                layout=W.Layout(width="auto"),
+                                tooltip="On: every complete is checked against the token and "
+                                        "the lease. Off: the workers complete through a copy "
+                                        "of complete without those checks")
         run = W.Button(description="Run", icon="play", button_style="primary",
                        tooltip="Start a run with these settings on a fresh queue")
         stop = W.Button(description="Stop", icon="stop", disabled=True,
@@ -92,11 +101,12 @@ class SimulationPanel(Panel):
         for box in (self.window, self.length):
             box.observe(lambda _c: self.draw(), names="value")
         self.follow.observe(lambda _c: self._followed(), names="value")
-        self.picture = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        # hidden until there is a picture: an empty image would show a broken-image icon
+        self.picture = W.Image(format="png", layout=W.Layout(max_width="100%", display="none"))
         self.story = W.HTML()
         self.widget = W.VBox([
             W.HTML("<b>The fence under load</b>: set the run, press Run."),
-            self.jobs, self.workers, self.stall, self.fail, self.lease,
+            self.jobs, self.workers, self.stall, self.fail, self.lease, self.fence,
             W.HBox([run, stop, self.progress]), self.status, self.tally, self.verdicts,
             W.HBox([self.follow, self.window, self.length]), self.picture, self.story,
         ])  # fmt: skip
@@ -109,7 +119,8 @@ class SimulationPanel(Panel):
         low, high = self.lease.value
         made = Settings(jobs=int(self.jobs.value), workers=int(self.workers.value),
                         stall=float(self.stall.value), fail=float(self.fail.value),
-                        lease_ms=(int(low), int(high)), seed=self.seed)
+                        lease_ms=(int(low), int(high)), seed=self.seed,
+                        fence=bool(self.fence.value))
         made.check()
         return made
 
@@ -133,6 +144,7 @@ class SimulationPanel(Panel):
         self.progress.max, self.progress.value = self._sim.settings.jobs, 0
         self.verdicts.value = self.story.value = ""
         self.picture.value = b""
+        self.picture.layout.display = "none"
         self.follow.options = [("(running)", "")]
         self.buttons["run"].disabled, self.buttons["stop"].disabled = True, False
         self._show_status(f"running {self._sim.settings.jobs} jobs on {self._sim.backend}")
@@ -183,9 +195,13 @@ class SimulationPanel(Panel):
             return
         r = self.result
         held = all(r.verdicts.values())
+        let_through = (f"; without the fence, {r.stale_completes_accepted} stale completes "
+                       f"were accepted and {r.settled_after_lease_lost} jobs were settled by a "
+                       "worker that had lost its lease") if not r.settings.fence else ""
         self._show_status(f"done: {r.completed} completed, {r.dead} dead, {r.refusals} settles "
                           f"turned away, in {r.elapsed_s:.2f} s; "
-                          f"{'every verdict holds' if held else 'a verdict failed'}", ok=held)
+                          f"{'every verdict holds' if held else 'a verdict failed'}{let_through}",
+                          ok=held)
         self.verdicts.value = "".join(message_html(name, ok) for name, ok in r.verdicts.items())
         self._leases = r.leases()
         options = F.followable(self._leases)
@@ -237,6 +253,7 @@ class SimulationPanel(Panel):
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=90)
         self.picture.value = buf.getvalue()
+        self.picture.layout.display = None
         lines = F.describe(self.leases(), key, window)
         self.story.value = "<pre>" + html.escape("\n".join(lines)) + "</pre>"
 
@@ -249,7 +266,7 @@ class SimulationPanel(Panel):
         low, high = self.lease.value
         lines = [f"jobs {self.jobs.value}, workers {self.workers.value}, stall chance "
                  f"{self.stall.value:.2f}, failure chance {self.fail.value:.2f}, lease "
-                 f"{low}-{high} ms"]
+                 f"{low}-{high} ms, fence {'on' if self.fence.value else 'off'}"]
         if self.result is None:
             lines.append(self.last_message)
             return "\n".join(lines)

@@ -437,6 +437,68 @@ def payload_read(conn: redis.Redis, queue: str) -> Observed:
     return Observed("unread" if alike else None, did, refute)
 
 
+# -- a general observer: a question's own story of transitions, written in questions.toml ----
+
+Step = Literal["claim", "claim briefly", "expire", "reap", "promote", "complete", "retry",
+               "retry at the cap", "extend", "reprocess", "complete stale", "retry stale",
+               "extend stale"]
+Ask = Literal["reply", "state", "attempts", "token", "fields"]
+
+
+def _step(conn: redis.Redis, queue: str, job_id: str, step: str, token: int) -> Any:
+    """Run one step of a story on ``job_id`` with the live ``token``; the server's reply."""
+    verb, _, how = step.partition(" ")
+    if verb == "claim":
+        return claim_expected(conn, queue, job_id, SHORT_MS if how else LONG_MS)
+    if verb in ("reap", "promote"):
+        return getattr(jobs, verb)(conn, queue)
+    if verb == "expire":
+        return clock.wait_out_lease(conn, queue, job_id)
+    if verb == "reprocess":
+        return jobs.reprocess(conn, queue, job_id)
+    sent = token - 1 if how == "stale" else token
+    if verb == "complete":
+        return jobs.complete(conn, queue, job_id, sent)
+    if verb == "extend":
+        return jobs.extend(conn, queue, job_id, sent, LONG_MS)
+    cap = token if how == "at the cap" else token + 1
+    return jobs.retry(conn, queue, job_id, sent, 0, cap, "it failed")
+
+
+@observer
+def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Observed:
+    """Enqueue one job and take ``steps`` in order (``claim briefly`` takes a lease that
+    ``expire`` waits out; a ``stale`` step presents the token before the live one; ``retry``
+    schedules, ``retry at the cap`` kills, and ``promote`` brings a retried job back). The
+    outcome is what ``ask`` names after the last step: its ``reply`` (``accepted``, a wire
+    class, or ``job gone``), the row's ``state`` or ``attempts`` (``none`` without a row), the
+    last claim's ``token``, or the row's ``fields``, sorted."""
+    job_id = fresh_job(conn, queue)
+    token, told, reply = 0, [], "accepted"
+    for step in steps:
+        result = attempt(functools.partial(_step, conn, queue, job_id, step, token))
+        held = row_of(conn, queue, job_id)
+        if step.startswith("claim") and result.accepted and held is not None:
+            token = held.attempts or 0
+        reply = result.kind
+        told.append(f"{step}: {result.words() if not result.accepted else 'done'}")
+    row = row_of(conn, queue, job_id)
+    seen = {"reply": reply, "token": str(token),
+            "state": row.state or "none" if row else "none",
+            "attempts": str(row.attempts) if row else "none",
+            "fields": " ".join(sorted(decoded(k) for k in row.raw)) if row else ""}
+
+    def refute(when: str) -> str:
+        return f"after {steps[-1]}, the {ask} was not {when}" if steps else "nothing ran"
+
+    did = "; ".join(told) + f"; the row then held {fields(row)}"
+    return Observed(seen[ask], did, refute)
+
+
+#: Observers a question may use without any of the course's questions using them.
+GENERAL = {"story"}
+
+
 # -- the words: questions.toml, joined to the observers --------------------------------------
 
 #: The fields an entry may have; the first six it must have.
@@ -496,9 +558,15 @@ def _bound(where: str, name: str, fn: Observer, params: Any) -> Observer:
                              f"{exc}") from None
     hints = typing.get_type_hints(fn)
     for arg, value in params.items():
-        allowed = typing.get_args(hints.get(arg))
-        if typing.get_origin(hints.get(arg)) is typing.Literal and value not in allowed:
-            raise QuestionsError(f"{where}: {arg} = {value!r} is not one of {allowed}")
+        kind = hints.get(arg)
+        if typing.get_origin(kind) is list:
+            (kind,) = typing.get_args(kind)
+            if not isinstance(value, list):
+                raise QuestionsError(f"{where}: {arg} must be a list, not {value!r}")
+        allowed = typing.get_args(kind)
+        for one in value if isinstance(value, list) else [value]:
+            if typing.get_origin(kind) is typing.Literal and one not in allowed:
+                raise QuestionsError(f"{where}: {arg} = {one!r} is not one of {allowed}")
     return functools.partial(fn, **params) if params else fn
 
 
@@ -544,7 +612,8 @@ def build(observers: Mapping[str, Observer] = OBSERVERS, facts: Mapping[str, obj
     doubled = sorted({k for k in keys if keys.count(k) > 1})
     if doubled:
         raise QuestionsError(f"two questions share the key {', '.join(doubled)}")
-    idle = sorted(set(observers) - {e.get("observer", e["key"]) for e in data["checks"]})
+    used = {e.get("observer", e["key"]) for e in data["checks"]} | GENERAL
+    idle = sorted(set(observers) - used)
     if idle:
         raise QuestionsError(f"no question uses the observer {', '.join(idle)}: add its "
                              "question to questions.toml or remove the observer")

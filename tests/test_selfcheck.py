@@ -251,6 +251,38 @@ def test_a_mistake_in_the_file_is_one_line_naming_it(edit: tuple[str, str], mess
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
+STORY = """
+[[checks]]
+key = "late_worker"
+page = "08-a-page-of-its-own.ipynb"
+observer = "story"
+params = { steps = ["claim briefly", "expire", "reap", "claim", "complete stale"], ask = "reply" }
+question = "Reaped and claimed again; the first worker completes. What does it get?"
+answers = [
+    { when = "accepted", text = "accepted" },
+    { when = "EMQSTALE", text = "refused as stale" },
+]
+hint = "Who holds the lease now?"
+lesson = "The first worker's token is one behind the row's attempts."
+"""
+
+
+def test_a_story_written_in_the_file_is_graded_by_the_server(conn: redis.Redis) -> None:
+    (check,) = checks.build({"story": checks.OBSERVERS["story"]}, checks.FACTS, STORY)
+    assert check.number == 8
+    assert check.grade(conn, "story", "refused as stale").right
+    wrong = check.grade(conn, "story", "accepted")
+    assert not wrong.right and not _names(wrong.explanation, "refused as stale")
+    assert "complete stale" in wrong.explanation
+    for ask, seen in (("state", "active"), ("attempts", "2"), ("token", "2"),
+                      ("fields", "attempts payload state")):
+        (asked,) = checks.build({"story": checks.OBSERVERS["story"]}, checks.FACTS,
+                                STORY.replace('ask = "reply"', f'ask = "{ask}"'))
+        assert asked.observe(conn, "story").outcome == seen, ask
+    with pytest.raises(checks.QuestionsError, match="steps = 'sleep' is not one of"):
+        checks.build(checks.OBSERVERS, checks.FACTS, STORY.replace('"expire"', '"sleep"'))
+
+
 def test_an_observer_without_a_question_is_refused() -> None:
     with pytest.raises(checks.QuestionsError, match="no question uses the observer fresh_row"):
         checks.build({**SAMPLE, "fresh_row": checks.OBSERVERS["fresh_row"]}, checks.FACTS, ONE)

@@ -127,8 +127,10 @@ def ran() -> Any:
                 nb, timeout=600, kernel_name="python3",
                 resources={"metadata": {"path": str(NOTEBOOKS)}})
             client.execute()
-            out = nb.cells[-1].outputs
-            report = json.loads(_text(out[-1]["text"]).strip().splitlines()[-1])
+            # The probe's stdout may arrive in several stream messages: read them joined.
+            out = "".join(_text(o["text"]) for o in nb.cells[-1].outputs
+                          if o.get("name") == "stdout")
+            report = json.loads(out.strip().splitlines()[-1])
             nb.cells.pop()
             done[prefix] = (nb, report)
         return done[prefix]

@@ -40,12 +40,13 @@ from tests.support.browser import (
     stored_stderr,
     stored_widgets,
 )
+from tools.course import load as course_pages
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
-NOTEBOOKS = sorted(p.name for p in NOTEBOOKS_DIR.glob("*.ipynb"))
+NOTEBOOKS = [p.file for p in course_pages()]
 CENTRE = "02-the-state-and-attempts.ipynb"
 STORY = "04-lab-two-workers-one-job.ipynb"
 README_SHOT = ROOT / "docs" / "screenshot-02.png"

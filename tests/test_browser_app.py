@@ -32,12 +32,13 @@ from echomq_lab.servers import free_port
 from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tests.support.browser import VIEWPORT, find_button, stored_widgets
+from tools.course import load as course_pages
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
-NOTEBOOKS = sorted(p.name for p in NOTEBOOKS_DIR.glob("*.ipynb"))
+NOTEBOOKS = [p.file for p in course_pages()]
 CENTRE = "02-the-state-and-attempts.ipynb"
 #: A page may take this long to render: Voilà runs the whole notebook first.
 RENDER_MS = 180_000

@@ -26,12 +26,13 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tests.support.browser import STDERR_OUTPUT, find_button, menu
+from tools.course import load as course_pages
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
-NOTEBOOKS = sorted(p.name for p in NOTEBOOKS_DIR.glob("[0-9][0-9]-*.ipynb"))
+NOTEBOOKS = [p.file for p in course_pages()]
 CENTRE = "02-the-state-and-attempts.ipynb"
 STORIES = [CENTRE, "04-lab-two-workers-one-job.ipynb"]
 #: How long one click may keep the kernel busy (a stall waits out a lease; a run takes seconds).

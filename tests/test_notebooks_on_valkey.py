@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 import redis
 
+from tools.course import load as course_pages
+
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = [ROOT / "notebooks" / p.file for p in course_pages()]
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ folder above it) is read,
 its code lines dropped (the protocol's code and identifiers are not prose), and every run of
 eight consecutive words of what is left is looked for in the notebooks (markdown and code
 cells), in ``echomq_lab/`` (Python, Lua, and the TOML data files such as the self-checks'
-``checks/questions.toml``) and in ``README.md``. Words are lower-cased tokens
+``questions.toml``) and in ``README.md``. Words are lower-cased tokens
 of letters, digits, ``_``, ``@`` and ``'``, so punctuation and line breaks do not hide a copy.
 Where the page is absent (a bare clone), the test skips and says why.
 """
@@ -82,7 +82,7 @@ def test_a_copied_run_is_found_across_punctuation_and_lines() -> None:
 
 def test_the_self_checks_words_are_read() -> None:
     # The questions are data, not Python: the scan must cover the file they live in.
-    assert "echomq_lab/checks/questions.toml" in shipped()
+    assert "echomq_lab/questions.toml" in shipped()
 
 
 @pytest.mark.parametrize("path", sorted(shipped()))

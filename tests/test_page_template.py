@@ -10,6 +10,7 @@ are refused before anything is written.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -83,7 +84,9 @@ def test_the_page_has_the_course_spine(made: tuple[Path, Path]) -> None:
     assert "conn = connect()" in setup and "reset(conn, QUEUE)" in setup
     assert "from echomq_lab.queues import reset" in setup
     assert any(c.startswith("two_beats(") for c in code), "a two-beat cell"
-    assert "<details>" in "".join(source(c) for c in nb["cells"]), "a self-check to reveal"
+    assert any(c.startswith(f"for check in SelfCheck.page(conn, {int(new.name[:2])}):")
+               for c in code), "the page's self-checks, from questions.toml"
+    assert "<details>" in "".join(source(c) for c in nb["cells"]), "an answer to unfold"
 
 
 def test_the_page_is_stored_executed_and_passes_strict_nbval(made: tuple[Path, Path]) -> None:
@@ -122,6 +125,49 @@ def test_navigation_across_all_pages_agrees_afterwards(made: tuple[Path, Path]) 
     hub = nav_cells(load(clone / "notebooks" / pages[0]["file"]))[0]
     assert f"({new.name}) | a page made by the template \\| checked" in hub
     assert f"(notebooks/{new.name})" in (clone / "README.md").read_text()
+
+
+#: A question for the new page, written the way an author adds one to questions.toml.
+QUESTION = """
+[[checks]]
+key = "last_page_token"
+page = "{file}"
+observer = "complete_sample"
+params = {{ lease = "held", token = "future" }}
+question = "Attempts is 2 and the lease is held. Token 3 completes: what happens?"
+answers = [
+    {{ when = "accepted", text = "accepted" }},
+    {{ when = "EMQSTALE", text = "refused as stale" }},
+]
+hint = "Is the fence a comparison of size?"
+lesson = "Only the row's own attempts passes the fence."
+"""
+#: Runs a notebook in a fresh kernel; prints where the package came from and the self-checks.
+RUN_PAGE = """
+import sys, nbformat, nbclient, echomq_lab
+nb = nbformat.read(sys.argv[1], as_version=4)
+nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+print(echomq_lab.__file__)
+for cell in nb.cells:
+    for out in cell.get("outputs", []):
+        text = out.get("data", {}).get("text/plain", "")
+        if text.startswith("Question: "):
+            print(text)
+"""
+
+
+def test_a_question_in_the_file_shows_on_the_new_page(made: tuple[Path, Path]) -> None:
+    clone, new = made
+    questions = clone / "echomq_lab" / "questions.toml"
+    questions.write_text(questions.read_text() + QUESTION.format(file=new.name))
+    env = {**os.environ, "PYTHONPATH": str(clone)}
+    done = subprocess.run([sys.executable, "-c", RUN_PAGE, str(new)], cwd=clone / "notebooks",
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    where, *shown = done.stdout.splitlines()
+    assert Path(where).is_relative_to(clone), "the copy's package, with its questions.toml"
+    assert shown[:3] == ["Question: Attempts is 2 and the lease is held. Token 3 completes: "
+                         "what happens?", "  (a) accepted", "  (b) refused as stale"]
 
 
 @pytest.mark.parametrize(

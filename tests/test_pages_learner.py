@@ -1,19 +1,20 @@
 """The pages leave the reader the clicks: graded questions, folded answers, fresh panels.
 
-Each notebook 00-05 is run top to bottom in a fresh kernel (nbclient, the embedded server), then
-a probe cell is appended that reports, as JSON, what the page built:
+Each page of ``tools/pages.toml`` that has self-checks or panels to probe is run top to bottom in
+a fresh kernel (nbclient, the embedded server), then a probe cell is appended that reports, as
+JSON, what the page built:
 
 - every :class:`~echomq_lab.widgets.SelfCheck` alive in the kernel (found with
   ``gc.get_objects()``, since a page displays them without naming them), answered with each of
-  its choices in turn: pages 00, 01 and 03 make at least two, 02 at least three, and every
-  choice gets a verdict and an explanation, with at least one right and one wrong choice each;
+  its choices in turn: a page makes every check ``questions.toml`` gives it, and every choice
+  gets a verdict and an explanation, with exactly one right choice each;
 - the text of every panel the page invites the reader to use, read after Run All: it must be
   what the panel showed when it was displayed (ids and times sanitized as nbval does), so no
   cell pressed it afterwards, and the two-worker story waits at its first step.
 
 The stored notebooks (no kernel) must show each question unanswered, and give every question
 under "Questions to try" an answer folded in a ``<details>`` block. The self-checks' words live
-in the package's ``checks/questions.toml``: every question there must be the one its page
+in the package's ``questions.toml``: every question there must be the one its page
 shows, choices in the same order, and none of its words may speak of project machinery.
 """
 
@@ -29,15 +30,18 @@ import pytest
 
 from echomq_lab import checks
 from echomq_lab.two_workers import STEPS
+from tools.course import load as course_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-QUESTIONS = ROOT / "echomq_lab" / "checks" / "questions.toml"
+QUESTIONS = ROOT / "echomq_lab" / "questions.toml"
+#: Every page, by its two-digit prefix, from the page list.
+FILES = {f"{p.number:02d}": p.file for p in course_pages()}
 #: Words that belong to the project, not to the reader's page.
 MACHINERY = re.compile(
     r"\b(issues?|nbval|NBVAL\w*|pytest|make (test|notebooks|venv|app|page|nav|lab))\b", re.I)
-#: The fewest self-checks each page must make.
-CHECKS = {"00": 2, "01": 2, "02": 3, "03": 2}
+#: The self-checks each page asks, by prefix (pages that ask none are left out).
+CHECKS = {n: checks.for_page(f) for n, f in FILES.items() if checks.for_page(f)}
 #: The panels each page invites the reader to use, by the name the page gives them.
 READER_PANELS = {
     "00": ("picker",),
@@ -65,11 +69,12 @@ print(_json.dumps({"checks": _checks, "panels": _panels, "stories": _stories}))
 """
 #: A SelfCheck's buttons are labelled "(a) ...", "(b) ..."; answered, one is styled.
 CHOICE_BUTTON = re.compile(r"^\([a-h]\) ")
+#: How a SelfCheck's text begins.
+QUESTION = "Question: "
 
 
 def _path(prefix: str) -> Path:
-    (path,) = NOTEBOOKS.glob(f"{prefix}-*.ipynb")
-    return path
+    return NOTEBOOKS / FILES[prefix]
 
 
 def _text(value: Any) -> str:
@@ -115,15 +120,17 @@ def ran() -> Any:
     def run(prefix: str) -> tuple[Any, dict[str, Any]]:
         if prefix not in done:
             nb = nbformat.read(_path(prefix), as_version=4)
-            panels, stories = READER_PANELS[prefix], (STORIES.get(prefix),)
+            panels, stories = READER_PANELS.get(prefix, ()), (STORIES.get(prefix),)
             code = PROBE % {"panels": panels, "stories": tuple(s for s in stories if s)}
             nb.cells.append(nbformat.v4.new_code_cell(code))
             client = nbclient.NotebookClient(
                 nb, timeout=600, kernel_name="python3",
                 resources={"metadata": {"path": str(NOTEBOOKS)}})
             client.execute()
-            out = nb.cells[-1].outputs
-            report = json.loads(_text(out[-1]["text"]).strip().splitlines()[-1])
+            # The probe's stdout may arrive in several stream messages: read them joined.
+            out = "".join(_text(o["text"]) for o in nb.cells[-1].outputs
+                          if o.get("name") == "stdout")
+            report = json.loads(out.strip().splitlines()[-1])
             nb.cells.pop()
             done[prefix] = (nb, report)
         return done[prefix]
@@ -134,18 +141,17 @@ def ran() -> Any:
 @pytest.mark.parametrize("prefix", sorted(CHECKS))
 def test_every_self_check_grades_every_choice(prefix: str, ran: Any) -> None:
     _nb, report = ran(prefix)
-    checks = report["checks"]
-    assert len(checks) >= CHECKS[prefix], (
-        f"page {prefix} makes {len(checks)} self-checks, at least {CHECKS[prefix]} wanted")
-    for check in checks:
+    made = report["checks"]
+    missing = {c.question for c in CHECKS[prefix]} - {c["question"] for c in made}
+    assert not missing, f"page {prefix} does not make the self-checks {missing}"
+    for check in made:
         answers = check["answers"]
         assert len(answers) >= 2, f"{check['question']!r}: fewer than two choices"
         for a in answers:
             assert isinstance(a["right"], bool)
             assert a["explanation"].strip(), f"{check['question']!r} / {a['choice']!r}: no why"
-        verdicts = {a["right"] for a in answers}
-        assert verdicts == {True, False}, (
-            f"{check['question']!r}: needs one right and one wrong choice, got {answers}")
+        assert sum(a["right"] for a in answers) == 1, (
+            f"{check['question']!r}: needs exactly one right choice, got {answers}")
         assert "Your answer" not in check["after_reset"], "reset left the verdict standing"
 
 
@@ -177,9 +183,9 @@ def test_stored_pages_show_every_question_unanswered(prefix: str) -> None:
         _text(out["data"]["text/plain"])
         for cell in nb["cells"] if cell["cell_type"] == "code"
         for out in cell.get("outputs", [])
-        if _text(out.get("data", {}).get("text/plain", "")).startswith("Check yourself:")
+        if _text(out.get("data", {}).get("text/plain", "")).startswith(QUESTION)
     ]
-    assert len(shown) >= CHECKS[prefix], f"page {prefix} stores {len(shown)} self-checks"
+    assert len(shown) >= len(CHECKS[prefix]), f"page {prefix} stores {len(shown)} self-checks"
     assert not [s for s in shown if "Your answer" in s], f"page {prefix} stores an answered check"
     state = nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     styled = [
@@ -191,7 +197,13 @@ def test_stored_pages_show_every_question_unanswered(prefix: str) -> None:
     assert not styled, f"page {prefix} stores a choice already marked: {styled}"
 
 
-@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("0[0-6]-*.ipynb")), ids=lambda p: p.name)
+#: Pages whose questions to try are not folded yet, and why (each is skipped saying so).
+UNFOLDED = {"07": "07 lists its questions to try without answers to unfold: not written yet"}
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(NOTEBOOKS / f, marks=pytest.mark.skip(reason=UNFOLDED[n])) if n in UNFOLDED
+    else NOTEBOOKS / f for n, f in FILES.items()], ids=lambda p: p.name)
 def test_every_question_to_try_has_a_folded_answer(path: Path) -> None:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     section = [_text(c["source"]) for c in cells
@@ -206,7 +218,7 @@ def test_every_question_to_try_has_a_folded_answer(path: Path) -> None:
     assert all(answer.strip() for answer in folded), f"{path.name}: an empty answer"
 
 
-# -- the self-checks' words (checks/questions.toml) -----------------------------------------
+# -- the self-checks' words (questions.toml) ------------------------------------------------
 
 
 def _stored_checks(prefix: str) -> list[list[str]]:
@@ -215,18 +227,18 @@ def _stored_checks(prefix: str) -> list[list[str]]:
         _text(out["data"]["text/plain"]).splitlines()
         for cell in _stored(prefix)["cells"] if cell["cell_type"] == "code"
         for out in cell.get("outputs", [])
-        if _text(out.get("data", {}).get("text/plain", "")).startswith("Check yourself:")
+        if _text(out.get("data", {}).get("text/plain", "")).startswith(QUESTION)
     ]
 
 
 @pytest.mark.parametrize("key", [c.key for c in checks.CHECKS])
 def test_each_question_of_the_file_is_the_one_its_page_shows(key: str) -> None:
     check = checks.get(key)
-    wanted = [f"Check yourself: {check.question}",
+    wanted = [f"{QUESTION}{check.question}",
               *(f"  ({'abcdefgh'[i]}) {choice}" for i, choice in enumerate(check.choices))]
-    shown = _stored_checks(f"{check.page:02d}")
+    shown = _stored_checks(f"{check.number:02d}")
     assert wanted in [lines[: len(wanted)] for lines in shown], (
-        f"page {check.page:02d} does not show {key} as questions.toml words it (re-run the "
+        f"{check.page} does not show {key} as questions.toml words it (re-run the "
         f"page after editing the file):\n" + "\n".join(wanted))
 
 
@@ -244,7 +256,8 @@ def _strings(value: Any) -> list[str]:
 def test_the_questions_file_speaks_to_the_reader() -> None:
     entries = tomllib.loads(QUESTIONS.read_text(encoding="utf-8"))["checks"]
     assert [e["key"] for e in entries] == [c.key for c in checks.CHECKS]
-    said = [s for e in entries for f in ("question", "answers", "lesson") for s in _strings(e[f])]
+    said = [s for e in entries for f in ("question", "answers", "hint", "lesson")
+            for s in _strings(e[f])]
     assert len(said) >= 3 * len(entries)
     assert not [s for s in said if MACHINERY.search(s)]
     assert MACHINERY.search("the nbval run") and MACHINERY.search("run make notebooks")

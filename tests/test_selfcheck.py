@@ -1,13 +1,17 @@
-"""Self-checks graded by the server: every check answers every choice on every backend.
+"""Self-checks graded by the server: every choice of every check, on every backend.
 
-Each choice must come back with a verdict and an explanation naming what the server did; each
-check has at least one right and one wrong choice; the widget's buttons do what ``answer``
+The pages come from ``tools/pages.toml``: each check names its page by the page's file there,
+and the course's pages (the hub and its pages) each ask at least two. Answered by a program,
+every check keeps three rules: a wrong answer's text does not contain the right answer (its
+choice, nor the server's outcome that names it); the right answer is accepted straight after a
+wrong one; no choice is longer than 48 characters. The widget's buttons do what ``answer``
 does, and ``reset`` returns it to the unanswered state with its queue empty.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -15,41 +19,75 @@ import pytest
 import redis
 
 from echomq_lab import checks
-from echomq_lab.checks.observers import FACTS, OBSERVERS
-from echomq_lab.checks.questions import QuestionsError, build, shipped_text
 from echomq_lab.widgets import Reveal, SelfCheck
-from tests.support.state import dump
+from tools.course import load as course_pages
 
-#: The right choice of every check, as the protocol sheet states it.
+PAGES = course_pages()
+#: The pages that ask self-checks, from the page list.
+ASKING = [p.file for p in PAGES if checks.for_page(p.file)]
+#: The right choice of the course's checks, as the protocol sheet states it (a check added
+#: later is graded by the server alone).
 EXPECTED = {
     "claim_fields": "state and attempts",
     "row_deleter": "complete",
-    "fresh_row": "three fields: state=pending, attempts=0, payload",
-    "id_field": "no: the id is the last part of the row's key",
-    "mint_time": "inside the id: its first bits are the mint time",
+    "fresh_row": "state, attempts and payload",
+    "id_field": "no, the id is only in the key",
+    "mint_time": "inside the job's id",
     "after_reprocess": "3",
-    "token_above": "refused EMQSTALE: only the row's own attempts holds the lease",
-    "token_reaped": "refused EMQSTALE: the token matches, but it holds no lease",
-    "payload_round_trip": "the same bytes, byte for byte",
-    "payload_read": "no: scripts store it and hand it back; no decision depends on it",
+    "token_above": "refused with EMQSTALE",
+    "token_reaped": "refused with EMQSTALE",
+    "payload_round_trip": "the same bytes",
+    "payload_read": "no, none of them",
 }
-#: How many checks each page asks, at least.
-AT_LEAST = {0: 2, 1: 2, 2: 3, 3: 2}
 
 
-def test_every_page_has_its_checks() -> None:
-    for page, least in AT_LEAST.items():
-        made = checks.for_page(page)
-        assert len(made) >= least
-        assert all(c.page == page for c in made)
-    assert sorted(checks.FACTORIES) == sorted(EXPECTED)
+def _keys(conn: redis.Redis, queue: str) -> list[bytes]:
+    return list(conn.scan_iter(match=f"emq:{{{queue}}}:*"))
+
+
+def _names(text: str, answer: str) -> bool:
+    """True when ``answer`` appears in ``text`` as whole words, case ignored."""
+    return re.search(rf"(?<![\w]){re.escape(answer)}(?![\w])", text, re.I) is not None
+
+
+def test_every_check_belongs_to_a_page_of_the_list() -> None:
+    files = {p.file for p in PAGES}
+    assert {c.page for c in checks.CHECKS} <= files
+    assert [c.page for c in checks.CHECKS] == sorted(c.page for c in checks.CHECKS), (
+        "questions.toml lists the checks page by page, in reading order")
+    for page in PAGES:
+        if page.kind in ("hub", "page"):
+            assert len(checks.for_page(page.file)) >= 2, f"{page.file} asks too few checks"
+        assert checks.for_page(page.number) == checks.for_page(page.file)
+    assert set(EXPECTED) <= {c.key for c in checks.CHECKS}
     with pytest.raises(ValueError, match="no check called"):
         checks.get("nope")
-    with pytest.raises(ValueError, match="no checks for page"):
-        checks.for_page(9)
+    assert checks.for_page(99) == []
+    with pytest.raises(TypeError, match="page must be a number or a file name"):
+        checks.for_page(2.0)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("key", sorted(EXPECTED))
+@pytest.mark.parametrize("page", ASKING)
+def test_the_three_rules_hold_when_a_program_answers(conn: redis.Redis, page: str) -> None:
+    for check in checks.for_page(page):
+        panel = SelfCheck(conn, check)
+        assert all(len(c) <= 48 for c in panel.choices), panel.choices
+        (right,) = [c for c in panel.choices if panel.answer(c).right]
+        assert right == EXPECTED.get(check.key, right)
+        outcome = check.outcomes[check.choices.index(right)]
+        for wrong in (c for c in panel.choices if c != right):
+            graded = panel.answer(wrong)
+            assert not graded.right, (check.key, wrong)
+            for answer in (right, outcome):
+                assert not _names(graded.explanation, answer), (
+                    f"{check.key}: the verdict on {wrong!r} gives away {answer!r}: "
+                    f"{graded.explanation}")
+            assert "Hint:" in graded.explanation and graded.did not in graded.explanation
+            again = panel.answer(right)
+            assert again.right, f"{check.key}: {right!r} refused straight after {wrong!r}"
+
+
+@pytest.mark.parametrize("key", [c.key for c in checks.CHECKS])
 def test_each_choice_is_graded_by_the_server(conn: redis.Redis, key: str) -> None:
     panel = SelfCheck(conn, key)
     assert panel.question and len(panel.choices) >= 2
@@ -57,49 +95,59 @@ def test_each_choice_is_graded_by_the_server(conn: redis.Redis, key: str) -> Non
     for choice in panel.choices:
         graded = panel.answer(choice)
         assert graded.choice == choice and graded.explanation.strip()
-        assert "The server:" in graded.explanation and graded.did in graded.explanation
-        assert graded.explanation.startswith("Right." if graded.right else "Not this one")
+        if graded.right:
+            assert graded.explanation.startswith("Right. The server: ")
+            assert graded.did in graded.explanation
+        else:
+            assert graded.explanation.startswith("Not this one. The server: ")
         verdicts[choice] = graded.right
-    assert [c for c, right in verdicts.items() if right] == [EXPECTED[key]]
-    assert sum(not r for r in verdicts.values()) >= 1
+    rights = [c for c, right in verdicts.items() if right]
+    assert len(rights) == 1 and rights[0] == EXPECTED.get(key, rights[0]), verdicts
 
 
 def test_the_buttons_answer_and_reset_starts_afresh(conn: redis.Redis) -> None:
     panel = SelfCheck(conn, "token_above")
     unanswered = panel.text()
-    assert unanswered.splitlines()[0] == f"Check yourself: {panel.question}"
+    assert unanswered.splitlines()[0] == f"Question: {panel.question}"
     assert len(unanswered.splitlines()) == 1 + len(panel.choices)
+    assert "Check yourself" not in unanswered + panel.prompt.value, "the page says it, once"
     assert "Right" not in unanswered and "The server:" not in unanswered
 
     panel.buttons[0].click()  # accepted: wrong
     assert panel.graded is not None and not panel.graded.right
     assert panel.buttons[0].button_style == "danger" and panel.buttons[0].icon == "times"
     assert "Not this one" in panel.message.value and "emq-refused" in panel.message.value
-    assert "(not right)" in panel.text() and "EMQSTALE" in panel.text()
+    assert "(not right)" in panel.text() and "EMQSTALE" not in panel.graded.explanation
 
-    panel.buttons[1].click()  # EMQSTALE: right
+    panel.buttons[1].click()  # EMQSTALE: right, straight after the wrong one
     assert panel.graded is not None and panel.graded.right
     assert panel.buttons[1].button_style == "success" and panel.buttons[0].button_style == ""
     assert "✓ Right." in panel.message.value and "(right)" in panel.text()
-    assert any(k.startswith(b"emq:{check-token-above}") for k in dump(conn))
+    assert _keys(conn, panel.queue)
 
-    panel.again.click()
+    panel.reset()
     assert panel.graded is None and panel.text() == unanswered
     assert panel.message.value == "" and all(b.button_style == "" for b in panel.buttons)
-    assert not any(k.startswith(b"emq:{check-token-above}") for k in dump(conn))
+    assert not _keys(conn, panel.queue)
+
+
+def test_the_verdict_keeps_its_distance_from_what_follows(conn: redis.Redis) -> None:
+    panel = SelfCheck(conn, "fresh_row")
+    assert panel.widget.layout.margin and panel.widget.layout.margin.split()[2] != "0"
+    assert panel.widget.children[-1] is panel.message
 
 
 def test_every_button_has_a_tooltip(conn: redis.Redis) -> None:
-    for page in AT_LEAST:
+    for page in ASKING:
         for panel in SelfCheck.page(conn, page):
-            assert all(b.tooltip for b in [*panel.buttons, panel.again])
+            assert all(b.tooltip for b in panel.buttons)
 
 
 def test_an_unknown_choice_runs_nothing(conn: redis.Redis) -> None:
-    panel = SelfCheck(conn, checks.fresh_row(), queue="mine")
+    panel = SelfCheck(conn, checks.get("fresh_row"), queue="mine")
     with pytest.raises(ValueError, match="is not one of the choices"):
         panel.answer("seven fields")
-    assert dump(conn) == {}
+    assert not _keys(conn, "mine")
 
 
 def test_a_dead_server_is_one_line_on_the_panel() -> None:
@@ -112,12 +160,12 @@ def test_a_dead_server_is_one_line_on_the_panel() -> None:
 
 
 FRESH = """
-import json
-from echomq_lab import connect, checks
+import json, sys
+from echomq_lab import connect
 from echomq_lab.widgets import SelfCheck
 conn = connect()
 out = {}
-for page in range(4):
+for page in sys.argv[1:]:
     for panel in SelfCheck.page(conn, page):
         out[panel.check.key] = [[c, panel.answer(c).right] for c in panel.choices]
 print(json.dumps(out))
@@ -125,12 +173,13 @@ print(json.dumps(out))
 
 
 def test_in_a_fresh_process_every_check_answers() -> None:
-    done = subprocess.run([sys.executable, "-c", FRESH], capture_output=True, text=True,
-                          timeout=120, check=True)
+    done = subprocess.run([sys.executable, "-c", FRESH, *ASKING], capture_output=True,
+                          text=True, timeout=120, check=True)
     got = json.loads(done.stdout)
-    assert sorted(got) == sorted(EXPECTED)
+    assert sorted(got) == sorted(c.key for c in checks.CHECKS)
     for key, graded in got.items():
-        assert [c for c, right in graded if right] == [EXPECTED[key]], key
+        rights = [c for c, right in graded if right]
+        assert len(rights) == 1 and rights[0] == EXPECTED.get(key, rights[0]), key
 
 
 def test_reveal_hides_the_answer_until_asked() -> None:
@@ -144,12 +193,12 @@ def test_reveal_hides_the_answer_until_asked() -> None:
     assert reveal.body.value == "" and not reveal.shown
 
 
-# -- the questions are data: questions.toml, joined to the observers at import ----------------
+# -- the questions are data: questions.toml, joined to the observers at load ---------------------
 
 ONE = """
 [[checks]]
 key = "token_above"
-page = 2
+page = "12-a-page-far-on.ipynb"
 observer = "complete_sample"
 params = { lease = "held", token = "future" }
 question = "Token 3 against attempts 2: what does the server say?"
@@ -157,25 +206,28 @@ answers = [
     { when = "EMQSTALE", text = "it refuses the token as stale" },
     { when = "accepted", text = "it takes it" },
 ]
+hint = "Newer or the same?"
 lesson = "Equality, not order."
 """
+SAMPLE = {"complete_sample": checks.OBSERVERS["complete_sample"]}
 
 
 def test_the_shipped_file_makes_the_checks() -> None:
-    made = build(OBSERVERS, FACTS, shipped_text())
-    assert [c.key for c in made] == [c.key for c in checks.CHECKS] == list(checks.FACTORIES)
-    assert [(c.question, c.choices, c.lesson) for c in made] == [
-        (c.question, c.choices, c.lesson) for c in checks.CHECKS]
-    assert checks.token_above() is checks.get("token_above") and checks.token_above.__doc__
-    assert f"{len(checks.BINARY)} bytes" in checks.payload_round_trip().question
+    made = checks.build()
+    assert [(c.key, c.page, c.question, c.choices, c.hint, c.lesson) for c in made] == [
+        (c.key, c.page, c.question, c.choices, c.hint, c.lesson) for c in checks.CHECKS]
+    assert f"{len(checks.BINARY)} bytes" in checks.get("payload_round_trip").question
 
 
-def test_reworded_and_reordered_choices_grade_the_same(conn: redis.Redis) -> None:
-    (check,) = build({"complete_sample": OBSERVERS["complete_sample"]}, FACTS, ONE)
+def test_a_check_works_on_any_page_number(conn: redis.Redis) -> None:
+    (check,) = checks.build(SAMPLE, checks.FACTS, ONE)
+    assert (check.page, check.number) == ("12-a-page-far-on.ipynb", 12)
     assert check.choices == ("it refuses the token as stale", "it takes it")
     graded = check.grade(conn, "edited", check.choices[0])
     assert graded.right and graded.explanation.endswith("Equality, not order.")
-    assert not check.grade(conn, "edited", "it takes it").right
+    wrong = check.grade(conn, "edited", "it takes it")
+    assert not wrong.right and wrong.explanation.endswith("Hint: Newer or the same?")
+    assert not _names(wrong.explanation, "it refuses the token as stale")
 
 
 @pytest.mark.parametrize(("edit", "message"), [
@@ -183,22 +235,66 @@ def test_reworded_and_reordered_choices_grade_the_same(conn: redis.Redis) -> Non
     (('lease = "held"', 'lease = "gone"'), "lease = 'gone' is not one of"),
     (('lease = "held"', 'lag = "held"'), "does not take these params"),
     (('when = "accepted"', 'when = "EMQSTALE"'), "no other choice of the question uses"),
-    (("page = 2\n", ""), "missing ['page']"),
-    (("page = 2\n", "page = 2\nhint = 1\n"), "unknown ['hint']"),
+    (('hint = "Newer or the same?"\n', ""), "missing ['hint']"),
+    (('hint = "', 'tip = 1\nhint = "'), "unknown ['tip']"),
+    (('"12-a-page-far-on.ipynb"', "12"), "page must be the page's file"),
+    (("it takes it", "it takes it, since a higher token is always newer"), "at most 48"),
+    (("it takes it", "yes: newer wins"), "no reason after a colon"),
     (("Token 3", "Token {three}"), "cannot fill in"),
     (("[[checks]]", "[[check]]"), "[[checks]] entries and nothing else"),
 ])
 def test_a_mistake_in_the_file_is_one_line_naming_it(edit: tuple[str, str], message: str) -> None:
     text = ONE.replace(*edit)
     assert text != ONE
-    with pytest.raises(QuestionsError) as caught:
-        build({"complete_sample": OBSERVERS["complete_sample"]}, FACTS, text)
+    with pytest.raises(checks.QuestionsError) as caught:
+        checks.build(SAMPLE, checks.FACTS, text)
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
+STORY = """
+[[checks]]
+key = "late_worker"
+page = "08-a-page-of-its-own.ipynb"
+observer = "story"
+params = { steps = ["claim briefly", "expire", "reap", "claim", "complete stale"], ask = "reply" }
+question = "Reaped and claimed again; the first worker completes. What does it get?"
+answers = [
+    { when = "accepted", text = "accepted" },
+    { when = "EMQSTALE", text = "refused as stale" },
+]
+hint = "Who holds the lease now?"
+lesson = "The first worker's token is one behind the row's attempts."
+"""
+
+
+def test_a_story_written_in_the_file_is_graded_by_the_server(conn: redis.Redis) -> None:
+    (check,) = checks.build({"story": checks.OBSERVERS["story"]}, checks.FACTS, STORY)
+    assert check.number == 8
+    assert check.grade(conn, "story", "refused as stale").right
+    wrong = check.grade(conn, "story", "accepted")
+    assert not wrong.right and not _names(wrong.explanation, "refused as stale")
+    assert "complete stale" in wrong.explanation
+    for ask, seen in (("state", "active"), ("attempts", "2"), ("token", "2"),
+                      ("fields", "attempts payload state")):
+        (asked,) = checks.build({"story": checks.OBSERVERS["story"]}, checks.FACTS,
+                                STORY.replace('ask = "reply"', f'ask = "{ask}"'))
+        assert asked.observe(conn, "story").outcome == seen, ask
+    with pytest.raises(checks.QuestionsError, match="steps = 'sleep' is not one of"):
+        checks.build(checks.OBSERVERS, checks.FACTS, STORY.replace('"expire"', '"sleep"'))
+
+
 def test_an_observer_without_a_question_is_refused() -> None:
-    with pytest.raises(QuestionsError, match="no question uses the observer fresh_row"):
-        build({"complete_sample": OBSERVERS["complete_sample"],
-               "fresh_row": OBSERVERS["fresh_row"]}, FACTS, ONE)
-    with pytest.raises(QuestionsError, match="share the key token_above"):
-        build(OBSERVERS, FACTS, shipped_text() + ONE)
+    with pytest.raises(checks.QuestionsError, match="no question uses the observer fresh_row"):
+        checks.build({**SAMPLE, "fresh_row": checks.OBSERVERS["fresh_row"]}, checks.FACTS, ONE)
+    with pytest.raises(checks.QuestionsError, match="share the key token_above"):
+        checks.build(checks.OBSERVERS, checks.FACTS, checks.shipped_text() + ONE)
+
+
+def test_a_verdict_that_would_give_the_answer_away_says_less() -> None:
+    def observe(_conn: redis.Redis, _queue: str) -> checks.Observed:
+        return checks.Observed("yes", "it did", lambda when: "the answer was yes")
+
+    check = checks.Check("k", "05-p.ipynb", "Q?", ("yes", "no"), ("yes", "no"), observe,
+                         "look again", "L.")
+    graded = check.grade(redis.Redis(), "q", "no")
+    assert graded.explanation == "Not this one: the server did not do that. Hint: look again"

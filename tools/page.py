@@ -32,8 +32,9 @@ def _code(text: str) -> dict[str, Any]:
             "source": text.strip("\n")}
 
 
-def spine(title: str, summary: str, queue: str, hub: Page) -> list[dict[str, Any]]:
-    """The cells of a new page, in the course's order, with placeholders to write over."""
+def spine(title: str, summary: str, queue: str, hub: Page, number: int = 0) -> list[dict[str, Any]]:
+    """The cells of a new page (page ``number``), in the course's order, with placeholders to
+    write over. Its self-checks are the ``questions.toml`` entries that name its file."""
     return [
         _markdown(f"""
 # {title}
@@ -58,9 +59,11 @@ this page sits, and what it adds to the one before.)*
 running it again starts from the same place.
 """),
         _code(f"""
+from IPython.display import display
+
 from echomq_lab import branded, connect, jobs
 from echomq_lab.queues import reset
-from echomq_lab.widgets import RecordView
+from echomq_lab.widgets import RecordView, SelfCheck
 from echomq_lab.widgets.beats import two_beats
 
 conn = connect()
@@ -101,13 +104,12 @@ two_beats(jobs.enqueue, "enqueue")
         _markdown("""
 ## Check yourself
 
-*(A question whose answer the reader predicts before opening it.)*
-
-<details><summary>Answer</summary>
-
-*(The answer, and the cell above that shows it.)*
-
-</details>
+*(One sentence that sets the question up; nothing above may give its answer. The questions are
+this page's entries in `echomq_lab/questions.toml`; the server grades every answer.)*
+"""),
+        _code(f"""
+for check in SelfCheck.page(conn, {number}):
+    display(check)
 """),
         _markdown("""
 ## Recap
@@ -117,7 +119,13 @@ two_beats(jobs.enqueue, "enqueue")
         _markdown("""
 ## Questions to try
 
-1. *(a question answered by changing a cell above and running it again)*
+**1.** *(A question answered by changing a cell above and running it again.)*
+
+<details><summary>Show the answer</summary>
+
+*(The answer, and the cell that shows it.)*
+
+</details>
 """),
         _markdown("""
 ## References
@@ -162,7 +170,7 @@ def create(root: Path, name: str, title: str, summary: str = "") -> Path:
     if not pages:
         raise CourseError(f"{PAGES} lists no hub page to link the new page to")
     queue = f"{match['slug']}-{number:02d}"
-    cells = spine(title, summary, queue, pages[0])
+    cells = spine(title, summary, queue, pages[0], number)
     path.write_text(dump_notebook(notebook(cells, path.stem)), encoding="utf-8")
     with (root / PAGES).open("a", encoding="utf-8") as out:
         out.write(entry_toml(file, title, summary))

@@ -2,9 +2,8 @@
 
 API (for pages)::
 
-    from echomq_lab import checks
     from echomq_lab.widgets import SelfCheck
-    SelfCheck(conn, "token_above")          # or SelfCheck(conn, checks.token_above())
+    c = SelfCheck(conn, "token_above")      # a check by its key in questions.toml
     SelfCheck.page(conn, 2)                 # the page's checks, one panel each (a list)
     c.question, c.choices                   # as shown
     c.answer(c.choices[1])                  # -> checks.Graded: .right, .explanation
@@ -12,8 +11,11 @@ API (for pages)::
     c.buttons[i].click()                    # the same as answer(choices[i]), shown on the panel
     c.text()                                # plain text; unanswered: question and choices only
 
+The page introduces a check in its own words ("Check yourself"); the panel asks the question.
 Each check runs on a queue of its own (``check-<key>``, or ``queue=``), emptied before each
-answer. The verdict is in words ("Right." / "Not this one"), never in colour alone.
+answer. A wrong answer says what the server did against that choice and gives a hint; every
+choice stays open, so the reader answers again at once. The verdict is in words ("Right." /
+"Not this one"), never in colour alone.
 
 Answers to a page's open questions need no widget: a collapsed ``<details>`` block in the
 page's markdown (``<details><summary>Show the answer</summary> ... </details>``) opens on a
@@ -47,22 +49,19 @@ class SelfCheck(Panel):
         self.queue = queue or self.check.queue
         self.graded: checks.Graded | None = None
         self.prompt = W.HTML(
-            f"<b>Check yourself.</b> {html.escape(self.question)} "
+            f"<b>{html.escape(self.question)}</b> "
             f'<span style="color:{style.SOFT}">Pick one: the server decides.</span>'
         )
         self.buttons = [self._button(i, c) for i, c in enumerate(self.choices)]
-        self.again = W.Button(
-            description="start again", icon="refresh", layout=W.Layout(width="auto"),
-            tooltip="Clear the verdict and empty this question's queue, to answer afresh",
-        )
-        self.again.on_click(lambda _b: self.reset())
-        self.message = W.HTML()
-        self.widget = W.VBox([self.prompt, *self.buttons, W.HBox([self.again]), self.message])
+        self.message = W.HTML(layout=W.Layout(margin="4px 0 0 0"))
+        # The margin below keeps the verdict apart from whatever the page shows next.
+        self.widget = W.VBox([self.prompt, *self.buttons, self.message],
+                             layout=W.Layout(margin="0 0 1.5em 0"))
         self.widget.add_class("emq-selfcheck")
 
     @classmethod
-    def page(cls, conn: redis.Redis, page: int) -> list[SelfCheck]:
-        """One panel for each check of page ``page``, in page order."""
+    def page(cls, conn: redis.Redis, page: int | str) -> list[SelfCheck]:
+        """One panel for each check of page ``page`` (its number or file), in page order."""
         return [cls(conn, c) for c in checks.for_page(page)]
 
     def _button(self, index: int, choice: str) -> W.Button:
@@ -87,7 +86,8 @@ class SelfCheck(Panel):
     def answer(self, choice: str) -> checks.Graded:
         """Grade ``choice`` by running the check on the server; show and return the verdict.
 
-        ValueError for a choice that is not offered (nothing runs).
+        ValueError for a choice that is not offered (nothing runs). Any choice may be answered
+        next, straight away.
         """
         graded = self.check.grade(self.conn, self.queue, choice)
         self.graded = graded
@@ -117,7 +117,7 @@ class SelfCheck(Panel):
 
     def text(self) -> str:
         """The question and the choices; once answered, the choice and the verdict too."""
-        lines = [f"Check yourself: {self.question}"]
+        lines = [f"Question: {self.question}"]
         lines += [f"  ({_LETTERS[i]}) {c}" for i, c in enumerate(self.choices)]
         if self.graded is not None:
             word = "right" if self.graded.right else "not right"

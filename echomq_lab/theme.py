@@ -1,6 +1,6 @@
 """The lab's look as plain data: a colour per state and per set, and the marks of a verdict.
 
-Panels (:mod:`echomq_lab.widgets.style`), charts (:mod:`echomq_lab.report.charts`,
+Panels (:mod:`echomq_lab.widgets.style`), charts (:mod:`benchmarks.charts`,
 :mod:`echomq_lab.plots`) and text reports all read their colours and verdict words here, so a
 state is drawn in one colour everywhere. This module imports no widget or plotting library.
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 

@@ -98,15 +98,20 @@ _originals: dict[str, Callable[..., Any]] = {}
 _users = [0]
 
 
+def _joined(command: Any) -> bytes:
+    """What one write sends, as bytes (redis-py passes bytes, a str, or a list of chunks)."""
+    chunks = [command] if isinstance(command, bytes | str | memoryview) else command
+    return b"".join(c.encode() if isinstance(c, str) else bytes(c) for c in chunks)
+
+
 def _counted_write(self: AbstractConnection, command: Any, check_health: bool = True) -> Any:
     original = _originals["send_packed_command"]
     mine = _COUNTERS
     if not mine.open or mine.busy:
         return original(self, command, check_health)
-    packed = b"".join(command) if isinstance(command, list | tuple) else bytes(command)
     try:
-        name = request_name(_commands(packed))
-    except ValueError:  # not RESP as redis-py writes it: still one request
+        name = request_name(_commands(_joined(command)))
+    except (ValueError, TypeError):  # not RESP as redis-py writes it: still one request
         name = "?"
     for calls in mine.open:
         calls.append(name)

@@ -4,7 +4,7 @@ on each backend, and the benchmark's tables read (or found missing) beside the p
 Speeds are not asserted (no wall-clock thresholds); the counts are: every transition of the
 cycle sends one EVALSHA, so a job is three requests, and python-rq, driven on the same
 connection, sends more per job. Afterwards nothing of either is left on the server. A copy of
-page 06 opened where no benchmark ran says so in one line and still measures live.
+page 06 opened where no benchmark ran says so in one line and still measures measure.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from nbclient import NotebookClient
 from redis.connection import AbstractConnection
 
 import echomq_lab
-from echomq_lab import branded, jobs, keyspace, transitions
-from echomq_lab import measure as live
+from echomq_lab import branded, jobs, keyspace, measure, transitions
 from echomq_lab.measure import calls_text, counting
 from echomq_lab.testing.state import dump
 from echomq_lab.widgets import MeasurePanel
@@ -48,7 +47,7 @@ def test_measure_now_counts_one_round_trip_per_transition(conn: redis.Redis) -> 
     assert panel.text() == "not measured yet"
     cycle = panel.run(wait=True)
     assert cycle is not None and cycle is panel.cycle and cycle.jobs == 30
-    assert cycle.per_transition == {n: ("EVALSHA",) for n in live.CYCLE}
+    assert cycle.per_transition == {n: ("EVALSHA",) for n in measure.CYCLE}
     assert cycle.requests == 90 and cycle.requests_per_job == 3
     assert cycle.jobs_per_s > 0 and panel.progress.value == 1.0
     lines = panel.counts_text().splitlines()
@@ -64,9 +63,9 @@ def test_measure_now_counts_one_round_trip_per_transition(conn: redis.Redis) -> 
 
 
 def test_python_rq_is_measured_on_the_same_server(conn: redis.Redis) -> None:
-    if live.rq_version() is None:
+    if measure.rq_version() is None:
         pytest.skip("python-rq is not installed: its per-job cost cannot be measured")
-    cost = live.rq_cycles(conn, 20)
+    cost = measure.rq_cycles(conn, 20)
     assert cost.jobs == 20 and cost.requests > 3 * 20  # more than our three per job
     assert sum(cost.by_name.values()) == cost.requests
     assert cost.busiest[0][1] >= cost.busiest[-1][1]
@@ -75,7 +74,7 @@ def test_python_rq_is_measured_on_the_same_server(conn: redis.Redis) -> None:
     panel = MeasurePanel(conn, jobs=30)
     panel.run(wait=True)
     assert panel.rq is not None and panel.rq.jobs == 10
-    assert panel.rq_text().startswith(f"python-rq {live.rq_version()}: 10 no-op jobs, ")
+    assert panel.rq_text().startswith(f"python-rq {measure.rq_version()}: 10 no-op jobs, ")
     assert "requests per job" in panel.text()
     # a long line wraps at a space in the page, never inside a word
     assert all(len(line) <= 100 for line in panel.rq_text().splitlines())
@@ -158,14 +157,14 @@ def test_counting_counts_only_its_own_thread(conn: redis.Redis) -> None:
 def test_commandstats_reads_the_servers_own_count(conn: redis.Redis, backend_name: str) -> None:
     if backend_name == "fakeredis":
         pytest.skip("fakeredis answers no INFO, so it keeps no per-command counters")
-    live.warm_up(conn)  # no NOSCRIPT: the enqueue is its one EVALSHA
-    before = live.commandstats(conn)
+    measure.warm_up(conn)  # no NOSCRIPT: the enqueue is its one EVALSHA
+    before = measure.commandstats(conn)
     jobs.enqueue(conn, "stats", branded.mint(), b"x")
-    after = live.commandstats(conn)
-    delta = live.calls_delta(before, after)
+    after = measure.commandstats(conn)
+    delta = measure.calls_delta(before, after)
     assert delta.get("evalsha") == 1 and "info" not in delta
     assert {"hset", "zadd"} <= set(delta)  # what ran inside the script counts too
-    assert after["evalsha"].usec >= before.get("evalsha", live.Stat(0, 0)).usec
+    assert after["evalsha"].usec >= before.get("evalsha", measure.Stat(0, 0)).usec
     conn.delete(*conn.keys(keyspace.base("stats") + "*"))
 
 
@@ -174,7 +173,7 @@ def test_commandstats_reads_the_servers_own_count(conn: redis.Redis, backend_nam
 
 def test_every_transition_is_one_evalsha_live(conn: redis.Redis) -> None:
     queue = "count-live"
-    traced = live.transition_calls(conn, queue)
+    traced = measure.transition_calls(conn, queue)
     assert {t.name.split(" ")[0] for t in traced} == set(HANDLES)
     assert all(t.calls == ("EVALSHA",) for t in traced), [t.line() for t in traced]
     assert [t.reply for t in traced] == [
@@ -196,7 +195,7 @@ def test_the_walk_stops_at_the_first_reply_it_did_not_expect() -> None:
         return 0 if name == "promote" else reply  # as if promote had found nothing due
 
     with pytest.raises(RuntimeError, match=r"promote on 'walk-odd' answered 0, expected 1"):
-        live.walk(conn, "walk-odd", step)
+        measure.walk(conn, "walk-odd", step)
     assert seen == ["enqueue", "claim", "extend", "retry", "promote"]
 
 
@@ -224,7 +223,7 @@ def test_a_dead_server_is_one_line() -> None:
     assert panel.last_message.startswith("the measurement stopped: ")
     assert "\n" not in panel.last_message and "Traceback" not in panel.status.value
     with pytest.raises(ValueError, match="jobs must be between 1 and 100000"):
-        live.job_cycles(dead, "q", 0)
+        measure.job_cycles(dead, "q", 0)
 
 
 # -- what `make bench` left beside the page ----------------------------------------------------
@@ -235,8 +234,8 @@ def test_no_benchmark_beside_the_page_is_one_line(
     tmp_path: Path, content: str | None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if content is not None:
-        (tmp_path / live.BENCH_FILE).write_text(content)
-    bench = live.read_bench(tmp_path)
+        (tmp_path / measure.BENCH_FILE).write_text(content)
+    bench = measure.read_bench(tmp_path)
     assert not bench.found and bench.tables == {} and bench.charts == {}
     assert "\n" not in bench.header and "Traceback" not in bench.header
     assert "make bench" in bench.header
@@ -259,5 +258,5 @@ def test_a_copy_of_page_06_alone_says_so_once_and_measures_live(
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "Traceback" not in text and "ResultsMissing" not in text
     said = [line for line in text.splitlines() if "make bench" in line]
-    assert said == [live.read_bench(tmp_path).header]
+    assert said == [measure.read_bench(tmp_path).header]
     assert "every one an EVALSHA: True" in text  # the live counts ran all the same

@@ -102,7 +102,7 @@ class MeasurePanel(Panel):
         rq_share = 0.3 if self.with_rq and measure.rq_version() else 0.0
         try:
             self.cycle = measure.job_cycles(self.conn, self.queue, n,
-                                         self._stage(0.0, 0.6 - rq_share / 2, n))
+                                            self._stage(0.0, 0.6 - rq_share / 2, n))
             self.walk = transition_calls(self.conn, self.queue)
             self.progress.value = 1.0 - rq_share
             if rq_share:

@@ -97,8 +97,10 @@ page: $(STAMP)
 	nb=$$($(PY) tools/page.py --name "$$NAME" --title "$$TITLE" --summary "$$SUMMARY") && \
 		$(PY) tools/nav.py && $(STORE) "$$nb" && echo "make page: wrote $$nb"
 
+# Measures into benchmarks/results.json, and writes what notebook 06 shows of the run beside
+# the notebooks (notebooks/bench-results.json and its charts).
 bench: $(STAMP)
-	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.run --page notebooks
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

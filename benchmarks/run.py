@@ -8,16 +8,13 @@ free loopback port and measures, in one run:
 * pipelined enqueue (100 scripts a flush) against its own limit (no-op EVALSHA, 100 a flush);
 * the same cycle on the embedded fakeredis (``connect(fresh=True)``);
 * python-rq on the same Valkey (enqueue, then a ``SimpleWorker`` in burst mode);
-* commands and round trips per transition (``INFO commandstats`` deltas, a counting client);
+* commands and round trips per transition (``INFO commandstats`` deltas, the request counter);
 * widget responsiveness: a programmatic button press to updated views, on the embedded default;
 * optionally (``--with-notebooks``) the wall time of the whole nbval suite.
 
 Beside the limit and the cycle runs a "bare" cycle: the same three scripts by plain
 ``conn.evalsha`` with keys built ahead and no checks. It is the ceiling the scripts allow from
 Python, so cycle / bare is the library's own overhead and bare / (limit / 3) the scripts'.
-That one ratio is taken a second way too, job by job (:func:`bench_by_job`): one cycle of each
-in turn, each timed alone, the median of the pairs per repeat. Its goal is judged on that
-figure, which moves far less from run to run than the ratio of slices.
 
 The throughput figures are measured interleaved: each repeat runs every workload in short
 slices, in a shuffled order, each from a collected heap, so a burst of load from elsewhere on
@@ -26,7 +23,7 @@ median. Each workload's CPU time per op
 (this process, and the server's main thread from /proc/PID/schedstat) is recorded too: on a
 busy machine the ratios of CPU time estimate what an idle one would show. The results go to a
 JSON file (with the machine, the versions and how busy the machine was) and are printed as a
-table.
+table; what page 06 shows of them is written next to the notebooks (:mod:`benchmarks.page`).
 """
 
 from __future__ import annotations
@@ -50,8 +47,9 @@ import fakeredis
 import redis
 
 import echomq_lab
-from benchmarks import bytecodes, scale
-from benchmarks.batch import enqueue_many
+from benchmarks import page, scale
+from benchmarks.pipeline import enqueue_many
+from benchmarks.targets import targets as judged
 from benchmarks.workloads import (
     BATCH,
     LEASE_MS,
@@ -62,14 +60,12 @@ from benchmarks.workloads import (
     NoopEvalsha,
     NoopPipelined,
     Workload,
-    alternate,
     interleave,
     ratios,
     server_cpu_ns,
 )
-from echomq_lab import branded, jobs, keyspace, transitions
-from echomq_lab.report import targets as report_targets
-from echomq_lab.report.counting import walk
+from echomq_lab import branded, jobs, keyspace, queues, transitions
+from echomq_lab.measure import Stat, calls_delta, commandstats, counting, walk
 from echomq_lab.scripts import load, names
 from echomq_lab.servers import RunningServer, start_server
 
@@ -94,17 +90,15 @@ class Sizes:
     pipe_ops: int
     rq_jobs: int
     presses: int
-    #: Pairs per repeat of the job-by-job library/bare figure (:func:`bench_by_job`).
-    pairs: int
 
 
 FULL = Sizes(
     repeats=5, slices=20, noop_ops=300, cycle_ops=100, embedded_ops=50, pipe_ops=1000,
-    rq_jobs=300, presses=200, pairs=2000,
+    rq_jobs=300, presses=200,
 )  # fmt: skip
 QUICK = Sizes(
     repeats=2, slices=2, noop_ops=30, cycle_ops=10, embedded_ops=5, pipe_ops=200,
-    rq_jobs=10, presses=10, pairs=20,
+    rq_jobs=10, presses=10,
 )  # fmt: skip
 
 
@@ -117,54 +111,6 @@ def percentile(values: Sequence[float], pct: float) -> float:
     ordered = sorted(values)
     rank = max(1, -(-len(ordered) * pct // 100))
     return ordered[int(rank) - 1]
-
-
-# --------------------------------------------------------------------------------------------
-# Clients
-
-
-@dataclass
-class RoundTrips:
-    """How many times a client wrote to its socket: one write is one round trip."""
-
-    count: int = 0
-
-
-def counting_client(url: str) -> tuple[redis.Redis, RoundTrips]:
-    """A bytes client on ``url`` whose connections count their writes (pipelines count once).
-
-    Every command redis-py sends, alone or as a whole pipeline, goes through one
-    ``send_packed_command`` call; counting those counts round trips.
-    """
-    trips = RoundTrips()
-
-    class CountingConnection(redis.Connection):
-        def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-            trips.count += 1
-            super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
-
-    pool = redis.ConnectionPool.from_url(url, connection_class=CountingConnection)
-    client = redis.Redis(connection_pool=pool)
-    client.ping()  # the handshake (HELLO, CLIENT SETINFO) is not part of any measurement
-    trips.count = 0
-    return client, trips
-
-
-def command_calls(observer: redis.Redis) -> dict[str, int]:
-    """``INFO commandstats`` as {command: calls}; the observer's own INFO is left out."""
-    stats = observer.info("commandstats")
-    out: dict[str, int] = {}
-    for key, value in stats.items():
-        name = str(key).removeprefix("cmdstat_")
-        if name != "info":
-            out[name] = int(value["calls"])
-    return out
-
-
-def calls_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    """The commands that ran between two :func:`command_calls` readings, and how often."""
-    delta = {k: v - before.get(k, 0) for k, v in after.items()}
-    return {k: v for k, v in sorted(delta.items()) if v}
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,21 +171,6 @@ def bench_throughput(url: str, sizes: Sizes, server_pid: int | None = None) -> d
     return figures
 
 
-def bench_by_job(url: str, sizes: Sizes) -> list[float]:
-    """The library's cycle over the bare one, job by job (:func:`alternate`): one per repeat.
-
-    The same two cycles as the throughput table's, one job at a time each, on their own
-    queues; ``sizes.pairs`` pairs a repeat.
-    """
-    conn = echomq_lab.connect(url)
-    try:
-        lib = Cycle("cycle_by_job", conn, 1, "bench-job")
-        bare = BareCycle("bare_by_job", conn, 1, "bench-bare-job")
-        return alternate(lib, bare, sizes.repeats, sizes.pairs)
-    finally:
-        conn.close()
-
-
 # --------------------------------------------------------------------------------------------
 # python-rq
 
@@ -251,10 +182,10 @@ def bench_rq(
 
     Returns the jobs-per-second figure and what one job costs on the wire: server commands
     (``INFO commandstats`` delta / jobs, commands inside rq's MULTI blocks included) and round
-    trips (socket writes of the client / jobs). The figure is jobs / (enqueue time + the
-    worker's loop): the worker's start and stop (registration, pubsub thread, whose join can
-    wait up to 1 s) are a fixed cost per burst, reported apart so they do not dilute the
-    per-job rate.
+    trips (requests of :func:`echomq_lab.measure.counting` / jobs). The figure is jobs /
+    (enqueue time + the worker's loop): the worker's start and stop (registration, pubsub
+    thread, whose join can wait up to 1 s) are a fixed cost per burst, reported apart so
+    they do not dilute the per-job rate.
     """
     import rq
 
@@ -279,7 +210,7 @@ def bench_rq(
             self.loop_server_ns = server_cpu_ns(server_pid) - self.loop_server_ns
             super().teardown()  # type: ignore[no-untyped-call]
 
-    client, trips = counting_client(url)
+    client = redis.Redis.from_url(url)
     observer = redis.Redis.from_url(url)
     figure = Figure(
         "rq_cycle", "jobs/s", note="rq.Queue.enqueue + SimpleWorker.work(burst=True) loop"
@@ -292,20 +223,20 @@ def bench_rq(
         for attempt in range(sizes.repeats + 1):  # the first run warms up and is not kept
             observer.flushall()
             queue = rq.Queue("rq-bench", connection=client)
-            before = command_calls(observer)
-            trips.count = 0
-            cpu0, srv0 = time.process_time(), server_cpu_ns(server_pid)
-            start = time.perf_counter()
-            for _ in range(sizes.rq_jobs):
-                queue.enqueue(noop)
-            enqueued = time.perf_counter()
-            enqueue_cpu = time.process_time() - cpu0
-            enqueue_srv = server_cpu_ns(server_pid) - srv0
-            worker = _TimedWorker([queue], connection=client)
-            worker.work(burst=True, logging_level="WARNING")
-            end = time.perf_counter()
+            before = commandstats(observer)
+            with counting() as sent:
+                cpu0, srv0 = time.process_time(), server_cpu_ns(server_pid)
+                start = time.perf_counter()
+                for _ in range(sizes.rq_jobs):
+                    queue.enqueue(noop)
+                enqueued = time.perf_counter()
+                enqueue_cpu = time.process_time() - cpu0
+                enqueue_srv = server_cpu_ns(server_pid) - srv0
+                worker = _TimedWorker([queue], connection=client)
+                worker.work(burst=True, logging_level="WARNING")
+                end = time.perf_counter()
             loop = worker.loop_ended - worker.loop_started
-            delta = calls_delta(before, command_calls(observer))
+            delta = calls_delta(before, commandstats(observer))
             finished = rq.registry.FinishedJobRegistry(queue=queue).count
             if finished != sizes.rq_jobs or queue.count != 0:
                 raise RuntimeError(f"rq finished {finished} of {sizes.rq_jobs} jobs")
@@ -317,7 +248,7 @@ def bench_rq(
             figure.client_cpu_us.append((enqueue_cpu + worker.loop_cpu) / sizes.rq_jobs * 1e6)
             figure.server_cpu_us.append((enqueue_srv + worker.loop_server_ns) / sizes.rq_jobs / 1e3)
             commands.append(sum(delta.values()) / sizes.rq_jobs)
-            round_trips.append(trips.count / sizes.rq_jobs)
+            round_trips.append(len(sent) / sizes.rq_jobs)
     finally:
         observer.flushall()
         client.close()
@@ -347,8 +278,8 @@ def _expect(what: str, got: object, want: object) -> None:
 def commands_per_transition(url: str, queue: str = "bench-cpt") -> dict[str, dict[str, Any]]:
     """For each transition: the server's commandstats delta and the client's round trips.
 
-    Every handle is called on a client that counts its socket writes, with every script
-    already cached on the server, along :func:`echomq_lab.report.counting.walk` (a handle
+    Every handle is called with its requests counted, with every script already cached on
+    the server, along :func:`echomq_lab.measure.walk` (a handle
     called twice is kept at its first call). ``evalsha`` and ``round_trips`` must both be 1;
     ``nested`` lists the commands the script ran inside the server (they count in
     commandstats too).
@@ -356,16 +287,16 @@ def commands_per_transition(url: str, queue: str = "bench-cpt") -> dict[str, dic
     FLUSH: EVALSHA, SCRIPT LOAD, EVALSHA again.
     """
     setup = echomq_lab.connect(url)
-    client, trips = counting_client(url)
+    client = echomq_lab.connect(url)
     observer = redis.Redis.from_url(url)
     out: dict[str, dict[str, Any]] = {}
 
     def measure(name: str, call: Callable[[], object]) -> object:
-        before = command_calls(observer)
-        trips.count = 0
-        result = call()
-        spent = trips.count
-        delta = calls_delta(before, command_calls(observer))
+        before = commandstats(observer)
+        with counting() as sent:
+            result = call()
+        spent = len(sent)
+        delta = calls_delta(before, commandstats(observer))
         out.setdefault(name, {  # a handle's first call is the one kept
             "evalsha": delta.get("evalsha", 0),
             "round_trips": spent,
@@ -406,30 +337,29 @@ def cycle_wire_cost(url: str, jobs_n: int = 100, queue: str = "bench-wire") -> d
     ``server_us_per_job`` is the time the server spent inside the three scripts (commandstats
     ``usec``); ``server_us_per_3_noops`` the same for three no-op scripts, for comparison.
     """
-    client, trips = counting_client(url)
+    client = echomq_lab.connect(url)
     observer = redis.Redis.from_url(url)
     try:
-        jobs.enqueue(client, queue, branded.mint(), b"{}")  # scripts cached before counting
-        claimed = jobs.claim(client, queue, LEASE_MS)
-        assert claimed is not None
+        warm = branded.mint()  # scripts cached before counting
+        jobs.enqueue(client, queue, warm, b"{}")
+        claimed = queues.claim_expected(client, queue, warm, LEASE_MS)
         jobs.complete(client, queue, claimed.id, claimed.token)
         ids = [branded.mint() for _ in range(jobs_n)]
-        before = command_calls(observer)
-        us_before = _evalsha_usec(observer)
-        trips.count = 0
-        for job_id in ids:
-            jobs.enqueue(client, queue, job_id, b"{}")
-            claimed = jobs.claim(client, queue, LEASE_MS)
-            assert claimed is not None
-            jobs.complete(client, queue, claimed.id, claimed.token)
-        spent = trips.count
-        delta = calls_delta(before, command_calls(observer))
-        us_cycle = _evalsha_usec(observer) - us_before
+        before = commandstats(observer)
+        with counting() as sent:
+            for job_id in ids:
+                jobs.enqueue(client, queue, job_id, b"{}")
+                claimed = queues.claim_expected(client, queue, job_id, LEASE_MS)
+                jobs.complete(client, queue, claimed.id, claimed.token)
+        spent = len(sent)
+        after = commandstats(observer)
+        delta = calls_delta(before, after)
+        us_cycle = _evalsha_usec(before, after)
         noop = str(client.script_load(NOOP))
-        us_before = _evalsha_usec(observer)
+        before = commandstats(observer)
         for _ in range(jobs_n * 3):
             client.evalsha(noop, 0)
-        us_noop = _evalsha_usec(observer) - us_before
+        us_noop = _evalsha_usec(before, commandstats(observer))
     finally:
         client.close()
         observer.close()
@@ -442,10 +372,10 @@ def cycle_wire_cost(url: str, jobs_n: int = 100, queue: str = "bench-wire") -> d
     }
 
 
-def _evalsha_usec(observer: redis.Redis) -> int:
-    """Microseconds the server has spent inside EVALSHA so far (INFO commandstats)."""
-    stats = observer.info("commandstats").get("cmdstat_evalsha", {})
-    return int(stats.get("usec", 0))
+def _evalsha_usec(before: dict[str, Stat], after: dict[str, Stat]) -> int:
+    """Microseconds the server spent inside EVALSHA between two commandstats readings."""
+    zero = Stat(0, 0)
+    return after.get("evalsha", zero).usec - before.get("evalsha", zero).usec
 
 
 # --------------------------------------------------------------------------------------------
@@ -633,9 +563,8 @@ class Busy:
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The goals judged on this run's numbers, by the library's own judge
-    (:func:`echomq_lab.report.targets.targets`, which notebook 06 uses too)."""
-    return [dataclasses.asdict(t) for t in report_targets.targets(results)]
+    """The goals judged on this run's numbers (:func:`benchmarks.targets.targets`)."""
+    return [dataclasses.asdict(t) for t in judged(results)]
 
 
 def _fmt(x: float) -> str:
@@ -699,8 +628,6 @@ def table(results: dict[str, Any]) -> str:
         f"server time inside EVALSHA per job: {ours['server_us_per_job']:.1f} us for the cycle's"
         f" 3 scripts, {ours['server_us_per_3_noops']:.1f} us for 3 no-op scripts"
     )
-    if "bytecodes" in results:
-        lines += ["", bytecodes.text(results["bytecodes"])]
     lines.append("")
     lines.append(f"{'transition':<24}{'EVALSHA':>8}{'trips':>7}  commands inside the script")
     for name, c in results["commands_per_transition"].items():
@@ -803,11 +730,6 @@ def run(
             key: _ratio(ratios(figs[top], figs[bottom], scale), note)
             for key, top, bottom, scale, note in PAIRED_RATIOS
         }
-        ratio_list["cycle_vs_bare_by_job"] = _ratio(
-            bench_by_job(server.url, sizes),
-            "library cycle / bare-evalsha cycle, one job of each in turn: per repeat, the "
-            "median of the pairs",
-        )
         wire: dict[str, Any] = {"echomq": cycle_wire_cost(server.url)}
         if with_rq:
             rq_fig, rq_detail = bench_rq(server.url, sizes, server.proc.pid)
@@ -822,11 +744,6 @@ def run(
         results["cpu_estimates"] = cpu_estimates(figs)
         results["wire"] = wire
         results["commands_per_transition"] = commands_per_transition(server.url)
-        counted = echomq_lab.connect(server.url)
-        try:
-            results["bytecodes"] = bytecodes.measure(counted)
-        finally:
-            counted.close()
         if with_widgets:
             try:
                 results["widgets"] = bench_widgets(sizes.presses)
@@ -862,6 +779,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"where to write the JSON (default {DEFAULT_OUT.relative_to(ROOT)}, "
         f"or {QUICK_OUT.relative_to(ROOT)} with --quick)",
     )
+    parser.add_argument(
+        "--page", type=Path, default=None,
+        help="where to write what page 06 shows (default: notebooks/ for a full run to the "
+        "default file, nowhere otherwise)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     results = run(quick=args.quick, with_notebooks=args.with_notebooks, with_rq=not args.no_rq,
                   with_scale=not args.no_scale)
@@ -875,6 +797,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.write_text(json.dumps(results, indent=2, default=str) + "\n")
     print(table(results))
     print(f"\nwritten to {out}")
+    to: Path | None = args.page or (page.PAGE_FOLDER if out == DEFAULT_OUT else None)
+    if to is not None:
+        print(f"for page 06: {page.write(results, to)}")
     return 0
 
 

@@ -14,8 +14,7 @@ and in one holding 1M other keys (``DEBUG POPULATE``), each point on a server em
 * at the deepest queue of the busy server: ``check()`` with two drifts planted deep in it,
   what it found, its wall time, and the longest command it sent.
 
-Beside them, the cycle with and without redis-py's C parser (``hiredis``), interleaved, next to
-the same three scripts by bare ``evalsha``. The figures go under ``"scale"`` in
+The figures go under ``"scale"`` in
 ``benchmarks/results.json`` (the rest of the file is kept) and the log-log chart to
 ``docs/scale.png``; a plain-text table is printed.
 """
@@ -35,12 +34,11 @@ from typing import Any, cast
 import redis
 
 import echomq_lab
-from benchmarks.batch import enqueue_many
-from benchmarks.workloads import BareCycle, Cycle, Workload, interleave, ratios
+from benchmarks import charts, results
+from benchmarks.pipeline import enqueue_many
+from benchmarks.results import ScalePoint as Point
+from benchmarks.results import longest_text
 from echomq_lab import branded, drift, jobs, keyspace
-from echomq_lab.report import scale as report_scale
-from echomq_lab.report.scale import ScalePoint as Point
-from echomq_lab.report.scale import longest_text
 from echomq_lab.servers import RunningServer, start_server
 from echomq_lab.snapshot import view
 
@@ -64,12 +62,10 @@ class Sizes:
     cycles: int
     views: int
     presses: int
-    parser_repeats: int
-    parser_cycles: int
 
 
-FULL = Sizes(cycles=600, views=50, presses=PRESSES, parser_repeats=9, parser_cycles=300)
-QUICK = Sizes(cycles=30, views=5, presses=8, parser_repeats=2, parser_cycles=20)
+FULL = Sizes(cycles=600, views=50, presses=PRESSES)
+QUICK = Sizes(cycles=30, views=5, presses=8)
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
@@ -329,53 +325,6 @@ def check_deep(conn: redis.Redis, depth: int, pid: int | None) -> dict[str, Any]
 
 
 # --------------------------------------------------------------------------------------------
-# The parser: hiredis or redis-py's own
-
-
-def _client(url: str, parser: str) -> redis.Redis:
-    from redis._parsers import _HiredisParser, _RESP3Parser
-
-    parser_class = _HiredisParser if parser == "hiredis" else _RESP3Parser
-    return redis.Redis.from_url(url, decode_responses=False, protocol=3, parser_class=parser_class)
-
-
-#: Slices per repeat of the parser figures (each of ``parser_cycles // PARSER_SLICES`` jobs).
-PARSER_SLICES = 4
-
-
-def parsers(url: str, sizes: Sizes, server_pid: int | None = None) -> dict[str, Any]:
-    """The cycle (library and bare) with each parser, interleaved; medians and ratios.
-
-    The workloads and the way they are interleaved and paired are the throughput table's own
-    (:mod:`benchmarks.workloads`), so the ratios here mean what the ratios there mean.
-    """
-    clients = {p: _client(url, p) for p in ("hiredis", "python")}
-    ops = max(1, sizes.parser_cycles // PARSER_SLICES)
-    work: list[Workload] = []
-    for p, conn in clients.items():
-        work += [Cycle(f"library_{p}", conn, ops, f"p-lib-{p}"),
-                 BareCycle(f"bare_{p}", conn, ops, f"p-bare-{p}")]  # fmt: skip
-    try:
-        figs = interleave(work, sizes.parser_repeats, PARSER_SLICES, server_pid)
-    finally:
-        for conn in clients.values():
-            conn.close()
-    return {
-        "jobs_s": {name: f.median for name, f in figs.items()},
-        "client_cpu_us_per_job": {
-            name: statistics.median(f.client_cpu_us) for name, f in figs.items()
-        },
-        "library_vs_bare": {
-            p: statistics.median(ratios(figs[f"library_{p}"], figs[f"bare_{p}"]))
-            for p in clients
-        },
-        "hiredis_gain": statistics.median(ratios(figs["library_hiredis"], figs["library_python"])),
-        "note": "cycle jobs/s through the library and by bare evalsha, with redis-py's C parser "
-        "(hiredis) and its own; slices shuffled, ratios per slice, then the median",
-    }
-
-
-# --------------------------------------------------------------------------------------------
 # The run, the table, the chart
 
 
@@ -404,7 +353,7 @@ def run(quick: bool = False, with_1m: bool = False) -> dict[str, Any]:
     load_before = os.getloadavg()
     try:
         conn = echomq_lab.connect(server.url)
-        out: dict[str, Any] = {"parsers": parsers(server.url, sizes, server.proc.pid)}
+        out: dict[str, Any] = {}
         for keys in ("empty", f"{others:,} other keys"):
             for depth in depths:
                 empty_out(conn)
@@ -439,23 +388,12 @@ def _row(p: Point) -> str:
 
 def table(scale: dict[str, Any]) -> str:
     """The points, the check and the parser figures as plain text (the report's own table)."""
-    return report_scale.table_text({"scale": scale})
+    return results.scale_text({"scale": scale})
 
 
 def chart(scale: dict[str, Any], path: Path) -> Path:
-    """The log-log chart of :func:`echomq_lab.report.scale.chart`, saved as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(10, 4.6), dpi=110)
-    report_scale.chart({"scale": scale}, ax)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    """The log-log chart of :func:`benchmarks.charts.scale_chart`, saved as a PNG."""
+    return charts.save(lambda ax: charts.scale_chart({"scale": scale}, ax), path)
 
 
 def store(scale: dict[str, Any], out: Path) -> None:

@@ -2,10 +2,7 @@
 bare ``evalsha``, and the no-op limits.
 
 Each workload is prepared (``reset``, untimed) and then run one slice at a time, so several can
-be interleaved on one machine: :func:`interleave` runs them in shuffled slices (the throughput
-table, and :func:`benchmarks.scale.parsers` with each of redis-py's parsers), and
-:func:`alternate` runs two of them one op each in turn. One definition of each cycle serves
-all three, so the library/bare ratio means the same thing in every table.
+be interleaved on one machine: :func:`interleave` runs them in shuffled slices.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from typing import Any
 
 import redis
 
-from echomq_lab import branded, jobs, keyspace
+from echomq_lab import branded, jobs, keyspace, queues
 from echomq_lab.scripts import load
 
 NOOP = "return 0"
@@ -153,9 +150,7 @@ class Cycle(Workload):
         self.cursor += self.ops
         for job_id in batch:
             jobs.enqueue(conn, queue, job_id, b"{}")
-            claimed = jobs.claim(conn, queue, LEASE_MS)
-            if claimed is None or claimed.id != job_id:
-                raise RuntimeError(f"claim handed {claimed!r}, expected {job_id}")
+            claimed = queues.claim_expected(conn, queue, job_id, LEASE_MS)
             jobs.complete(conn, queue, claimed.id, claimed.token)
 
 
@@ -163,11 +158,8 @@ class BareCycle(Cycle):
     """The same three scripts by bare ``conn.evalsha``: no argument checks, keys built ahead.
 
     Not a way to use the library: it shows what the scripts cost from Python, so the gap
-    between it and :class:`Cycle` is the library's own Python time. It is kept as lean as
-    the scripts allow: every key and id is built ahead, the lease and the token go as the
-    ints they are, and what all jobs share is unpacked in one step per run, about what
-    :class:`Cycle` spends before its first job (a run of one job is what :func:`alternate`
-    times, so the two must start alike).
+    between it and :class:`Cycle` is the library's own Python time. Every key and id is
+    built ahead.
     """
 
     def __init__(self, name: str, conn: redis.Redis, ops: int, queue: str = "bench-bare") -> None:
@@ -249,46 +241,4 @@ def interleave(
             fig.values.append(n / spent[w.name])
             fig.client_cpu_us.append(client[w.name] / n * 1e6)
             fig.server_cpu_us.append(server[w.name] / n / 1e3)
-    return figures
-
-
-def alternate(
-    top: Workload,
-    bottom: Workload,
-    repeats: int,
-    pairs: int,
-    clock: Callable[[], float] = time.perf_counter,
-) -> list[float]:
-    """``top``'s rate over ``bottom``'s, taken one op of each at a time; one figure per repeat.
-
-    Both workloads must do one op per ``run`` (``ops`` 1). A pair is one op of each, back to
-    back, each timed alone; the order flips from pair to pair (top first, then bottom first),
-    so neither always runs on the caches the other left. A pair's ratio is bottom's time over
-    top's, and a repeat's figure is the median of its ``pairs`` ratios. Two ops a millisecond
-    apart meet the same machine, so a burst of load elsewhere moves one pair, not the figure
-    (slices of many ops meet different moments, and their ratios scatter more). The heap is
-    collected before each repeat and the collector is off during it.
-    """
-    if top.ops != 1 or bottom.ops != 1:
-        raise ValueError("alternate times one op per run: give both workloads ops=1")
-    for w in (top, bottom):  # warm up, as interleave does
-        w.reset(1)
-        w.run()
-    figures = []
-    for _ in range(repeats):
-        top.reset(pairs)
-        bottom.reset(pairs)
-        took: dict[Workload, list[float]] = {top: [], bottom: []}
-        gc.collect()
-        gc.disable()
-        try:
-            for i in range(pairs):
-                for w in (top, bottom) if i % 2 == 0 else (bottom, top):
-                    start = clock()
-                    w.run()
-                    took[w].append(clock() - start)
-        finally:
-            gc.enable()
-        pair_ratios = [b / t for t, b in zip(took[top], took[bottom], strict=True)]
-        figures.append(statistics.median(pair_ratios))
     return figures

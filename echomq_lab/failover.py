@@ -26,7 +26,7 @@ from echomq_lab import branded, errors, jobs, keyspace, queues
 from echomq_lab.cluster import Cluster, ClusterError, Node, Shard, start_cluster
 from echomq_lab.connection import connect
 from echomq_lab.durable import claim as durable_claim
-from echomq_lab.report.counting import counting_requests
+from echomq_lab.measure import commandstats, counting
 from echomq_lab.sim.audit import Audit, audit
 from echomq_lab.sim.ledger import Call, Ledger
 from echomq_lab.snapshot import snapshot
@@ -337,10 +337,10 @@ def _healthy_queue(cluster: Cluster, prefix: str) -> tuple[str, Shard]:
 def _server_calls(node: Node) -> int:
     client = node.client()
     try:
-        stats = client.info("commandstats")
+        stats = commandstats(client)
     finally:
         client.close()
-    return sum(int(stats.get(f"cmdstat_{c}", {}).get("calls", 0)) for c in ("evalsha", "wait"))
+    return sum(stats[c].calls for c in ("evalsha", "wait") if c in stats)
 
 
 def measure(cluster: Cluster, claims: int = 200, *, durable: bool) -> Cost:
@@ -354,7 +354,7 @@ def measure(cluster: Cluster, claims: int = 200, *, durable: bool) -> Cost:
     took: list[float] = []
     held: list[jobs.Claimed] = []
     before = _server_calls(shard.primary)
-    with counting_requests() as sent:
+    with counting() as sent:
         for _ in range(claims):
             t0 = time.perf_counter()
             got = _claim(conn, queue, durable=durable)
@@ -365,7 +365,7 @@ def measure(cluster: Cluster, claims: int = 200, *, durable: bool) -> Cost:
     for got in held:
         jobs.complete(conn, queue, got.id, got.token)
     conn.close()
-    return Cost(durable, claims, sent[0] / claims, commands / claims,
+    return Cost(durable, claims, len(sent) / claims, commands / claims,
                 statistics.median(took), statistics.fmean(took))
 
 

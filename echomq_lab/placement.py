@@ -19,6 +19,7 @@ from redis.exceptions import ClusterCrossSlotError
 
 from echomq_lab import branded, jobs, keyspace
 from echomq_lab.connection import describe, reaching
+from echomq_lab.measure import commandstats
 
 SLOTS = 16384
 T = TypeVar("T")
@@ -126,8 +127,8 @@ def _script_calls(conn: redis.Redis, known: list[Primary]) -> dict[str, int]:
         node = conn.get_node(host=host, port=int(port))
         client = cast(redis.Redis, conn.get_redis_connection(node))
         with reaching(conn):
-            stats = client.info("commandstats")
-        out[p.name] = int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+            stats = commandstats(client)
+        out[p.name] = stats["evalsha"].calls if "evalsha" in stats else 0
     return out
 
 

@@ -29,7 +29,7 @@ from echomq_lab import branded, connect, durable, errors, jobs, keyspace, snapsh
 from echomq_lab.branded import ALPHABET, MAX_SNOWFLAKE, WIDTH
 from echomq_lab.connection import node_client
 from echomq_lab.jobs import MAX_MS, MAX_RUN_AT_MS
-from echomq_lab.report.counting import counting
+from echomq_lab.measure import commandstats, counting
 from echomq_lab.scripts import load, names
 from echomq_lab.servers import ServerStartError, free_port, start_server
 from tests.support.state import dump
@@ -80,7 +80,7 @@ READS_INSIDE_SCRIPTS = {"cmdstat_hget", "cmdstat_zscore", "cmdstat_exists"}
 
 def _command_stats(conn: redis.Redis) -> dict[str, int]:
     node = node_client(conn, keyspace.base(Q))  # on a cluster: the primary that owns Q
-    return {name: int(v["calls"]) for name, v in node.info("commandstats").items()}
+    return {f"cmdstat_{name}": stat.calls for name, stat in commandstats(node).items()}
 
 
 @contextmanager
@@ -89,8 +89,8 @@ def server_untouched(
 ) -> Iterator[list[str]]:
     """Assert the keyspace is identical afterwards and exactly ``expect_sent`` was sent.
 
-    Sent commands are counted by :func:`echomq_lab.report.counting.counting`, which wraps the
-    client's ``execute_command`` (works on every backend, fakeredis included). On real
+    Sent commands are counted by :func:`echomq_lab.measure.counting`, at the socket (works on
+    every backend, fakeredis included). On real
     servers ``INFO commandstats`` must also show the sent commands plus the first INFO call
     itself, and nothing else but the read-only commands a refusing script runs (the server
     counts commands run inside scripts too).
@@ -98,7 +98,7 @@ def server_untouched(
     before = dump(conn)
     real = backend_name != "fakeredis"
     stats_before = _command_stats(conn) if real else {}
-    with counting(conn) as sent:
+    with counting() as sent:
         yield sent
     assert sent == expect_sent
     if real:

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import redis
 
-from benchmarks import bytecodes, scale
 from benchmarks import run as bench
-from benchmarks.batch import enqueue_many
-from benchmarks.workloads import Figure, Workload, alternate, ratios
+from benchmarks import scale
+from benchmarks.pipeline import enqueue_many, run_many
+from benchmarks.targets import scale_targets, targets
+from benchmarks.workloads import Figure, ratios
 from echomq_lab import branded, errors, jobs, keyspace, transitions
-from echomq_lab.report.targets import targets
+from echomq_lab.measure import BENCH_FILE, counting, read_bench
 from echomq_lab.scripts import load
-from echomq_lab.scripts.pipeline import run_many
 from tests.support.cluster import skip_reason
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ HANDLES = bench.handle_names()
 
 TINY = bench.Sizes(
     repeats=2, slices=2, noop_ops=5, cycle_ops=3, embedded_ops=2, pipe_ops=120,
-    rq_jobs=3, presses=4, pairs=5,
+    rq_jobs=3, presses=4,
 )  # fmt: skip
 
 
@@ -47,17 +47,16 @@ def test_every_transition_is_one_evalsha_and_one_round_trip(valkey_url: str) -> 
     assert cold["round_trips"] == 3
 
 
-def test_counting_client_counts_a_pipeline_as_one_round_trip(valkey_url: str) -> None:
-    client, trips = bench.counting_client(valkey_url)
+def test_the_counter_counts_a_pipeline_as_one_round_trip(valkey_url: str) -> None:
+    client = redis.Redis.from_url(valkey_url)  # not connected yet
     try:
-        assert trips.count == 0  # the handshake is not counted
-        client.set("k", "v")
-        assert trips.count == 1
-        pipe = client.pipeline(transaction=False)
-        for _ in range(10):
-            pipe.get("k")
-        assert pipe.execute() == [b"v"] * 10
-        assert trips.count == 2
+        with counting() as trips:
+            client.set("k", "v")  # the new connection's handshake is not counted
+            pipe = client.pipeline(transaction=False)
+            for _ in range(10):
+                pipe.get("k")
+            assert pipe.execute() == [b"v"] * 10
+        assert trips == ["SET", "PIPELINE[10]"]
     finally:
         client.flushall()
         client.close()
@@ -108,82 +107,6 @@ def test_ratios_pair_the_slices_that_ran_together() -> None:
         ratios(top, Figure("short", "ops/s", slice_rates=[1.0]))
 
 
-class _Ticking(Workload):
-    """A workload that advances a shared fake clock by ``cost`` per op and logs its runs."""
-
-    def __init__(self, name: str, cost: float, now: list[float], log: list[str]) -> None:
-        self.name, self.cost, self.now, self.log = name, cost, now, log
-        self.resets: list[int] = []
-
-    def reset(self, slices: int) -> None:
-        self.resets.append(slices)
-
-    def run(self) -> None:
-        self.now[0] += self.cost
-        self.log.append(self.name)
-
-
-def test_alternate_pairs_one_op_of_each_and_flips_the_order() -> None:
-    now, log = [0.0], []
-    slow, fast = _Ticking("slow", 4.0, now, log), _Ticking("fast", 1.0, now, log)
-    # Each op is timed alone, by the clock the caller gives: slow takes 4, fast 1.
-    got = alternate(slow, fast, repeats=3, pairs=4, clock=lambda: now[0])
-    assert got == [0.25, 0.25, 0.25]  # slow's rate over fast's, per repeat
-    warm_up, first_repeat = log[:2], log[2:10]
-    assert warm_up == ["slow", "fast"]
-    assert first_repeat == ["slow", "fast", "fast", "slow"] * 2
-    assert slow.resets == fast.resets == [1, 4, 4, 4]
-
-
-def test_alternate_takes_the_median_of_the_pairs() -> None:
-    now, log = [0.0], []
-    # Pair 1: top 2, bottom 1 (ratio 0.5); pair 2 runs bottom first: 9, then top 1 (ratio 9);
-    # pair 3: 2 and 2 (ratio 1). The median is 1; a mean would be pulled up by the one pair.
-    costs = iter([2.0, 1.0, 9.0, 1.0, 2.0, 2.0])
-
-    class Varying(_Ticking):
-        def run(self) -> None:
-            self.now[0] += next(costs) if len(self.log) >= 2 else 1.0
-            self.log.append(self.name)
-    top, bottom = Varying("top", 0, now, log), Varying("bottom", 0, now, log)
-    assert alternate(top, bottom, repeats=1, pairs=3, clock=lambda: now[0]) == [1.0]
-
-
-def test_alternate_refuses_a_workload_of_more_than_one_op() -> None:
-    now, log = [0.0], []
-    many = _Ticking("many", 1.0, now, log)
-    many.ops = 10
-    with pytest.raises(ValueError, match="ops=1"):
-        alternate(many, _Ticking("one", 1.0, now, log), repeats=1, pairs=1)
-    assert log == []  # refused before anything ran
-
-
-def test_bench_by_job_gives_one_figure_per_repeat(valkey_url: str) -> None:
-    got = bench.bench_by_job(valkey_url, TINY)
-    assert len(got) == TINY.repeats and all(v > 0 for v in got)
-    conn = redis.Redis.from_url(valkey_url)
-    try:  # every cycle completed its job: nothing is left in either queue
-        assert list(conn.scan_iter("emq:{bench-*job}:*")) == []
-    finally:
-        conn.flushall()
-        conn.close()
-
-
-def test_parser_figures_use_the_throughput_workloads(valkey_url: str) -> None:
-    tiny = scale.Sizes(cycles=3, views=1, presses=4, parser_repeats=2, parser_cycles=8)
-    got = scale.parsers(valkey_url, tiny)
-    names = {"library_hiredis", "bare_hiredis", "library_python", "bare_python"}
-    assert set(got["jobs_s"]) == names and all(v > 0 for v in got["jobs_s"].values())
-    assert set(got["library_vs_bare"]) == {"hiredis", "python"}
-    assert got["hiredis_gain"] > 0
-    conn = redis.Redis.from_url(valkey_url)
-    try:  # every cycle completed its job: no key of the four queues is left
-        assert list(conn.scan_iter("emq:{p-*")) == []
-    finally:
-        conn.flushall()
-        conn.close()
-
-
 def test_resent_us_sends_again_only_commands_that_read(valkey_url: str) -> None:
     conn = redis.Redis.from_url(valkey_url)
     try:
@@ -204,8 +127,6 @@ def test_resent_us_sends_again_only_commands_that_read(valkey_url: str) -> None:
 
 
 def test_the_check_goal_is_judged_on_its_commands_sent_again() -> None:
-    from echomq_lab.report.scale import scale_targets
-
     results = json.loads((ROOT / "benchmarks" / "results.json").read_text())
     check = results["scale"]["check"]
 
@@ -223,33 +144,6 @@ def test_the_check_goal_is_judged_on_its_commands_sent_again() -> None:
     check.pop("longest_command_resent_us")
     check.pop("commands_resent")
     assert judged() == ("6.8 ms", False)  # an older file, without the figure: as logged
-
-
-def test_bytecode_counts_file_each_bytecode_under_who_ran_it(valkey_url: str) -> None:
-    conn = redis.Redis.from_url(valkey_url)
-    try:
-        found = bytecodes.measure(conn, cycles=4)
-        again = bytecodes.measure(conn, cycles=4)
-        leftover = list(conn.scan_iter("emq:{bytecodes-*"))
-    finally:
-        conn.flushall()
-        conn.close()
-    lib, bare = found["library_cycle"], found["bare_cycle"]
-    for counted in (lib, bare):
-        assert counted["total"] == pytest.approx(sum(counted["groups"].values()))
-        assert counted["groups"]["client"] > 0 and counted["groups"]["loop"] > 0
-    # The bare cycle runs no library code; the library's cycle runs the three handles.
-    assert bare["groups"]["library"] == 0 and bare["library_functions"] == {}
-    assert {"enqueue (jobs.py)", "claim (jobs.py)", "complete (jobs.py)"} <= set(
-        lib["library_functions"]
-    )
-    assert lib["groups"]["library"] == pytest.approx(sum(lib["library_functions"].values()))
-    assert found["library_minus_bare"] == pytest.approx(lib["total"] - bare["total"])
-    # A count, not a time: the same code counts the same on a second run.
-    assert again["library_cycle"]["groups"]["library"] == lib["groups"]["library"]
-    assert leftover == []  # every counted cycle completed its job
-    text = bytecodes.text(found)
-    assert "the library adds" in text and "enqueue (jobs.py)" in text
 
 
 def test_rq_side_by_side_runs_every_job(valkey_url: str) -> None:
@@ -287,12 +181,12 @@ def test_main_quick_writes_json_and_prints_the_table(
 ) -> None:
     monkeypatch.setattr(bench, "QUICK", TINY)
     out = tmp_path / "results.json"
-    assert bench.main(["--quick", "--out", str(out)]) == 0
+    assert bench.main(["--quick", "--out", str(out), "--page", str(tmp_path)]) == 0
     results = json.loads(out.read_text())
     for key in ("uname_m", "cpu_model", "cores", "python", "redis_py", "valkey"):
         assert results["machine"][key], key
     assert results["quick"] is True
-    # The stored verdicts are the library's judge's, every goal listed (its list is pinned in
+    # The stored verdicts are benchmarks.targets', every goal listed (its list is pinned in
     # test_benchreport); python-rq was measured, so its goal is there too.
     assert results["targets"] == [dataclasses.asdict(t) for t in targets(results)]
     assert "cycle vs python-rq" in [t["name"] for t in results["targets"]]
@@ -302,10 +196,16 @@ def test_main_quick_writes_json_and_prints_the_table(
     for name in HANDLES:
         assert results["commands_per_transition"][name]["evalsha"] == 1
     assert set(results["busy"]) >= {"load_avg_before", "cpu_others_pct_of_all_cores"}
-    assert results["bytecodes"]["library_cycle"]["groups"]["library"] > 0
+    assert "cycle vs bare evalsha" not in by_name and "bytecodes" not in results
     printed = capsys.readouterr().out
     assert "EVALSHA per transition" in printed
     assert str(out) in printed
+    # what page 06 shows of the run, written where it was asked for
+    assert f"for page 06: {tmp_path / BENCH_FILE}" in printed
+    shown = read_bench(tmp_path)
+    assert shown.found and shown.header.startswith("measured: ")
+    assert {"figures", "wire", "transitions", "scale"} <= set(shown.tables)
+    assert set(shown.charts) == {"throughput", "wire", "scale"}
 
 
 # -- enqueue_many: the pipelined batch the benchmark measures ----------------------------------

@@ -24,7 +24,7 @@ import redis
 
 import echomq_lab
 from echomq_lab import branded, errors, jobs, keyspace, sim, snapshot
-from echomq_lab.report.counting import counting_requests
+from echomq_lab.measure import counting
 from echomq_lab.scripts import include_text, load
 from echomq_lab.servers import RunningServer
 from tests.support.state import dump
@@ -443,11 +443,11 @@ def test_a_frozen_server_is_one_no_answer_that_may_have_run(own_server: RunningS
     jobs.enqueue(conn, Q, job, b"x")
     os.kill(own_server.proc.pid, signal.SIGSTOP)
     try:
-        with counting_requests() as sent, pytest.raises(errors.NoAnswer) as info:
+        with counting() as sent, pytest.raises(errors.NoAnswer) as info:
             jobs.claim(conn, Q, LONG_LEASE)
     finally:
         os.kill(own_server.proc.pid, signal.SIGCONT)
-    assert sent == [1]  # one EVALSHA sent, one wait, no silent resend
+    assert sent == ["EVALSHA"]  # one EVALSHA sent, one wait, no silent resend
     assert str(info.value).endswith("did not answer within 0.3 s; the call may or may not have run")
     assert isinstance(info.value, errors.ServerUnavailable)
     # thawed, the server answers again on the same client; the claim had not run

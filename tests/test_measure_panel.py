@@ -1,27 +1,42 @@
-"""The lab-06 panel, headless: "measure now" on each backend, the counts read back exactly.
+"""Lab 06's live measure, headless: the request counter, the commandstats reader, "measure now"
+on each backend, and the benchmark's tables read (or found missing) beside the page.
 
 Speeds are not asserted (no wall-clock thresholds); the counts are: every transition of the
 cycle sends one EVALSHA, so a job is three requests, and python-rq, driven on the same
-connection, sends more per job. Afterwards nothing of either is left on the server.
+connection, sends more per job. Afterwards nothing of either is left on the server. A copy of
+page 06 opened where no benchmark ran says so in one line and still measures measure.
 """
 
 from __future__ import annotations
 
+import shutil
+import threading
 import time
+from pathlib import Path
+from typing import Any
 
+import nbformat
 import pytest
 import redis
+from nbclient import NotebookClient
+from redis.connection import AbstractConnection
 
-from echomq_lab.report import counting, live
+import echomq_lab
+from echomq_lab import branded, jobs, keyspace, measure, transitions
+from echomq_lab.measure import calls_text, counting
 from echomq_lab.widgets import MeasurePanel
 from tests.support.state import dump
+
+PAGE = Path(__file__).resolve().parents[1] / "notebooks" / "06-lab-one-round-trip.ipynb"
+#: Every handle of the registry: the live walk calls each one.
+HANDLES = tuple(h for t in transitions.TRANSITIONS for h in t.handle_names)
 
 
 @pytest.fixture(autouse=True)
 def _one_server(backend_name: str) -> None:
     if backend_name == "cluster":
-        pytest.skip("the live measure counts requests on one server's connection pool; a "
-                    "cluster client keeps one pool per node, so this lab measures one server")
+        pytest.skip("lab 06 measures one server (python-rq and the queue reset walk one "
+                    "keyspace); the cluster has a lab of its own, page 07")
 
 WALKED = ["enqueue", "claim", "extend", "retry", "promote", "claim", "reap", "claim",
           "retry (at the cap)", "reprocess", "claim", "complete", "enqueue_in", "enqueue_at"]
@@ -32,7 +47,7 @@ def test_measure_now_counts_one_round_trip_per_transition(conn: redis.Redis) -> 
     assert panel.text() == "not measured yet"
     cycle = panel.run(wait=True)
     assert cycle is not None and cycle is panel.cycle and cycle.jobs == 30
-    assert cycle.per_transition == {n: ("EVALSHA",) for n in live.CYCLE}
+    assert cycle.per_transition == {n: ("EVALSHA",) for n in measure.CYCLE}
     assert cycle.requests == 90 and cycle.requests_per_job == 3
     assert cycle.jobs_per_s > 0 and panel.progress.value == 1.0
     lines = panel.counts_text().splitlines()
@@ -48,9 +63,9 @@ def test_measure_now_counts_one_round_trip_per_transition(conn: redis.Redis) -> 
 
 
 def test_python_rq_is_measured_on_the_same_server(conn: redis.Redis) -> None:
-    if live.rq_version() is None:
+    if measure.rq_version() is None:
         pytest.skip("python-rq is not installed: its per-job cost cannot be measured")
-    cost = live.rq_cycles(conn, 20)
+    cost = measure.rq_cycles(conn, 20)
     assert cost.jobs == 20 and cost.requests > 3 * 20  # more than our three per job
     assert sum(cost.by_name.values()) == cost.requests
     assert cost.busiest[0][1] >= cost.busiest[-1][1]
@@ -59,20 +74,132 @@ def test_python_rq_is_measured_on_the_same_server(conn: redis.Redis) -> None:
     panel = MeasurePanel(conn, jobs=30)
     panel.run(wait=True)
     assert panel.rq is not None and panel.rq.jobs == 10
-    assert panel.rq_text().startswith(f"python-rq {live.rq_version()}: 10 no-op jobs, ")
+    assert panel.rq_text().startswith(f"python-rq {measure.rq_version()}: 10 no-op jobs, ")
     assert "requests per job" in panel.text()
+    # a long line wraps at a space in the page, never inside a word
+    assert all(len(line) <= 100 for line in panel.rq_text().splitlines())
+    assert "word-break:normal" in panel.result.value
+
+
+# -- the request counter ----------------------------------------------------------------------
 
 
 def test_counting_counts_a_pipeline_flush_once(conn: redis.Redis) -> None:
-    with counting.counting(conn) as calls:
+    sent = AbstractConnection.send_packed_command
+    with counting() as calls:
         pipe = conn.pipeline()
         pipe.set("a", 1).get("a").delete("a")
         pipe.execute()
-        conn.pipeline(transaction=False).set("b", 1).execute()
+        conn.pipeline(transaction=False).set("b", 1).get("b").execute()
         conn.get("b")
         conn.delete("b")
-    assert calls == ["MULTI[3]", "PIPELINE[1]", "GET", "DEL"]
-    assert "pipeline" not in conn.__dict__ and "execute_command" not in conn.__dict__
+        conn.script_load("return 1")
+    assert calls == ["MULTI[3]", "PIPELINE[2]", "GET", "DEL", "SCRIPT LOAD"]
+    assert AbstractConnection.send_packed_command is sent  # redis-py as it was
+
+
+def test_calls_text() -> None:
+    assert calls_text([]) == "no request"
+    assert calls_text(["EVALSHA"]) == "1 EVALSHA"
+    assert calls_text(["EVALSHA", "SCRIPT LOAD", "EVALSHA"]) == (
+        "3 requests: EVALSHA, SCRIPT LOAD, EVALSHA"
+    )
+
+
+def test_counting_sees_the_cold_cache_once_then_one_evalsha() -> None:
+    conn = echomq_lab.connect(fresh=True, ping=False)  # its handshake falls in the block
+    queue = "count-cold"
+    with counting() as cold:
+        jobs.enqueue(conn, queue, branded.mint(), b"a")
+    with counting() as warm:
+        jobs.enqueue(conn, queue, branded.mint(), b"b")
+    assert cold == ["EVALSHA", "SCRIPT LOAD", "EVALSHA"]  # and no HELLO, no CLIENT SETINFO
+    assert warm == ["EVALSHA"]
+
+
+def test_counting_ends_cleanly_after_an_error_and_blocks_nest(conn: redis.Redis) -> None:
+    conn.hset("count-a-hash", "f", "v")
+    sent = AbstractConnection.send_packed_command
+    with counting() as outer:
+        with pytest.raises(redis.ResponseError, match="WRONGTYPE"), counting() as inner:
+            conn.incr("count-a-hash")  # a hash is not a counter: the server refuses
+        conn.ping()
+    assert inner == ["INCRBY"] and outer == ["INCRBY", "PING"]
+    assert AbstractConnection.send_packed_command is sent
+    with counting() as after:
+        pass
+    conn.ping()
+    assert after == []
+
+
+def test_counting_counts_only_its_own_thread(conn: redis.Redis) -> None:
+    go, done = threading.Event(), threading.Event()
+
+    def other() -> None:
+        go.wait(10)
+        for _ in range(5):
+            conn.get("someone-else")
+        done.set()
+
+    worker = threading.Thread(target=other, daemon=True)
+    worker.start()
+    with counting() as calls:
+        go.set()
+        assert done.wait(10)
+        conn.get("mine")
+    worker.join(10)
+    assert calls == ["GET"]
+
+
+# -- the commandstats reader -------------------------------------------------------------------
+
+
+def test_commandstats_reads_the_servers_own_count(conn: redis.Redis, backend_name: str) -> None:
+    if backend_name == "fakeredis":
+        pytest.skip("fakeredis answers no INFO, so it keeps no per-command counters")
+    measure.warm_up(conn)  # no NOSCRIPT: the enqueue is its one EVALSHA
+    before = measure.commandstats(conn)
+    jobs.enqueue(conn, "stats", branded.mint(), b"x")
+    after = measure.commandstats(conn)
+    delta = measure.calls_delta(before, after)
+    assert delta.get("evalsha") == 1 and "info" not in delta
+    assert {"hset", "zadd"} <= set(delta)  # what ran inside the script counts too
+    assert after["evalsha"].usec >= before.get("evalsha", measure.Stat(0, 0)).usec
+    conn.delete(*conn.keys(keyspace.base("stats") + "*"))
+
+
+# -- one job through every transition ----------------------------------------------------------
+
+
+def test_every_transition_is_one_evalsha_live(conn: redis.Redis) -> None:
+    queue = "count-live"
+    traced = measure.transition_calls(conn, queue)
+    assert {t.name.split(" ")[0] for t in traced} == set(HANDLES)
+    assert all(t.calls == ("EVALSHA",) for t in traced), [t.line() for t in traced]
+    assert [t.reply for t in traced] == [
+        "enqueued", "token 1", "lease pushed back", "scheduled", "1 moved", "token 2",
+        "1 returned", "token 3", "dead", "pending", "token 4", "completed", "scheduled",
+        "scheduled",
+    ]  # fmt: skip
+    assert traced[0].line() == "enqueue:                1 EVALSHA       -> enqueued"
+    assert list(conn.scan_iter(match=keyspace.base(queue) + "*")) == []
+
+
+def test_the_walk_stops_at_the_first_reply_it_did_not_expect() -> None:
+    conn = echomq_lab.connect(fresh=True)
+    seen: list[str] = []
+
+    def step(name: str, call: Any) -> Any:
+        seen.append(name)
+        reply = call()
+        return 0 if name == "promote" else reply  # as if promote had found nothing due
+
+    with pytest.raises(RuntimeError, match=r"promote on 'walk-odd' answered 0, expected 1"):
+        measure.walk(conn, "walk-odd", step)
+    assert seen == ["enqueue", "claim", "extend", "retry", "promote"]
+
+
+# -- the panel ---------------------------------------------------------------------------------
 
 
 def test_the_button_measures_in_the_background(conn: redis.Redis) -> None:
@@ -96,4 +223,40 @@ def test_a_dead_server_is_one_line() -> None:
     assert panel.last_message.startswith("the measurement stopped: ")
     assert "\n" not in panel.last_message and "Traceback" not in panel.status.value
     with pytest.raises(ValueError, match="jobs must be between 1 and 100000"):
-        live.job_cycles(dead, "q", 0)
+        measure.job_cycles(dead, "q", 0)
+
+
+# -- what `make bench` left beside the page ----------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [None, "{not json", '{"header": "x"}', "[1, 2]"])
+def test_no_benchmark_beside_the_page_is_one_line(
+    tmp_path: Path, content: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if content is not None:
+        (tmp_path / measure.BENCH_FILE).write_text(content)
+    bench = measure.read_bench(tmp_path)
+    assert not bench.found and bench.tables == {} and bench.charts == {}
+    assert "\n" not in bench.header and "Traceback" not in bench.header
+    assert "make bench" in bench.header
+    for name in ("figures", "throughput", "wire", "transitions", "scale"):
+        assert bench.show(name) is None
+    assert capsys.readouterr().out == ""  # the header has said it once; nothing more
+
+
+def test_a_copy_of_page_06_alone_says_so_once_and_measures_live(
+    tmp_path: Path, backend_name: str
+) -> None:
+    if backend_name != "fakeredis":
+        pytest.skip("the page runs on the embedded server; one backend is enough for this")
+    shutil.copy(PAGE, tmp_path / PAGE.name)
+    page = nbformat.read(tmp_path / PAGE.name, as_version=4)
+    NotebookClient(page, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in page.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "Traceback" not in text and "ResultsMissing" not in text
+    said = [line for line in text.splitlines() if "make bench" in line]
+    assert said == [measure.read_bench(tmp_path).header]
+    assert "every one an EVALSHA: True" in text  # the live counts ran all the same

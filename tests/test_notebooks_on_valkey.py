@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from echomq_lab.measure import commandstats
 from tools.course import load as course_pages
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,5 +41,6 @@ def test_every_notebook_passes_nbval_on_valkey(valkey_url: str) -> None:
     assert done.returncode == 0, f"nbval on Valkey failed:\n{tail}\n{done.stderr[-2000:]}"
     assert " passed" in tail and " failed" not in tail
     # The notebooks really ran their scripts on this server, not on an embedded one.
-    calls = server.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+    stats = commandstats(server)
+    calls = stats["evalsha"].calls if "evalsha" in stats else 0
     assert calls > len(NOTEBOOKS), f"only {calls} EVALSHA reached Valkey"

@@ -9,14 +9,15 @@ elements; a server that goes away mid-check gives one line, and the check runs a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import redis
 
 from echomq_lab import branded, connect, drift, errors, keyspace
+from echomq_lab.measure import commandstats, counting
 from echomq_lab.scripts import load
 from echomq_lab.servers import RunningServer
 from echomq_lab.snapshot import WINDOW, drifts, view
@@ -58,11 +59,6 @@ def deep(own_server_of: Callable[..., RunningServer]) -> Iterator[tuple[redis.Re
             conn.close()
 
 
-def _commandstats(conn: redis.Redis) -> dict[str, int]:
-    info = conn.info("commandstats")
-    return {k[len("cmdstat_"):]: int(v["calls"]) for k, v in info.items()}
-
-
 def _elements(reply: Any) -> int:
     """How many scalar elements a (nested) reply holds."""
     if isinstance(reply, (list, tuple)):
@@ -79,7 +75,7 @@ def test_the_view_never_walks_the_keyspace(deep: tuple[redis.Redis, list[str]]) 
         snap = view(conn, Q, [made[-1 - i], made[DEPTH // 2]])
         assert snap.sizes["pending"] == DEPTH
         assert snap.showing("pending") == f"showing {WINDOW} of {DEPTH:,}"
-    calls = _commandstats(conn)
+    calls = {name: stat.calls for name, stat in commandstats(conn).items()}
     assert "keys" not in calls and "scan" not in calls, calls
     assert calls["evalsha"] == 20
     assert calls["zrange"] == 20 * 4  # one window per set per view
@@ -132,67 +128,49 @@ def test_check_finds_drifts_planted_deep(deep: tuple[redis.Redis, list[str]]) ->
     assert drift.check(conn, Q) == []
 
 
-@dataclass
-class Sent:
-    """Every command a client sent, alone or in a pipeline, with the size of its reply."""
-
-    single: list[tuple[str, int]] = field(default_factory=list)
-    pipelines: list[list[str]] = field(default_factory=list)
-
-
-def _record(conn: redis.Redis) -> Sent:
-    sent = Sent()
-    original, make_pipe = conn.execute_command, conn.pipeline
+def _reply_sizes(conn: redis.Redis) -> list[tuple[str, int]]:
+    """From now on, the name and reply size of every command ``conn`` sends alone."""
+    sizes: list[tuple[str, int]] = []
+    original = conn.execute_command
 
     def execute(*args: Any, **kwargs: Any) -> Any:
         reply = original(*args, **kwargs)
-        sent.single.append((str(args[0]).upper(), _elements(reply)))
+        sizes.append((str(args[0]).upper(), _elements(reply)))
         return reply
 
-    def pipeline(*args: Any, **kwargs: Any) -> Any:
-        pipe = make_pipe(*args, **kwargs)
-        run = pipe.execute
-
-        def execute_pipe(*a: Any, **kw: Any) -> Any:
-            sent.pipelines.append([str(c[0][0]).upper() for c in pipe.command_stack])
-            return run(*a, **kw)
-
-        pipe.execute = execute_pipe  # type: ignore[method-assign]
-        return pipe
-
     conn.execute_command = execute  # type: ignore[method-assign]
-    conn.pipeline = pipeline  # type: ignore[method-assign]
-    return sent
+    return sizes
 
 
 def test_every_command_of_check_is_bounded(deep: tuple[redis.Redis, list[str]]) -> None:
     conn, _ = deep
     client = connect(_url(conn))
-    sent = _record(client)
+    sizes = _reply_sizes(client)
     client.config_set("slowlog-log-slower-than", 0)
     client.config_set("slowlog-max-len", 100_000)
     client.slowlog_reset()
     try:
-        report = drift.check(client, Q)
+        with counting() as requests:
+            report = drift.check(client, Q)
         logged = client.slowlog_get(100_000)
     finally:
         client.config_set("slowlog-log-slower-than", 10_000)
     assert report == [] and report.members == DEPTH
-    walkers = [(name, size) for name, size in sent.single if name in ("ZSCAN", "SCAN")]
+    walkers = [(name, size) for name, size in sizes if name in ("ZSCAN", "SCAN")]
     assert {n for n, _ in walkers} == {"ZSCAN", "SCAN"}
     # a reply is [cursor, items]: items are members and scores (ZSCAN) or keys (SCAN)
     for name, size in walkers:
         bound = 2 * 4 * drift.STEP if name == "ZSCAN" else 4 * drift.SCAN_STEP
         assert size <= bound + 1, (name, size)
-    assert all(len(p) <= max(drift.BATCH, 6 * drift.CONFIRM + 2) for p in sent.pipelines)
-    in_pipes = {c for p in sent.pipelines for c in p}
-    # one row read per row: HMGET of state and attempts (check() lists a bad attempts too)
-    assert in_pipes <= {"HMGET", "ZCARD", "ZSCORE", "EXISTS", "MULTI", "EXEC"}, in_pipes
-    assert sum(len(p) for p in sent.pipelines if p == ["HMGET"] * len(p)) == DEPTH
+    batches = [int(n) for n in re.findall(r"^(?:PIPELINE|MULTI)\[(\d+)\]$", "\n".join(requests),
+                                          re.MULTILINE)]  # fmt: skip
+    assert batches and max(batches) <= max(drift.BATCH, 6 * drift.CONFIRM)
     # what the server ran: no command that walks the keyspace in one go
     ran = [bytes(entry["command"]).decode().split() for entry in logged]
     names = {words[0].upper() for words in ran}
     assert names <= {"ZCARD", "ZSCAN", "SCAN", "HMGET", "MULTI", "EXEC", "SLOWLOG"}, names
+    # one row read per row: HMGET of state and attempts (check() lists a bad attempts too)
+    assert sum(words[0].upper() == "HMGET" for words in ran) == DEPTH
     counts = [int(w[w.index("COUNT") + 1]) for w in ran if w[0].upper() in ("SCAN", "ZSCAN")]
     assert counts and max(counts) <= drift.SCAN_STEP
     client.close()

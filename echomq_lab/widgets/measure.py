@@ -6,15 +6,16 @@ API (for pages)::
     m.jobs.value = 300                      # how many job cycles (and rq jobs: a third)
     m.run(wait=True)                        # the "measure now" button, waiting for the end
     m.buttons["measure"].click()            # the button: measures in a background thread
-    m.cycle, m.rq, m.walk                   # report.live.Cycle, report.live.RqCost | None,
-                                            # report.counting.Traced per transition
+    m.cycle, m.rq, m.walk                   # measure.Cycle, measure.RqCost | None,
+                                            # measure.Traced per transition
     m.text()                                # the counts (stable) and the rates (they vary)
     m.counts_text()                         # only what does not vary: requests per transition
 
 The panel runs a few hundred job cycles (``jobs.enqueue``, ``jobs.claim``, ``jobs.complete``)
 on a queue of its own, counting each call's requests with the lab's one request counter
-(:func:`echomq_lab.report.counting.counting`), walks one job through every transition, and,
-when python-rq is installed, runs python-rq's enqueue and worker on the same server.
+(:func:`echomq_lab.measure.counting`, which counts only the requests of the panel's own thread),
+walks one job through every transition, and, when python-rq is installed, runs python-rq's
+enqueue and worker on the same server.
 """
 
 from __future__ import annotations
@@ -26,15 +27,18 @@ from collections.abc import Callable
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
+from echomq_lab import measure
 from echomq_lab import theme as style
 from echomq_lab.connection import describe
-from echomq_lab.report import live
-from echomq_lab.report.counting import Traced, calls_text, transition_calls
+from echomq_lab.measure import Traced, calls_text, transition_calls
 from echomq_lab.theme import message_html
 from echomq_lab.widgets.base import Panel
 
 #: python-rq runs this share of the job cycles: it is many times slower per job.
 RQ_SHARE = 3
+#: A long line of the result wraps at a space: JupyterLab's output area would break it
+#: anywhere, even inside a word ("python-r" / "q").
+WRAP = "white-space:pre-wrap;word-break:normal;overflow-wrap:normal"
 
 
 class MeasurePanel(Panel):
@@ -43,10 +47,8 @@ class MeasurePanel(Panel):
     def __init__(self, conn: redis.Redis, queue: str = "lab-06-measure", *, jobs: int = 300,
                  with_rq: bool = True) -> None:
         self.conn, self.queue, self.with_rq = conn, queue, with_rq
-        #: The client the measurement sends on: the same server, counted on its own.
-        self.client = live.own_client(conn)
-        self.cycle: live.Cycle | None = None
-        self.rq: live.RqCost | None = None
+        self.cycle: measure.Cycle | None = None
+        self.rq: measure.RqCost | None = None
         self.walk: list[Traced] = []
         self.error = ""
         self._thread: threading.Thread | None = None
@@ -74,7 +76,7 @@ class MeasurePanel(Panel):
         """True while a measurement is going."""
         return self._thread is not None and self._thread.is_alive()
 
-    def run(self, wait: bool = True) -> live.Cycle | None:
+    def run(self, wait: bool = True) -> measure.Cycle | None:
         """Measure; with ``wait``, block until done and return the cycle's figures."""
         if self.running:
             self._show_status("a measurement is already going: wait for it", ok=False)
@@ -97,15 +99,15 @@ class MeasurePanel(Panel):
         return moved
 
     def _body(self, n: int) -> None:
-        rq_share = 0.3 if self.with_rq and live.rq_version() else 0.0
+        rq_share = 0.3 if self.with_rq and measure.rq_version() else 0.0
         try:
-            self.cycle = live.job_cycles(self.client, self.queue, n,
-                                         self._stage(0.0, 0.6 - rq_share / 2, n))
-            self.walk = transition_calls(self.client, self.queue)
+            self.cycle = measure.job_cycles(self.conn, self.queue, n,
+                                            self._stage(0.0, 0.6 - rq_share / 2, n))
+            self.walk = transition_calls(self.conn, self.queue)
             self.progress.value = 1.0 - rq_share
             if rq_share:
                 k = max(10, n // RQ_SHARE)
-                self.rq = live.rq_cycles(self.client, k, self._stage(1.0 - rq_share, 1.0, k))
+                self.rq = measure.rq_cycles(self.conn, k, self._stage(1.0 - rq_share, 1.0, k))
         except Exception as exc:  # noqa: BLE001 - shown on the status line, never a traceback
             self.error = style.one_line(exc)
         self.progress.value = 1.0
@@ -114,8 +116,8 @@ class MeasurePanel(Panel):
             self._show_status(f"the measurement stopped: {self.error}", ok=False)
         else:
             self._show_status(self.rate_line(), ok=True)
-        self.result.value = "<pre>" + html.escape(self.counts_text() + "\n\n" +
-                                                  self.rq_text()) + "</pre>"
+        self.result.value = f"<pre style='{WRAP}'>" + html.escape(
+            self.counts_text() + "\n\n" + self.rq_text()) + "</pre>"
 
     def rate_line(self) -> str:
         """How fast the job cycles ran, in words (it varies from run to run)."""
@@ -130,7 +132,7 @@ class MeasurePanel(Panel):
         if self.cycle is None:
             return ""
         c = self.cycle
-        lines = [f"{name + ':':<12}{calls_text(c.per_transition[name])}" for name in live.CYCLE]
+        lines = [f"{name + ':':<12}{calls_text(c.per_transition[name])}" for name in measure.CYCLE]
         lines.append(f"{'per job:':<12}{c.requests_per_job:g} requests, "
                      f"{'every one an EVALSHA' if self._all_evalsha() else 'not all EVALSHA'}")
         if self.walk:
@@ -147,13 +149,13 @@ class MeasurePanel(Panel):
         if not self.with_rq:
             return "python-rq: not measured (with_rq=False)"
         if self.rq is None:
-            if live.rq_version() is None:
+            if measure.rq_version() is None:
                 return "python-rq: not installed here (pip install rq to compare)"
             return "python-rq: not measured"
         r = self.rq
         top = ", ".join(f"{name} {per:.1f}" for name, per in r.busiest[:5])
         return (f"python-rq {r.version}: {r.jobs} no-op jobs, {r.requests_per_job:.1f} requests "
-                f"per job ({r.jobs_per_s:,.0f} jobs per second); most sent: {top}")
+                f"per job ({r.jobs_per_s:,.0f} jobs per second)\n  most sent: {top}")
 
     def _show_status(self, text: str, ok: bool | None = None) -> None:
         self.last_message, self.last_ok = text, ok is not False

@@ -1,6 +1,8 @@
 """Pipelined EVALSHA dispatch: many runs of one script, ``batch`` of them per round trip.
 
-The batched twin of :meth:`echomq_lab.scripts.Script.__call__`, sharing its SHA1, its
+:func:`enqueue_many` fills a queue this way (the benchmarks' deep queues and pipelined
+figure); :func:`run_many` is the dispatch, the batched twin of
+:meth:`echomq_lab.scripts.Script.__call__`, sharing its SHA1, its
 ``SCRIPT LOAD`` check and its mapping of refusals: every call is one EVALSHA of the unchanged
 script, sent down a non-transactional pipeline, so each run does exactly what a single call
 does. After a SCRIPT FLUSH the first flush answers NOSCRIPT for every call in it; the script is
@@ -9,14 +11,16 @@ then loaded and only those calls are sent again (a call that met NOSCRIPT did no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
 import redis
 from redis.exceptions import NoScriptError, ResponseError
 
+from echomq_lab import errors, keyspace
 from echomq_lab.connection import reaching
-from echomq_lab.scripts import Arg, Script
+from echomq_lab.jobs import Payload, check_payload
+from echomq_lab.scripts import Arg, Script, load
 
 #: How many scripts one flush carries at most.
 MAX_BATCH = 10_000
@@ -69,3 +73,27 @@ def _flush(conn: redis.Redis, script: Script, calls: Sequence[Call]) -> list[Any
         pipe.evalsha(script.sha, len(keys), *keys, *args)
     replies: list[Any] = pipe.execute(raise_on_error=False)
     return replies
+
+
+def enqueue_many(
+    conn: redis.Redis,
+    queue: str,
+    items: Iterable[tuple[str, Payload]],
+    batch: int = 100,
+) -> list[Literal["enqueued", "duplicate"]]:
+    """Enqueue ``(job_id, payload)`` pairs, ``batch`` EVALSHAs per round trip, in order.
+
+    Returns one ``"enqueued"``/``"duplicate"`` per item. Malformed ids, payloads or queue
+    names, ids outside the ``JOB`` namespace and a bad ``batch`` are refused before anything
+    is sent (``ValueError``/``TypeError``/:class:`errors.KindRefused`).
+    """
+    check_batch(batch)
+    pending = keyspace.queue_key(queue, "pending")
+    calls: list[Call] = []
+    for job_id, payload in items:
+        row = keyspace.job_key(queue, job_id)  # checks the id is a well-formed branded id
+        if not job_id.startswith("JOB"):
+            raise errors.KindRefused(f"{job_id} is not a JOB id")
+        calls.append(([row, pending], [job_id, check_payload(payload)]))
+    replies = run_many(conn, load("enqueue"), calls, batch)
+    return ["enqueued" if reply == 1 else "duplicate" for reply in replies]

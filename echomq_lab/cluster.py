@@ -67,7 +67,8 @@ class Node:
         return is_our_server(self.pid, self.port)
 
     def signal(self, sig: signal.Signals) -> None:
-        """Send ``sig`` to the process, if it still is this node's server."""
+        """Send ``sig`` to the process, if it still is this node's server (SIGSTOP freezes it
+        where it stands, SIGCONT thaws it)."""
         servers.send_signal(self.pid, self.port, sig)
 
 
@@ -191,14 +192,6 @@ class Cluster:
             if any(lo <= slot <= hi for lo, hi in shard.slots):
                 return shard
         raise ClusterError(f"no primary serves slot {slot}")
-
-    def freeze(self, node: Node) -> None:
-        """Stop ``node``'s process where it stands (SIGSTOP): it neither answers nor reads."""
-        node.signal(signal.SIGSTOP)
-
-    def thaw(self, node: Node) -> None:
-        """Let a frozen node run again (SIGCONT)."""
-        node.signal(signal.SIGCONT)
 
     def kill(self, node: Node) -> None:
         """Kill ``node`` at once (SIGKILL): no goodbye to the cluster, nothing saved."""

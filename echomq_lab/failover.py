@@ -29,7 +29,7 @@ from echomq_lab.measure import commandstats, counting
 from echomq_lab.scripts import Arg, Script, load
 from echomq_lab.servers import wait_until
 from echomq_lab.sim.audit import Audit, audit
-from echomq_lab.sim.ledger import Call, Ledger
+from echomq_lab.sim.ledger import Ledger
 from echomq_lab.snapshot import snapshot
 
 #: A node is judged failed after one second, and a replica cut off from its primary may still
@@ -132,13 +132,12 @@ class Run:
 
     def calls(self) -> list[str]:
         """The ledger in plain lines: who called what with which token, and the answer."""
-        return [_call_line(c) for c in self.ledger.calls]
-
-
-def _call_line(c: Call) -> str:
-    token = f"token {c.token}" if c.token else "no token"
-    what = c.reply if c.outcome in ("accepted", "refused") else f"{c.outcome}: {c.reply}"
-    return f"{c.seq}. {c.actor:<8} {c.verb:<8} {token:<8} -> {what}"
+        lines = []
+        for c in self.ledger.calls:
+            token = f"token {c.token}" if c.token else "no token"
+            what = c.reply if c.outcome in ("accepted", "refused") else f"{c.outcome}: {c.reply}"
+            lines.append(f"{c.seq}. {c.actor:<8} {c.verb:<8} {token:<8} -> {what}")
+        return lines
 
 
 def pick_queue(cluster: Cluster, prefix: str = "failover", replicas: int = 2) -> tuple[str, Shard]:
@@ -168,14 +167,14 @@ def _replication(node: Node) -> dict[str, Any]:
 
 
 def _following(cluster: Cluster, replica: Node, primary: Node) -> bool:
-    """True when ``replica`` is listed under ``primary`` and its link to it is up."""
+    """True when the cluster lists ``replica`` under ``primary`` and its link to it is up."""
     try:
-        shard = next(s for s in cluster.shards() if s.primary == primary)
+        listed = any(replica in s.replicas for s in cluster.shards() if s.primary == primary)
     except (ClusterError, redis.RedisError):
         return False
     info = _replication(replica)
-    up = info.get("master_link_status") == "up" and info.get("master_port") == primary.port
-    return replica in shard.replicas and up
+    return listed and info.get("master_link_status") == "up" and (
+        info.get("master_port") == primary.port)
 
 
 def _wait_following(cluster: Cluster, replica: Node, primary: Node) -> None:

@@ -128,7 +128,7 @@ class TwoWorkersStory:
     token_a: int | None = None
     token_b: int | None = None
     started_ms: int = 0
-    claimed_a_ms: int | None = None
+    deadline_a: int | None = None
     done: list[StepResult] = field(default_factory=list)
     predicted: dict[str, str] = field(default_factory=dict)
 
@@ -141,7 +141,7 @@ class TwoWorkersStory:
         self.job_id = branded.mint("JOB")
         jobs.enqueue(self.conn, self.queue, self.job_id, self.payload)
         self.started_ms = server_now_ms(self.conn)
-        self.token_a = self.token_b = self.claimed_a_ms = None
+        self.token_a = self.token_b = self.deadline_a = None
         self.done, self.predicted = [], {}
         return self.job_id
 
@@ -244,7 +244,7 @@ class TwoWorkersStory:
 
     def _a_claims(self, title: str) -> StepResult:
         self.token_a = self._claim("A", self.lease_ms)
-        self.claimed_a_ms = server_now_ms(self.conn)
+        self.deadline_a = lease_deadline(self.conn, self.queue, self.job_id)
         return StepResult("a_claims", title,
                           f"A holds token {self.token_a}; its lease is {self.lease_ms} ms")
 

@@ -13,7 +13,6 @@ import redis
 from echomq_lab import connect, jobs
 from echomq_lab.clock import wait_out_lease
 from echomq_lab.snapshot import Snapshot, check, snapshot
-from echomq_lab.two_workers import STEP_NAMES
 from echomq_lab.widgets import FencePanel, LabPanel, TransitionPanel, TwoWorkersStory, style
 
 Q = "panels"
@@ -156,7 +155,8 @@ def test_two_workers_story_buttons_follow_the_story(fresh: redis.Redis) -> None:
     story = TwoWorkersStory(fresh, Q, lease_ms=80)
     job_id = story.story.job_id
     enabled = [k for k, b in story.buttons.items() if not b.disabled]
-    assert enabled == ["a_claims", "restart"]
+    assert enabled == ["a_claims", "restart", "other"]
+    assert story.next_box.children == (story.buttons["a_claims"],)
 
     story.buttons["b_claims"].click()  # out of turn: refused, nothing changes
     assert story.last_message == (
@@ -166,33 +166,61 @@ def test_two_workers_story_buttons_follow_the_story(fresh: redis.Redis) -> None:
         b"state": b"pending", b"attempts": b"0", b"payload": b'{"report": "march"}'
     }
 
-    for step in STEP_NAMES:
-        assert not story.buttons[step].disabled
-        story.buttons[step].click()
-        assert story.buttons[step].disabled
-        if step == "b_claims":
-            row = jobs.record(fresh, Q, job_id)
-            assert row is not None and row[b"attempts"] == b"2"
-            assert story.record.changed == {b"state", b"attempts"}
-        if step == "a_completes":
-            assert not story.last_ok
-            assert story.last_message.startswith(
-                "A refused: EMQSTALE: token 1 is stale, the row's attempts is 2"
-            )
-            assert "emq-refused" in story.message.value
-            assert jobs.record(fresh, Q, job_id) == row
-            assert story.record.changed == set()
-    assert story.last_ok
-    assert jobs.record(fresh, Q, job_id) is None
+    story.buttons["a_claims"].click()
+    assert story.ticker.running  # the live clock starts with A's lease
+    assert "lease:" in story.lanes.value and "left" in story.lanes.value
+    assert story.story.next_step == "a_stalls" and story.ticker.tick()  # not yet: nothing taken
+    wait_out_lease(fresh, Q, job_id)
+    story.ticker.tick()  # the clock, not a click, takes the stall
+    assert story.story.next_step == "reaper_returns"
+    assert "lease ran out" in story.text()
+    story.buttons["reaper_returns"].click()
+
+    # B's token is hidden until the reader commits
+    assert story.buttons["b_claims"].disabled
+    assert [b.description for b in story.next_box.children] == ["1", "2", "0"]
+    assert "token 2" not in story.text()
+    story.choices["b_claims"][0].click()  # says 1
+    assert story.next_box.children == (story.buttons["b_claims"],)
+    story.buttons["b_claims"].click()
+    row = jobs.record(fresh, Q, job_id)
+    assert row is not None and row[b"attempts"] == b"2"
+    assert "you said <b>1</b>; the server: <b>2</b> (not what you said)" in story.log.value
+
+    story.choices["a_completes"][1].click()  # refused EMQSTALE
+    story.buttons["a_completes"].click()
+    assert not story.last_ok
+    assert story.last_message.startswith(
+        "A refused: EMQSTALE: token 1 is stale, the row's attempts is 2"
+    )
+    assert "emq-refused" in story.message.value
+    assert jobs.record(fresh, Q, job_id) == row
+    story.buttons["b_completes"].click()
+    assert story.last_ok and jobs.record(fresh, Q, job_id) is None
     text = story.text()
-    assert "5. A wakes up and completes with token 1 [refused] A refused: EMQSTALE" in text
-    assert "6. B completes with token 2 [done]" in text
-    assert "no row (completed or never enqueued)" in text
-    assert [k for k, b in story.buttons.items() if not b.disabled] == ["restart"]
+    assert "[refused] A refused: EMQSTALE" in text
+    assert "6. B finishes its work and completes [done] B completed with token 2" in text
+    assert "the server holds: no row: the job is retired" in text
+    assert not story.ticker.tick() and not story.ticker.running  # nothing left to watch
+    assert [k for k, b in story.buttons.items() if not b.disabled] == ["restart", "other"]
+    assert "fence on" in story.side_by_side.value
 
     story.buttons["restart"].click()
     assert story.story.job_id != job_id
     assert snapshot(fresh, Q).members("pending") == [story.story.job_id]
+
+
+def test_two_workers_story_without_the_fence_side_by_side(fresh: redis.Redis) -> None:
+    story = TwoWorkersStory(fresh, Q, lease_ms=60)
+    story.fence.value = False
+    assert "unfenced complete (a demonstration, not the protocol)" in story.heading.value
+    log = story.run_through()
+    assert "B found the job gone and its work is lost" in log
+    assert "complete accepted" in story.text() and "complete: the job is gone" in story.text()
+    story.buttons["other"].click()  # plays the fenced story on a queue of its own
+    both = story.side_by_side.value
+    assert "fence on" in both and "fence off" in both and "refused EMQSTALE" in both
+    assert check(fresh, Q) == [] and check(fresh, Q + "-on") == []
 
 
 def test_lab_panel_free_play(fresh: redis.Redis) -> None:

@@ -41,7 +41,6 @@ def test_transition_panel_runs_the_real_handles(fresh: redis.Redis) -> None:
     assert panel.last_ok and panel.last_message == "claim wrote state=active, attempts=1 (token 1)"
     row = jobs.record(fresh, Q, job_id)
     assert row is not None and row[b"state"] == b"active" and row[b"attempts"] == b"1"
-    assert panel.record.changed == {b"state", b"attempts"}
     assert 'class="emq-changed"' in panel.record.table.value
     assert panel.diagram.current == "active"
     assert 'data-transition="claim"' in panel.diagram.svg.value.split("emq-edge-lit")[1]
@@ -255,7 +254,11 @@ def test_lab_panel_free_play(fresh: redis.Redis) -> None:
     assert text.splitlines()[:3] == [
         "worker A: holds nothing", "worker B: holds nothing", "worker C: holds nothing"
     ]
-    assert f"dead:     {job_id}" in text and text.endswith("check(): no drift")
+    assert f"dead:     {job_id}" in text and "check(): no drift" in text
+    # the row view shows the job the last press touched, the fields it changed lit
+    assert f"the row emq:{{{Q}}}:job:{job_id}" in text
+    assert "  state      dead  (changed)" in text
+    assert text.endswith("last_error worker B gave up on try 2  (changed)")
 
 
 def test_lab_panel_bad_input_changes_nothing(fresh: redis.Redis) -> None:
@@ -281,3 +284,41 @@ def test_panels_display_as_their_widget(fresh: redis.Redis) -> None:
     bundle = panel._repr_mimebundle_()
     assert bundle["text/plain"] == panel.text()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == panel.widget.model_id
+
+
+def test_transition_panel_says_when_it_switches_job_and_can_empty_the_queue(
+    fresh: redis.Redis,
+) -> None:
+    panel = TransitionPanel(fresh, Q, lease_ms=60_000, delay_ms=0, max_attempts=9)
+    panel.press("enqueue")
+    old = panel.runner.job_id
+    for name in ("claim", "retry", "promote", "claim", "retry", "promote"):
+        panel.press(name)  # the old job: attempts 2, a last_error, pending again
+    assert old is not None
+    message = panel.press("schedule")
+    assert message.startswith("schedule wrote state=scheduled, attempts=0")
+    assert f"a new job, {panel.runner.job_id}: the panel follows it now" in message
+    # claim takes the oldest pending job, not the one followed, and says only what it wrote
+    message = panel.press("claim")
+    assert message == (f"claim wrote state=active, attempts=3 (token 3); it took the oldest "
+                       f"pending job, {old}, not the one followed; the panel follows {old} now")
+    assert "last_error" not in message
+
+    panel.buttons["empty"].click()
+    assert panel.last_message.startswith(f"emptied '{Q}': ")
+    assert panel.runner.job_id is None and "following no job yet" in panel.text()
+    assert snapshot(fresh, Q).rows == {}
+    assert panel.press("enqueue").startswith("enqueue wrote state=pending, attempts=0")
+
+
+def test_transition_panel_clock_starts_with_a_lease_and_stops_without(fresh: redis.Redis) -> None:
+    panel = TransitionPanel(fresh, Q, lease_ms=60)
+    panel.press("enqueue")
+    assert not panel.ticker.running
+    panel.press("claim")
+    assert panel.ticker.running and panel.ticker.tick()
+    wait_out_lease(fresh, Q, panel.runner.job_id or "")
+    panel.ticker.tick()
+    assert "expired" in panel.sets.columns["active"].value
+    panel.press("reap")
+    assert not panel.ticker.tick() and not panel.ticker.running

@@ -204,7 +204,7 @@ class SetsView(Panel):
         )
         return (
             f'<div class="emq-set emq-set-{name}" style="border:2px solid {colour};'
-            'border-radius:6px;padding:4px 8px;min-width:170px">'
+            'border-radius:6px;padding:4px 8px;min-width:150px">'
             f'<div style="color:{style.on_page(colour)};font-weight:bold">{name} '
             f'<span style="font-weight:normal">({_count(snap, name)})</span></div>'
             f'<div style="color:{style.MUTED};font-size:85%">{SCORE_MEANING[name]}</div>'

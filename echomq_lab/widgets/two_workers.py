@@ -89,8 +89,8 @@ def _bar(left_ms: int | None, lease_ms: int, gone: str = "") -> str:
 
 
 def _chip(text: str, ok: bool | None = None) -> str:
-    colour = {True: style.OK_TEXT, False: style.REFUSED_TEXT}.get(ok, style.INK_ON_PAGE)
-    mark = {True: " ✓", False: " ✗"}.get(ok, "")
+    colour = style.INK_ON_PAGE if ok is None else style.OK_TEXT if ok else style.REFUSED_TEXT
+    mark = "" if ok is None else " ✓" if ok else " ✗"
     return (f'<span style="display:inline-block;border:1px solid {style.MUTED};border-radius:'
             f'10px;padding:0 8px;margin:1px 4px 1px 0;color:{colour}">'
             f"{html.escape(text)}{mark}</span>")

@@ -15,6 +15,7 @@ added for display only (:mod:`echomq_lab.lua_notes`).
 
 from __future__ import annotations
 
+import html
 import inspect
 from collections.abc import Callable, Sequence
 from importlib import resources
@@ -109,3 +110,9 @@ def two_beats(
 def primer() -> Markdown:
     """The short Lua primer: what a reader needs to read the scripts."""
     return Markdown(lua_notes.PRIMER)
+
+
+def in_fold(shown: Markdown, summary: str) -> Markdown:
+    """``shown`` inside a collapsed block whose closed label is ``summary`` (plain words)."""
+    return Markdown(f"<details><summary>{html.escape(summary)}</summary>\n\n{shown.data}\n"
+                    "</details>\n")

@@ -200,7 +200,7 @@ class TwoWorkersStory(Panel):
 
         def act() -> str:
             queue = f"{self.queue}-{'on' if other else 'off'}"
-            story = Story(self.conn, queue, lease_ms=self.story.lease_ms, fence=other)
+            story = Story(self.conn, queue, lease_ms=min(self.story.lease_ms, 1000), fence=other)
             self.runs[other] = story.run_through()
             return f"played the story with the fence {'on' if other else 'off'}, beside yours"
 
@@ -398,7 +398,7 @@ class TwoWorkersStory(Panel):
         ask = self.story.waiting_for
         nxt = self.story.next_step
         todo = (f"predict: {ask.question} ({' / '.join(ask.choices)})" if ask else
-                f"next: {PROMPTS[nxt]}" if nxt else "")
+                f"to do: {PROMPTS[nxt]}" if nxt else "")
         return "\n".join([
             f"[{mark}] {self.last_message}", *lanes,
             f"A believes: {self.story.believes('A')}",

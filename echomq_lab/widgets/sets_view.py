@@ -192,10 +192,13 @@ class SetsView(Panel):
             when = describe_member(name, score, self.now_ms or snap.now_ms)
             lit = job_id == self.highlight
             weight = "font-weight:bold;" if lit else ""
-            extra = f' <span style="color:{style.MUTED}">{html.escape(when)}</span>' if when else ""
+            # a time is shown as the time left on the server's clock; the raw score (epoch ms)
+            # only as the tooltip
+            shown = (f'<span style="color:{style.MUTED}" title="score {score}">'
+                     f"{html.escape(when)}</span>" if when else
+                     f'<span style="color:{style.MUTED}">{score}</span>')
             items.append(
-                f'<li style="{weight}font-family:monospace">{html.escape(job_id)}'
-                f' <span style="color:{style.MUTED}">{score}</span>{extra}</li>'
+                f'<li style="{weight}font-family:monospace">{html.escape(job_id)} {shown}</li>'
             )
         body = (
             f'<ul style="margin:2px 0;padding-left:16px">{"".join(items)}</ul>'

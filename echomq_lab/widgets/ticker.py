@@ -8,7 +8,8 @@ shows is always read from the server (its ``TIME``), never from the browser's cl
 API (for panels)::
 
     ticker = Ticker(on_tick)     # on_tick() -> bool: True to keep ticking, False to stop
-    ticker.widget                # the Play control (shown small: the reader may pause it)
+    ticker.widget                # "live clock" and the Play control (the reader may pause it)
+    ticker.play                  # the Play widget itself
     ticker.start()               # start (again) after an action that put a lease on screen
     ticker.tick()                # one tick by hand (tests, and kernels with no front end)
 
@@ -34,26 +35,28 @@ class Ticker:
     def __init__(self, on_tick: Callable[[], bool], *, interval_ms: int = INTERVAL_MS) -> None:
         self.on_tick = on_tick
         self.ticks = 0
-        self.widget = W.Play(value=0, min=0, max=_MAX, step=1, interval=interval_ms,
-                             show_repeat=False, description="live clock",
-                             tooltip="the live clock: pause it to freeze the drawing",
-                             layout=W.Layout(width="auto"))
+        self.play = W.Play(value=0, min=0, max=_MAX, step=1, interval=interval_ms,
+                           show_repeat=False, description="live clock",
+                           tooltip="the live clock: pause it to freeze the drawing",
+                           layout=W.Layout(width="auto"))
+        self.play.observe(self._on_value, names="value")
+        self.widget = W.HBox([W.HTML("live clock"), self.play],
+                             layout=W.Layout(align_items="center", margin="0 0 0 8px"))
         self.widget.add_class("emq-ticker")
-        self.widget.observe(self._on_value, names="value")
 
     @property
     def running(self) -> bool:
         """True while the front end is asked to tick."""
-        return bool(self.widget.playing)
+        return bool(self.play.playing)
 
     def start(self) -> None:
         """Ask the front end to tick (again): ``playing`` is sent as false, then true."""
-        self.widget.playing = False
-        self.widget.playing = True
+        self.play.playing = False
+        self.play.playing = True
 
     def stop(self) -> None:
         """Stop ticking until the next :meth:`start`."""
-        self.widget.playing = False
+        self.play.playing = False
 
     def tick(self) -> bool:
         """Run one tick; stop when ``on_tick`` says there is nothing left to watch."""

@@ -84,7 +84,7 @@ def _bar(left_ms: int | None, lease_ms: int, gone: str = "") -> str:
         f'style="display:inline-block;vertical-align:middle;width:{BAR_PX}px;height:12px;'
         f'border:1px solid {colour};border-radius:3px;margin:0 6px">'
         f'<span style="display:block;height:100%;width:{frac * 100:.1f}%;background:{colour}">'
-        f"</span></span><span>{html.escape(words)}</span>"
+        f'</span></span><span style="white-space:nowrap">{html.escape(words)}</span>'
     )
 
 

@@ -116,3 +116,8 @@ def in_fold(shown: Markdown, summary: str) -> Markdown:
     """``shown`` inside a collapsed block whose closed label is ``summary`` (plain words)."""
     return Markdown(f"<details><summary>{html.escape(summary)}</summary>\n\n{shown.data}\n"
                     "</details>\n")
+
+
+def folded_text(text: str, summary: str) -> Markdown:
+    """Plain ``text`` (a log, say) as a block inside a collapsed block labelled ``summary``."""
+    return in_fold(Markdown(f"```text\n{text.rstrip()}\n```"), summary)

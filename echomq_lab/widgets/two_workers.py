@@ -99,8 +99,9 @@ def _chip(text: str, ok: bool | None = None) -> str:
 class TwoWorkersStory(Panel):
     """The two-workers story as an explorable panel.
 
-    ``buttons[<step>]`` (all but ``a_stalls``) take the next step; ``choices[<step>]`` hold the
-    answer buttons of the two predictions; ``buttons["restart"]`` starts again; ``fence`` is
+    ``buttons[<step>]`` take the next step (the one for ``a_stalls`` is never shown: the live
+    clock takes that step; a program that presses it waits for A's deadline);
+    ``choices[<step>]`` hold the answer buttons of the two predictions; ``buttons["restart"]`` starts again; ``fence`` is
     the on/off switch; ``buttons["other"]`` plays the other setting through for the reader.
     :meth:`tick` is one beat of the live clock (the front end calls it; tests may too).
     Construction starts the story: one job is enqueued.
@@ -182,8 +183,8 @@ class TwoWorkersStory(Panel):
         self._draw()
 
     def _step(self, step: str) -> None:
-        def act() -> str:
-            return self.story.step(step, wait=False).message
+        def act() -> str:  # the stall's button is never shown; a program pressing it waits
+            return self.story.step(step, wait=step == "a_stalls").message
 
         if self._safely(self.message, act):
             result = self.story.done[-1]

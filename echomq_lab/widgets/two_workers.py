@@ -101,8 +101,9 @@ class TwoWorkersStory(Panel):
 
     ``buttons[<step>]`` take the next step (the one for ``a_stalls`` is never shown: the live
     clock takes that step; a program that presses it waits for A's deadline);
-    ``choices[<step>]`` hold the answer buttons of the two predictions; ``buttons["restart"]`` starts again; ``fence`` is
-    the on/off switch; ``buttons["other"]`` plays the other setting through for the reader.
+    ``choices[<step>]`` hold the answer buttons of the two predictions; ``buttons["restart"]``
+    starts again; ``fence`` is the on/off switch; ``buttons["other"]`` plays the other setting
+    through for the reader.
     :meth:`tick` is one beat of the live clock (the front end calls it; tests may too).
     Construction starts the story: one job is enqueued.
     """

@@ -143,7 +143,7 @@ class TwoWorkersStory(Panel):
         self.fence.observe(self._on_fence, names="value")
         self.ticker = Ticker(self._guarded_tick)
         self.heading = W.HTML()
-        self.lanes = W.HTML(layout=W.Layout(flex="1 1 420px"))
+        self.lanes = W.HTML(layout=W.Layout(flex="1 1 540px"))
         self.beliefs = W.HTML(layout=W.Layout(flex="1 1 300px"))
         self.prompt = W.HTML()
         self.next_box = W.HBox(layout=W.Layout(flex_flow="row wrap", align_items="center"))

@@ -248,3 +248,20 @@ def test_every_panel_survives_a_server_that_went_down() -> None:
     # call would only wait on the server again)
     assert "cannot reach redis://127.0.0.1:" in fence.message.value
     assert "EMQ" not in fence.sets.check_line.value
+
+
+def test_the_ticker_runs_in_the_front_end_and_stops_when_nothing_is_left() -> None:
+    from echomq_lab.widgets.ticker import Ticker
+
+    answers = [True, True, False]
+    ticker = Ticker(lambda: answers.pop(0))
+    sent = []
+    ticker.play.observe(lambda change: sent.append(change["new"]), names="playing")
+    ticker.start()
+    assert sent == [True] and ticker.running  # false then true: the front end starts its timer
+    ticker.play.value += 1  # a front-end tick arrives as a value change
+    ticker.play.value += 1
+    assert ticker.ticks == 2 and ticker.running
+    assert not ticker.tick() and not ticker.running  # nothing left to watch: it stops
+    ticker.start()
+    assert sent == [True, False, True]

@@ -239,8 +239,12 @@ class TwoWorkersStory:
             return claim_expected(self.conn, self.queue, self.job_id, lease_ms).token
         except SomeoneElse as exc:
             where = _state(_record(self.conn, self.queue, self.job_id))
-            raise SomeoneElse(f"{who}'s claim: {exc} (the story's job is {where}); someone "
-                              "else uses this queue: start again") from None
+            if "handed out nothing" in str(exc):
+                raise SomeoneElse(
+                    f"{who}'s claim found nothing pending: someone else took this story's job "
+                    f"{self.job_id} (it is {where} now); start again") from None
+            raise SomeoneElse(f"{who}'s claim: {exc}, this story's job (it is {where}): "
+                              f"someone else uses queue {self.queue!r}; start again") from None
 
     def _a_claims(self, title: str) -> StepResult:
         self.token_a = self._claim("A", self.lease_ms)

@@ -13,6 +13,7 @@ import redis
 from echomq_lab import connect, jobs
 from echomq_lab.clock import wait_out_lease
 from echomq_lab.snapshot import Snapshot, check, snapshot
+from echomq_lab.two_workers import STEP_NAMES
 from echomq_lab.widgets import FencePanel, LabPanel, TransitionPanel, TwoWorkersStory, style
 
 Q = "panels"
@@ -322,3 +323,16 @@ def test_transition_panel_clock_starts_with_a_lease_and_stops_without(fresh: red
     assert "expired" in panel.sets.columns["active"].value
     panel.press("reap")
     assert not panel.ticker.tick() and not panel.ticker.running
+
+
+def test_two_workers_story_press_predicts_first_when_asked(fresh: redis.Redis) -> None:
+    story = TwoWorkersStory(fresh, Q, lease_ms=50)
+    for step in STEP_NAMES:
+        story.press(step)  # the stall's button waits for A's deadline when a program presses it
+    assert story.story.next_step is None and story.last_ok, story.last_message
+    assert [r.predicted for r in story.story.done if r.predicted] == ["2", "refused EMQSTALE"]
+    story.buttons["restart"].click()
+    for step in ("a_claims", "a_stalls", "reaper_returns"):
+        story.press(step)
+    assert story.press("b_claims", "0").startswith("B holds token 2")
+    assert "you said <b>0</b>; the server: <b>2</b>" in story.log.value

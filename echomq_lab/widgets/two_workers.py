@@ -29,6 +29,7 @@ from echomq_lab.two_workers import (
     ACCEPTED,
     GONE,
     PREDICTIONS,
+    PROGRAM_GUESSES,
     STALE,
     STEPS,
     NotYet,
@@ -104,7 +105,8 @@ class TwoWorkersStory(Panel):
     ``choices[<step>]`` hold the answer buttons of the two predictions; ``buttons["restart"]``
     starts again; ``fence`` is the on/off switch; ``buttons["other"]`` plays the other setting
     through for the reader.
-    :meth:`tick` is one beat of the live clock (the front end calls it; tests may too).
+    :meth:`tick` is one beat of the live clock (the front end calls it; tests may too);
+    :meth:`press` takes a step as a reader would, predicting first when the step asks.
     Construction starts the story: one job is enqueued.
     """
 
@@ -196,6 +198,19 @@ class TwoWorkersStory(Panel):
             if self.story.next_step is None:
                 self.runs[self.story.fence] = self.story.log_text()
         self._draw()
+
+    def press(self, step: str, choice: str | None = None) -> str:
+        """Take ``step`` as a reader would: when it asks for a prediction not yet made, click
+        ``choice`` (by default the program's guess, :data:`PROGRAM_GUESSES`) first; then click
+        the step's button. Return the message line."""
+        ask = self.story.waiting_for
+        if ask is not None and ask.step == step:
+            wanted = choice if choice is not None else PROGRAM_GUESSES[step]
+            for button in self.choices[step]:
+                if button.description == wanted:
+                    button.click()
+        self.buttons[step].click()
+        return self.last_message
 
     def _play_other(self) -> None:
         other = not self.story.fence

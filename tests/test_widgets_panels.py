@@ -304,6 +304,7 @@ def test_transition_panel_says_when_it_switches_job_and_can_empty_the_queue(
     assert message == (f"claim wrote state=active, attempts=3 (token 3); it took the oldest "
                        f"pending job, {old}, not the one followed; the panel follows {old} now")
     assert "last_error" not in message
+    assert panel.record.changed == {b"state", b"attempts"}  # lit on the job it switched to
 
     panel.buttons["empty"].click()
     assert panel.last_message.startswith(f"emptied '{Q}': ")

@@ -103,9 +103,12 @@ class TransitionPanel(Panel):
             taken = self.runner.run(name)
             return taken.message
 
+        followed = self.runner.job_id
         self._safely(self.message, act)
         if taken is not None:
             self._draw((taken.name, taken.before, taken.after))
+            if taken.name == "claim" and followed not in (None, taken.job_id):
+                self.record.mark({b"state", b"attempts"})  # what the claim wrote on that job
         elif not self.server_lost:  # a redraw would only wait on the lost server again
             self._draw()
         if self.sets.timed():

@@ -54,11 +54,21 @@ def lesson_body(name: str) -> str:
     return body.lstrip("\n")
 
 
+def _directives(text: str) -> list[str]:
+    return [m.group(1) for line in text.splitlines() if (m := DIRECTIVE.match(line.strip()))]
+
+
 def includes(name: str) -> list[str]:
-    """The includes the file ``<name>.lua`` names, in order (each once)."""
-    found = [m.group(1) for line in file_text(name).splitlines()
-             if (m := DIRECTIVE.match(line.strip()))]
-    return list(dict.fromkeys(found))
+    """The includes the file ``<name>.lua`` names, then those they name in turn, in order of
+    first mention (each once)."""
+    found: list[str] = []
+    todo = _directives(file_text(name))
+    while todo:
+        inc = todo.pop(0)
+        if inc not in found:
+            found.append(inc)
+            todo += _directives(include_text(inc))
+    return found
 
 
 def folded(name: str) -> str:

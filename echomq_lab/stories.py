@@ -6,7 +6,7 @@ leases and run-at: a story that waits for a lease to expire polls the server, no
 
 - :func:`sample_row` builds the course's sample row, whose current token is 2.
 - :class:`Transitions` runs one named transition on the job it follows and says what it wrote.
-- the two-workers-one-job story is :class:`echomq_lab.two_workers.TwoWorkers`.
+- the two-workers-one-job story is :class:`echomq_lab.two_workers.TwoWorkersStory`.
 - :class:`Worker` is a worker that holds at most one job and its token (the free-play lab).
 """
 

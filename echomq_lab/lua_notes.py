@@ -16,6 +16,7 @@ shows :data:`PRIMER` as markdown.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 
 #: What each Redis command a script may call does, in one line (our words).
@@ -68,13 +69,22 @@ def _marked(line: str, mark: Sequence[str]) -> bool:
     return not line.lstrip().startswith("--") and any(m in line for m in mark)
 
 
+#: The widest a glossed line may be; a longer gloss wraps, at a word, onto comment lines below.
+WIDTH = 100
+#: The furthest right a gloss column starts; a longer code line has its gloss just past it.
+MAX_COLUMN = 50
+
+
 def annotate(source: str, mark: Sequence[str] = (), *, width: int = 0) -> str:
     """``source`` with a gloss comment after each line that calls Redis, aligned.
 
     A line containing one of the ``mark`` strings (e.g. ``"HINCRBY"``, ``"attempts ~="``)
     ends in ``◀`` before its gloss. ValueError when a mark matches no code line (a typo would
     otherwise mark nothing). ``width`` is the column the glosses start at (0: just past the
-    longest glossed line).
+    longest glossed line of at most :data:`MAX_COLUMN` characters). A gloss that would run past
+    :data:`WIDTH` is wrapped at word boundaries onto ``--`` lines under it, at its column; a
+    code line longer than the column has its gloss on ``--`` lines just above it instead. Every
+    line of ``source`` is kept as it is, in order.
     """
     lines = source.rstrip("\n").splitlines()
     for m in mark:
@@ -86,11 +96,31 @@ def annotate(source: str, mark: Sequence[str] = (), *, width: int = 0) -> str:
         gloss = "; ".join(f"{n}: {GLOSS.get(n, 'not explained here')}" for n in names)
         flag = MARK if _marked(line, mark) else ""
         notes.append(" ".join(p for p in (flag, gloss) if p))
-    column = width or max((len(a) for a, n in zip(lines, notes, strict=True) if n), default=0)
+    longest = max((len(a) for a, n in zip(lines, notes, strict=True)
+                   if n and len(a) <= MAX_COLUMN), default=0)
+    column = width or longest
     out = []
     for line, note in zip(lines, notes, strict=True):
-        out.append(f"{line.ljust(column)}  -- {note}" if note else line)
+        if not note:
+            out.append(line)
+            continue
+        if len(line) > column:  # too long to carry a gloss: the gloss goes on lines above
+            indent = line[: len(line) - len(line.lstrip())]
+            flagged = note.startswith(MARK)
+            gloss = note.removeprefix(MARK).strip()
+            if gloss:
+                out.extend(f"{indent}-- {part}" for part in _wrap(gloss, WIDTH - len(indent) - 3))
+            out.append(f"{line}  -- {MARK}" if flagged else line)
+            continue
+        first, *rest = _wrap(note, WIDTH - column - 4)
+        out.append(f"{line.ljust(column)}  -- {first}")
+        out.extend(f"{'':{column}}  -- {more}" for more in rest)
     return "\n".join(out) + "\n"
+
+
+def _wrap(text: str, room: int) -> list[str]:
+    """``text`` cut into lines of at most ``room`` characters, at word boundaries only."""
+    return textwrap.wrap(text, max(30, room), break_long_words=False, break_on_hyphens=False)
 
 
 def marked_lines(source: str, mark: Sequence[str]) -> list[str]:

@@ -6,7 +6,7 @@ leases and run-at: a story that waits for a lease to expire polls the server, no
 
 - :func:`sample_row` builds the course's sample row, whose current token is 2.
 - :class:`Transitions` runs one named transition on the job it follows and says what it wrote.
-- the two-workers-one-job story is :class:`echomq_lab.two_workers.TwoWorkers`.
+- the two-workers-one-job story is :class:`echomq_lab.two_workers.TwoWorkersStory`.
 - :class:`Worker` is a worker that holds at most one job and its token (the free-play lab).
 """
 
@@ -113,6 +113,16 @@ def sample_row(
 # -- one transition at a time ------------------------------------------------------------------
 
 
+def _claimed_before(row: Row | None, token: int) -> Row | None:
+    """The row as it stood before the claim that minted ``token``: claim writes only
+    ``state`` (pending to active) and ``attempts`` (one more), so those two are put back."""
+    if row is None:
+        return None
+    before = dict(row)
+    before[b"state"], before[b"attempts"] = b"pending", str(token - 1).encode()
+    return Row(before)
+
+
 def dropped_note(dropped: jobs.Dropped, shown: int = 3) -> str:
     """What a claim, promote or reap dropped, as a tail for its message (empty when nothing),
     e.g. ``; dropped 1 orphan (no row): 'JOB…'``; members shown by the one display rule."""
@@ -156,6 +166,10 @@ class Transitions:
     job_id: str | None = None
     token: int | None = None
 
+    def forget_job(self) -> None:
+        """Follow no job any more (after the queue was emptied)."""
+        self.job_id, self.token = None, None
+
     def _need_job(self) -> str:
         if self.job_id is None:
             raise ValueError("no job yet: run enqueue (or schedule) first")
@@ -182,20 +196,27 @@ class Transitions:
                 jobs.enqueue_in(conn, q, new_id, self.payload, self.delay_ms)
             self.job_id, self.token = new_id, None
             row = _record(conn, q, new_id)
-            call = "enqueue" if name == "enqueue" else f"enqueue_in ({self.delay_ms} ms)"
-            return self._done(name, new_id, START, row, f"{call} wrote {wrote(None, row)}")
+            if name == "enqueue":
+                msg = f"enqueue wrote {wrote(None, row)}"
+            else:
+                msg = (f"schedule wrote {wrote(None, row)}, due in {self.delay_ms} ms "
+                       "(enqueue_in)")
+            switched = f"; a new job, {new_id}: the panel follows it now" if followed else ""
+            return self._done(name, new_id, START, row, msg + switched)
         if name == "claim":
             claimed, dropped = jobs.claim_dropping(conn, q, self.lease_ms)
             if claimed is None:
                 return self._done(name, followed, before, before_row,
                                   "claim found nothing pending (it returned None)"
                                   + dropped_note(dropped))
-            if claimed.id != followed:
-                before_row = None
-                before = "pending"
             self.job_id, self.token = claimed.id, claimed.token
             row = _record(conn, q, claimed.id)
-            note = "" if claimed.id == followed else f" (it took the oldest pending, {claimed.id})"
+            note = ""
+            if claimed.id != followed:  # claim only wrote state and attempts on that row
+                before = "pending"
+                before_row = _claimed_before(row, claimed.token)
+                note = (f"; it took the oldest pending job, {claimed.id}, not the one followed"
+                        if followed else "") + f"; the panel follows {claimed.id} now"
             msg = f"claim wrote {wrote(before_row, row)} (token {claimed.token}){note}"
             return self._done(name, claimed.id, before, row, msg + dropped_note(dropped))
         if name in ("promote", "reap"):

@@ -4,7 +4,8 @@ One JupyterLab (a temporary copy of ``notebooks/``) and one browser serve the mo
 fixtures ``lab``, ``browser`` and ``ran`` of tests/conftest.py); each
 notebook is opened in its own tab, its outputs cleared, and Run All runs it live. Then:
 
-- 02 and 04: the two-worker story waits at step 1 (only *A claims* can be pressed);
+- 02 and 04: the two-worker story waits at step 1 (only *A claims* is on the page); after it,
+  A's lease runs out on screen with no further click, and B's claim waits for a prediction;
 - 02: a click on a self-check's answer shows the server's verdict, right or wrong;
 - every notebook: its widgets are live and have buttons, and clicking every visible, enabled
   button in turn (waiting for the kernel after each) draws no widget error, puts no traceback
@@ -71,15 +72,33 @@ def test_the_story_waits_at_step_one_after_run_all(name: str, ran: Callable[[str
     page = ran(name)
     story = page.locator(f"{ON_SHOW} .emq-two-workers")
     expect(story).to_have_count(1)
-    first, title = STEPS[0]
-    expect(story.locator("ol li").first).to_contain_text(f"{title} ← next")
-    for step, _ in STEPS:
-        it = find_button(story, BUTTON_LABELS[step])
-        if step == first:
-            expect(it, f"{step} can be pressed").to_be_enabled()
-        else:
-            expect(it, f"{step} waits for its turn").to_be_disabled()
-    expect(story.locator(".emq-record-view")).to_contain_text("pending")
+    first, _title = STEPS[0]
+    expect(find_button(story, BUTTON_LABELS[first]), f"{first} can be pressed").to_be_enabled()
+    for step, _ in STEPS[1:]:  # later steps are not on the page yet
+        expect(find_button(story, BUTTON_LABELS[step]), f"{step} is hidden").to_have_count(0)
+    expect(story).to_contain_text("state pending, attempts 0, no lease")
+
+
+@pytest.mark.parametrize("name", STORIES)
+def test_after_a_claims_the_lease_runs_out_with_no_further_click(
+    name: str, ran: Callable[[str], Page]
+) -> None:
+    page = ran(name)
+    story = page.locator(f"{ON_SHOW} .emq-two-workers")
+    find_button(story, BUTTON_LABELS["a_claims"]).click()
+    expect(story.locator(".emq-lease-bar")).to_have_count(1, timeout=SHOWN_MS)
+    expect(story).to_contain_text("left", timeout=SHOWN_MS)  # the bar drains...
+    # ...and the front-end clock, not a click, takes the stall once A's deadline has passed
+    expect(story).to_contain_text("lease ran out", timeout=SHOWN_MS)
+    expect(find_button(story, BUTTON_LABELS["reaper_returns"])).to_be_enabled(timeout=SHOWN_MS)
+    find_button(story, BUTTON_LABELS["reaper_returns"]).click()
+    # B's claim stays hidden until the reader commits to a token
+    expect(story).to_contain_text("Which token does B get?", timeout=SHOWN_MS)
+    expect(find_button(story, BUTTON_LABELS["b_claims"])).to_have_count(0)
+    find_button(story, "2").click()
+    expect(find_button(story, BUTTON_LABELS["b_claims"])).to_be_enabled(timeout=SHOWN_MS)
+    find_button(story, "start again").click()
+    expect(find_button(story, BUTTON_LABELS["a_claims"])).to_be_enabled(timeout=SHOWN_MS)
 
 
 def test_a_self_check_answer_shows_the_servers_verdict(ran: Callable[[str], Page]) -> None:

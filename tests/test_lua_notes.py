@@ -9,6 +9,7 @@ import re
 import pytest
 
 from echomq_lab import jobs, lua_notes, scripts
+from echomq_lab.widgets import beats
 from echomq_lab.widgets.beats import annotated_script, primer, script_source, two_beats
 
 
@@ -31,17 +32,44 @@ def test_the_annotation_keeps_the_script_and_glosses_each_call(name: str) -> Non
     source = script_source(name)
     shown = annotated_script(name)
     lines, glossed = source.rstrip("\n").splitlines(), shown.rstrip("\n").splitlines()
-    assert len(lines) == len(glossed)
-    for line, out in zip(lines, glossed, strict=True):
-        assert out.startswith(line)
-        names = [] if line.lstrip().startswith("--") else lua_notes.CALL.findall(line)
-        if names:
-            tail = out[len(line):]
-            assert tail.lstrip().startswith("-- ")
-            for n in names:
-                assert f"{n}: {lua_notes.GLOSS[n]}" in tail
+    i = 0
+    for out in glossed:  # every line of the script, in order; the rest are gloss comments
+        if i < len(lines) and out.startswith(lines[i]):
+            i += 1
         else:
-            assert out == line
+            assert out.lstrip().startswith("-- "), out
+    assert i == len(lines)
+    flat = " ".join(part.strip().removeprefix("-- ") for part in glossed)
+    for line in lines:
+        names = [] if line.lstrip().startswith("--") else lua_notes.CALL.findall(line)
+        for n in names:
+            assert f"{n}: {lua_notes.GLOSS[n]}" in " ".join(flat.split()), n
+    widest = max(len(line) for line in lines)
+    assert all(len(out) <= max(widest, lua_notes.WIDTH) for out in glossed)
+
+
+def test_a_long_gloss_wraps_at_word_boundaries() -> None:
+    source = "local got = redis.call('HMGET', ARGV[1] .. id, 'attempts', 'payload', 'state')\n"
+    shown = lua_notes.annotate(source).splitlines()
+    assert shown[-1] == source.strip()  # the gloss went above a line too long to carry it
+    gloss = " ".join(line.removeprefix("-- ") for line in shown[:-1])
+    assert gloss == f"HMGET: {lua_notes.GLOSS['HMGET']}"
+    narrow = lua_notes.annotate("redis.call('TYPE', k)\n", width=60).splitlines()
+    words = set(lua_notes.GLOSS["TYPE"].replace(",", " ").split())
+    for line in narrow:
+        last = line.split("-- ", 1)[1].split()[-1].strip(",")
+        assert last in words | {"TYPE:"}  # no word cut in two
+
+
+def test_the_fold_shows_the_file_and_folds_its_header_and_includes() -> None:
+    shown = two_beats(jobs.claim, "claim", mark=("HINCRBY",), fold=True).data
+    lua = shown.split("```lua\n", 1)[1].split("```", 1)[0]
+    assert not lua.startswith("-- claim:")  # the header is in the fold
+    assert "<details><summary>" in shown and shown.rstrip().endswith("</details>")
+    fold = shown.split("<details>", 1)[1]
+    assert fold.count("-- claim: lease") == 1
+    for name in beats.includes("claim"):
+        assert f"--@include {name}" in lua and f"scripts/include/{name}.lua" in fold
 
 
 def test_marks_flag_exactly_the_lines_asked_for() -> None:

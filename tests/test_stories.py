@@ -14,7 +14,16 @@ from echomq_lab.clock import server_now_ms, wait_for_server, wait_out_lease
 from echomq_lab.queues import reset
 from echomq_lab.snapshot import check, snapshot
 from echomq_lab.stories import Transitions, Worker, sample_row, wrote
-from echomq_lab.two_workers import STEP_NAMES, TwoWorkers
+from echomq_lab.two_workers import (
+    ACCEPTED,
+    GONE,
+    PREDICTIONS,
+    STALE,
+    STEP_NAMES,
+    NotYet,
+    TwoWorkers,
+    TwoWorkersStory,
+)
 
 Q = "stories"
 
@@ -96,6 +105,10 @@ def test_two_workers_story_runs_only_in_order(conn: redis.Redis) -> None:
     results = {}
     for name in STEP_NAMES:
         assert story.next_step == name
+        if name in PREDICTIONS:
+            with pytest.raises(ValueError, match="predict first"):
+                story.step(name)
+            story.predict(name, PREDICTIONS[name].choices[0])
         results[name] = story.step(name)
         if name == "b_claims":
             row = jobs.record(conn, Q, job_id)
@@ -106,6 +119,8 @@ def test_two_workers_story_runs_only_in_order(conn: redis.Redis) -> None:
         assert check(conn, Q) == []
     assert story.next_step is None
     assert [r.refused for r in results.values()] == [False, False, False, False, True, False]
+    assert results["b_claims"].outcome == "2" and results["b_claims"].prediction_right is False
+    assert results["a_completes"].outcome == STALE
     assert results["a_completes"].message.startswith(
         "A refused: EMQSTALE: token 1 is stale, the row's attempts is 2"
     )
@@ -116,6 +131,79 @@ def test_two_workers_story_runs_only_in_order(conn: redis.Redis) -> None:
     assert all(not snap.sets[name] for name in snap.sets) and not snap.rows
     with pytest.raises(ValueError, match="the story is over"):
         story.step("a_claims")
+
+
+def test_run_through_with_the_fence_ends_with_a_refused(conn: redis.Redis) -> None:
+    log = TwoWorkersStory(conn, Q, lease_ms=80).run_through()
+    lines = log.splitlines()
+    assert lines[0].startswith("fence on")
+    assert any(line.startswith("5. ") and "[refused] A refused: EMQSTALE" in line for line in lines)
+    assert "6. B finishes its work and completes [done] B completed with token 2" in log
+    assert lines[-1].endswith("A's late complete refused EMQSTALE")
+    assert log.count("(as predicted)") == 2  # the program guesses what the fence does
+    assert check(conn, Q) == [] and not snapshot(conn, Q).rows
+
+
+def test_run_through_without_the_fence_loses_bs_work(conn: redis.Redis) -> None:
+    story = TwoWorkersStory(conn, Q, lease_ms=80, fence=False)
+    log = story.run_through()
+    assert "unfenced complete (a demonstration, not the protocol)" in log.splitlines()[0]
+    a, b = story.done[-2], story.done[-1]
+    assert (a.refused, a.outcome) == (False, ACCEPTED)
+    assert (b.refused, b.outcome) == (True, GONE)
+    assert "B finds the job gone" in b.message and "work is lost" in log.splitlines()[-1]
+    assert "(not as predicted)" in log  # the program expected the fence
+    assert jobs.record(conn, Q, story.job_id) is None
+    assert check(conn, Q) == []
+
+
+def test_the_fenced_story_never_reaches_the_unfenced_script(
+    conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from echomq_lab import unfenced
+
+    def boom(*_args: object) -> None:
+        raise AssertionError("the fenced story ran the unfenced complete")
+
+    monkeypatch.setattr(unfenced, "complete_unfenced", boom)
+    assert "refused EMQSTALE" in TwoWorkersStory(conn, Q, lease_ms=60).run_through()
+
+
+def test_predictions_are_checked_and_the_stall_can_be_asked_not_to_wait(
+    conn: redis.Redis,
+) -> None:
+    story = TwoWorkersStory(conn, Q, lease_ms=60_000)
+    story.start()
+    with pytest.raises(ValueError, match="asks for no prediction"):
+        story.predict("a_claims", "1")
+    with pytest.raises(ValueError, match="not next"):
+        story.predict("b_claims", "2")
+    story.step("a_claims")
+    assert story.believes("A") == "A holds the job with token 1 and is working on it"
+    assert story.believes("B") == "B has not claimed the job"
+    left = story.lease_left_ms()
+    assert left is not None and 0 < left <= 60_000
+    with pytest.raises(NotYet, match="ms left on the server's clock"):
+        story.step("a_stalls", wait=False)
+    assert story.next_step == "a_stalls" and len(story.done) == 1
+
+    short = TwoWorkersStory(conn, Q, lease_ms=50)
+    short.start()
+    for name in ("a_claims", "a_stalls", "reaper_returns"):
+        short.step(name)
+    with pytest.raises(ValueError, match="is not a choice"):
+        short.predict("b_claims", "7")
+    assert short.waiting_for is PREDICTIONS["b_claims"]
+
+
+def test_a_story_whose_job_someone_else_took_says_so(conn: redis.Redis) -> None:
+    story = TwoWorkersStory(conn, Q, lease_ms=60_000)
+    job_id = story.start()
+    jobs.claim(conn, Q, 60_000)  # another client takes it
+    with pytest.raises(errors.SomeoneElse, match="A.s claim found nothing pending: someone else"):
+        story.step("a_claims")
+    assert story.next_step == "a_claims"
+    assert jobs.record(conn, Q, job_id) is not None
 
 
 def test_transitions_walk_every_transition(conn: redis.Redis) -> None:

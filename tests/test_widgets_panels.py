@@ -43,7 +43,6 @@ def test_transition_panel_runs_the_real_handles(fresh: redis.Redis) -> None:
     assert panel.last_ok and panel.last_message == "claim wrote state=active, attempts=1 (token 1)"
     row = jobs.record(fresh, Q, job_id)
     assert row is not None and row[b"state"] == b"active" and row[b"attempts"] == b"1"
-    assert panel.record.changed == {b"state", b"attempts"}
     assert 'class="emq-changed"' in panel.record.table.value
     assert panel.diagram.current == "active"
     assert 'data-transition="claim"' in panel.diagram.svg.value.split("emq-edge-lit")[1]
@@ -157,7 +156,8 @@ def test_two_workers_story_buttons_follow_the_story(fresh: redis.Redis) -> None:
     story = TwoWorkersStory(fresh, Q, lease_ms=80)
     job_id = story.story.job_id
     enabled = [k for k, b in story.buttons.items() if not b.disabled]
-    assert enabled == ["a_claims", "restart"]
+    assert enabled == ["a_claims", "restart", "other"]
+    assert story.next_box.children == (story.buttons["a_claims"],)
 
     story.buttons["b_claims"].click()  # out of turn: refused, nothing changes
     assert story.last_message == (
@@ -167,33 +167,61 @@ def test_two_workers_story_buttons_follow_the_story(fresh: redis.Redis) -> None:
         b"state": b"pending", b"attempts": b"0", b"payload": b'{"report": "march"}'
     }
 
-    for step in STEP_NAMES:
-        assert not story.buttons[step].disabled
-        story.buttons[step].click()
-        assert story.buttons[step].disabled
-        if step == "b_claims":
-            row = jobs.record(fresh, Q, job_id)
-            assert row is not None and row[b"attempts"] == b"2"
-            assert story.record.changed == {b"state", b"attempts"}
-        if step == "a_completes":
-            assert not story.last_ok
-            assert story.last_message.startswith(
-                "A refused: EMQSTALE: token 1 is stale, the row's attempts is 2"
-            )
-            assert "emq-refused" in story.message.value
-            assert jobs.record(fresh, Q, job_id) == row
-            assert story.record.changed == set()
-    assert story.last_ok
-    assert jobs.record(fresh, Q, job_id) is None
+    story.buttons["a_claims"].click()
+    assert story.ticker.running  # the live clock starts with A's lease
+    assert "lease:" in story.lanes.value and "left" in story.lanes.value
+    assert story.story.next_step == "a_stalls" and story.ticker.tick()  # not yet: nothing taken
+    wait_out_lease(fresh, Q, job_id)
+    story.ticker.tick()  # the clock, not a click, takes the stall
+    assert story.story.next_step == "reaper_returns"
+    assert "lease ran out" in story.text()
+    story.buttons["reaper_returns"].click()
+
+    # B's token is hidden until the reader commits
+    assert story.buttons["b_claims"].disabled
+    assert [b.description for b in story.next_box.children] == ["1", "2", "0"]
+    assert "token 2" not in story.text()
+    story.choices["b_claims"][0].click()  # says 1
+    assert story.next_box.children == (story.buttons["b_claims"],)
+    story.buttons["b_claims"].click()
+    row = jobs.record(fresh, Q, job_id)
+    assert row is not None and row[b"attempts"] == b"2"
+    assert "you said <b>1</b>; the server: <b>2</b> (not what you said)" in story.log.value
+
+    story.choices["a_completes"][1].click()  # refused EMQSTALE
+    story.buttons["a_completes"].click()
+    assert not story.last_ok
+    assert story.last_message.startswith(
+        "A refused: EMQSTALE: token 1 is stale, the row's attempts is 2"
+    )
+    assert "emq-refused" in story.message.value
+    assert jobs.record(fresh, Q, job_id) == row
+    story.buttons["b_completes"].click()
+    assert story.last_ok and jobs.record(fresh, Q, job_id) is None
     text = story.text()
-    assert "5. A wakes up and completes with token 1 [refused] A refused: EMQSTALE" in text
-    assert "6. B completes with token 2 [done]" in text
-    assert "no row (completed or never enqueued)" in text
-    assert [k for k, b in story.buttons.items() if not b.disabled] == ["restart"]
+    assert "[refused] A refused: EMQSTALE" in text
+    assert "6. B finishes its work and completes [done] B completed with token 2" in text
+    assert "the server holds: no row: the job is retired" in text
+    assert not story.ticker.tick() and not story.ticker.running  # nothing left to watch
+    assert [k for k, b in story.buttons.items() if not b.disabled] == ["restart", "other"]
+    assert "fence on" in story.side_by_side.value
 
     story.buttons["restart"].click()
     assert story.story.job_id != job_id
     assert snapshot(fresh, Q).members("pending") == [story.story.job_id]
+
+
+def test_two_workers_story_without_the_fence_side_by_side(fresh: redis.Redis) -> None:
+    story = TwoWorkersStory(fresh, Q, lease_ms=60)
+    story.fence.value = False
+    assert "unfenced complete (a demonstration, not the protocol)" in story.heading.value
+    log = story.run_through()
+    assert "B found the job gone and its work is lost" in log
+    assert "complete accepted" in story.text() and "complete: the job is gone" in story.text()
+    story.buttons["other"].click()  # plays the fenced story on a queue of its own
+    both = story.side_by_side.value
+    assert "fence on" in both and "fence off" in both and "refused EMQSTALE" in both
+    assert check(fresh, Q) == [] and check(fresh, Q + "-on") == []
 
 
 def test_lab_panel_free_play(fresh: redis.Redis) -> None:
@@ -228,7 +256,11 @@ def test_lab_panel_free_play(fresh: redis.Redis) -> None:
     assert text.splitlines()[:3] == [
         "worker A: holds nothing", "worker B: holds nothing", "worker C: holds nothing"
     ]
-    assert f"dead:     {job_id}" in text and text.endswith("check(): no drift")
+    assert f"dead:     {job_id}" in text and "check(): no drift" in text
+    # the row view shows the job the last press touched, the fields it changed lit
+    assert f"the row emq:{{{Q}}}:job:{job_id}" in text
+    assert "  state      dead  (changed)" in text
+    assert text.endswith("last_error worker B gave up on try 2  (changed)")
 
 
 def test_lab_panel_bad_input_changes_nothing(fresh: redis.Redis) -> None:
@@ -254,3 +286,55 @@ def test_panels_display_as_their_widget(fresh: redis.Redis) -> None:
     bundle = panel._repr_mimebundle_()
     assert bundle["text/plain"] == panel.text()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == panel.widget.model_id
+
+
+def test_transition_panel_says_when_it_switches_job_and_can_empty_the_queue(
+    fresh: redis.Redis,
+) -> None:
+    panel = TransitionPanel(fresh, Q, lease_ms=60_000, delay_ms=0, max_attempts=9)
+    panel.press("enqueue")
+    old = panel.runner.job_id
+    for name in ("claim", "retry", "promote", "claim", "retry", "promote"):
+        panel.press(name)  # the old job: attempts 2, a last_error, pending again
+    assert old is not None
+    message = panel.press("schedule")
+    assert message.startswith("schedule wrote state=scheduled, attempts=0")
+    assert f"a new job, {panel.runner.job_id}: the panel follows it now" in message
+    # claim takes the oldest pending job, not the one followed, and says only what it wrote
+    message = panel.press("claim")
+    assert message == (f"claim wrote state=active, attempts=3 (token 3); it took the oldest "
+                       f"pending job, {old}, not the one followed; the panel follows {old} now")
+    assert "last_error" not in message
+    assert panel.record.changed == {b"state", b"attempts"}  # lit on the job it switched to
+
+    panel.buttons["empty"].click()
+    assert panel.last_message.startswith(f"emptied '{Q}': ")
+    assert panel.runner.job_id is None and "following no job yet" in panel.text()
+    assert snapshot(fresh, Q).rows == {}
+    assert panel.press("enqueue").startswith("enqueue wrote state=pending, attempts=0")
+
+
+def test_transition_panel_clock_starts_with_a_lease_and_stops_without(fresh: redis.Redis) -> None:
+    panel = TransitionPanel(fresh, Q, lease_ms=60)
+    panel.press("enqueue")
+    assert not panel.ticker.running
+    panel.press("claim")
+    assert panel.ticker.running and panel.ticker.tick()
+    wait_out_lease(fresh, Q, panel.runner.job_id or "")
+    panel.ticker.tick()
+    assert "expired" in panel.sets.columns["active"].value
+    panel.press("reap")
+    assert not panel.ticker.tick() and not panel.ticker.running
+
+
+def test_two_workers_story_press_predicts_first_when_asked(fresh: redis.Redis) -> None:
+    story = TwoWorkersStory(fresh, Q, lease_ms=50)
+    for step in STEP_NAMES:
+        story.press(step)  # the stall's button waits for A's deadline when a program presses it
+    assert story.story.next_step is None and story.last_ok, story.last_message
+    assert [r.predicted for r in story.story.done if r.predicted] == ["2", "refused EMQSTALE"]
+    story.buttons["restart"].click()
+    for step in ("a_claims", "a_stalls", "reaper_returns"):
+        story.press(step)
+    assert story.press("b_claims", "0").startswith("B holds token 2")
+    assert "you said <b>0</b>; the server: <b>2</b>" in story.log.value

@@ -129,7 +129,7 @@ def test_sets_view_times_are_on_the_server_clock(fresh: redis.Redis) -> None:
     text = view.text()
     assert f"active:   {leased} ({lease_left(deadline, snap.now_ms)})" in text
     assert f"schedule: {later} ({due_left(run_at, snap.now_ms)})" in text
-    assert re.search(r"expires in \d+ ms", text) and re.search(r"due in \d+ ms", text)
+    assert re.search(r"expires in 5\d s", text) and re.search(r"due in 5\d s", text)
     assert f"dead:     {dead}" in text and "pending:  (empty)" in text
     assert text.endswith("check(): no drift")
     assert style.SET_COLOURS["active"] in view.columns["active"].value
@@ -147,6 +147,22 @@ def test_sets_view_says_expired_after_the_deadline(fresh: redis.Redis) -> None:
     assert lease_left(100, 100) == "expired 0 ms ago"
     assert lease_left(140, 100) == "expires in 40 ms"
     assert due_left(90, 100) == "was due 10 ms ago"
+    assert lease_left(600_000, 1_500) == "expires in 9 min 58 s"
+    assert due_left(42_900, 0) == "due in 42 s"
+
+
+def test_sets_view_tick_redraws_the_time_left_on_the_server_clock(fresh: redis.Redis) -> None:
+    job_id = branded.mint()
+    jobs.enqueue(fresh, Q, job_id, b"a")
+    view = SetsView(fresh, Q)
+    assert not view.timed() and not view.tick()  # nothing timed: the clock may stop
+    jobs.claim(fresh, Q, 80)
+    view.refresh()
+    assert view.timed() and re.search(r"expires in \d+ ms", view.text())
+    wait_out_lease(fresh, Q, job_id)
+    assert view.tick()  # the members stay; only the time left is redrawn
+    assert re.search(rf"{job_id} \(expired \d+ ms ago\)", view.text())
+    assert "expired" in view.columns["active"].value
 
 
 def test_sets_view_shows_drift_from_the_same_snapshot(fresh: redis.Redis) -> None:
@@ -236,3 +252,20 @@ def test_every_panel_survives_a_server_that_went_down(
     # call would only wait on the server again)
     assert "cannot reach redis://127.0.0.1:" in fence.message.value
     assert "EMQ" not in fence.sets.check_line.value
+
+
+def test_the_ticker_runs_in_the_front_end_and_stops_when_nothing_is_left() -> None:
+    from echomq_lab.widgets.ticker import Ticker
+
+    answers = [True, True, False]
+    ticker = Ticker(lambda: answers.pop(0))
+    sent = []
+    ticker.play.observe(lambda change: sent.append(change["new"]), names="playing")
+    ticker.start()
+    assert sent == [True] and ticker.running  # false then true: the front end starts its timer
+    ticker.play.value += 1  # a front-end tick arrives as a value change
+    ticker.play.value += 1
+    assert ticker.ticks == 2 and ticker.running
+    assert not ticker.tick() and not ticker.running  # nothing left to watch: it stops
+    ticker.start()
+    assert sent == [True, False, True]

@@ -4,6 +4,8 @@ API (for pages)::
 
     two_beats(jobs.claim, "claim")                         # both beats, each redis.call glossed
     two_beats(jobs.claim, "claim", mark=("HINCRBY",))      # and the page's lines marked ◀
+    two_beats(jobs.claim, "claim", fold=True)              # the file as stored, its header and
+                                                           # its includes in a fold
     primer()                                               # the short Lua primer (page 00)
 
 Both beats are read from the library itself (``inspect.getsource`` and the ``.lua`` file),
@@ -13,14 +15,16 @@ added for display only (:mod:`echomq_lab.lua_notes`).
 
 from __future__ import annotations
 
+import html
 import inspect
 from collections.abc import Callable, Sequence
+from importlib import resources
 from typing import Any
 
 from IPython.display import Markdown
 
-from echomq_lab import lua_notes
-from echomq_lab.scripts import load
+from echomq_lab import lua_notes, scripts
+from echomq_lab.scripts import DIRECTIVE, include_text, load
 
 
 def handle_source(handle: Callable[..., Any]) -> str:
@@ -33,20 +37,72 @@ def script_source(name: str) -> str:
     return load(name).source
 
 
+def file_text(name: str) -> str:
+    """The script file ``<name>.lua`` as stored: its ``--@include`` lines not expanded."""
+    if name not in scripts.names():
+        raise ValueError(f"no script named {name!r}")
+    path = resources.files(scripts.__name__).joinpath(f"{name}.lua")
+    return path.read_text(encoding="utf-8")
+
+
+def lesson_body(name: str) -> str:
+    """The file ``<name>.lua`` without its header comment: the code a page reads, with each
+    ``--@include`` line left where it stands."""
+    text = file_text(name)
+    header = load(name).header
+    body = text[len(header):] if header and text.startswith(header) else text
+    return body.lstrip("\n")
+
+
+def _directives(text: str) -> list[str]:
+    return [m.group(1) for line in text.splitlines() if (m := DIRECTIVE.match(line.strip()))]
+
+
+def includes(name: str) -> list[str]:
+    """The includes the file ``<name>.lua`` names, then those they name in turn, in order of
+    first mention (each once)."""
+    found: list[str] = []
+    todo = _directives(file_text(name))
+    while todo:
+        inc = todo.pop(0)
+        if inc not in found:
+            found.append(inc)
+            todo += _directives(include_text(inc))
+    return found
+
+
+def folded(name: str) -> str:
+    """Markdown: a collapsed block holding the script's header (what it takes and replies)
+    and the text of each include it names."""
+    parts = [f"<details><summary>The rest of <code>{name}.lua</code>: its header"
+             + (" and the hardening it includes" if includes(name) else "")
+             + "</summary>\n", f"```lua\n{load(name).header}\n```\n"]
+    for inc in includes(name):
+        parts.append(f"`scripts/include/{inc}.lua`, put in at `--@include {inc}`:\n")
+        parts.append(f"```lua\n{lua_notes.annotate(include_text(inc))}```\n")
+    parts.append("</details>\n")
+    return "\n".join(parts)
+
+
 def annotated_script(name: str, mark: Sequence[str] = ()) -> str:
     """Script ``name`` with a gloss beside each ``redis.call`` and the ``mark`` lines flagged."""
     return lua_notes.annotate(script_source(name), mark)
 
 
-def two_beats(handle: Callable[..., Any], script: str, mark: Sequence[str] = ()) -> Markdown:
+def two_beats(
+    handle: Callable[..., Any], script: str, mark: Sequence[str] = (), *, fold: bool = False
+) -> Markdown:
     """Markdown that shows beat one (the handle) and beat two (the script body, glossed).
 
     ``mark`` names what the page is about (a command such as ``"HINCRBY"`` or any text of a
     line); those lines end in ◀, and a sentence under the script lists them. ValueError when
-    a mark matches no line of the script.
+    a mark matches no line of the script. ``fold=True`` shows the file as stored without its
+    header (an ``--@include`` line stays a line) and puts the header and the includes in a
+    collapsed block under it (:func:`folded`).
     """
-    body = annotated_script(script, mark)
-    lines = lua_notes.marked_lines(script_source(script), mark)
+    source = lesson_body(script) if fold else script_source(script)
+    body = lua_notes.annotate(source, mark)
+    lines = lua_notes.marked_lines(source, mark)
     note = ""
     if lines:
         shown = "; ".join(f"`{line}`" for line in lines)
@@ -57,9 +113,21 @@ def two_beats(handle: Callable[..., Any], script: str, mark: Sequence[str] = ())
         f"**Beat two: the script** `echomq_lab/scripts/{script}.lua` "
         f"(the `-- NAME: ...` notes beside each `redis.call` are ours, not in the file)\n\n"
         f"```lua\n{body}```\n{note}"
+        + (f"\n{folded(script)}" if fold else "")
     )
 
 
 def primer() -> Markdown:
     """The short Lua primer: what a reader needs to read the scripts."""
     return Markdown(lua_notes.PRIMER)
+
+
+def in_fold(shown: Markdown, summary: str) -> Markdown:
+    """``shown`` inside a collapsed block whose closed label is ``summary`` (plain words)."""
+    return Markdown(f"<details><summary>{html.escape(summary)}</summary>\n\n{shown.data}\n"
+                    "</details>\n")
+
+
+def folded_text(text: str, summary: str) -> Markdown:
+    """Plain ``text`` (a log, say) as a block inside a collapsed block labelled ``summary``."""
+    return in_fold(Markdown(f"```text\n{text.rstrip()}\n```"), summary)

@@ -31,12 +31,16 @@ from echomq_lab.stories import SampleRow, sample_row
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
+from echomq_lab.widgets.ticker import Ticker
 
-VERB_TIPS = (
-    "complete: retire the job (its row and lease are deleted) if the token holds the lease",
-    "retry: give the lease back after a failure; the job is scheduled again",
-    "extend: push the lease's deadline later, if the token holds the lease",
-)
+#: The verbs in the order the page names them, each with its tooltip.
+VERB_TIPS: dict[str, str] = {
+    "complete": "complete: retire the job (its row and lease are deleted) if the token holds "
+                "the lease",
+    "retry": "retry: give the lease back after a failure; the job is scheduled again",
+    "extend": "extend: push the lease's deadline later, if the token holds the lease",
+}
+assert set(VERB_TIPS) == set(fencing.VERBS)
 LEASE_TIPS = (
     "The job is still in active: the last claim's lease has time left",
     "The lease ran out and reap put the job back in pending before the token arrives",
@@ -53,8 +57,8 @@ class FencePanel(Panel):
         self.conn, self.queue, self.lease_ms = conn, queue, lease_ms
         self.sample: SampleRow | None = None
         self.trial: fencing.Trial | None = None
-        self.verb = W.ToggleButtons(options=list(fencing.VERBS), value="complete",
-                                    description="verb", tooltips=list(VERB_TIPS))
+        self.verb = W.ToggleButtons(options=list(VERB_TIPS), value="complete",
+                                    description="verb", tooltips=list(VERB_TIPS.values()))
         self.token = W.IntText(
             value=token, description="token", layout=W.Layout(width="160px"),
             tooltip="The token the worker presents (the sample row's attempts is 2)",
@@ -73,12 +77,14 @@ class FencePanel(Panel):
         self._on(rebuild, self._rebuild)
         self.buttons = {"run": run, "complete": run, "rebuild": rebuild}
         self.header = W.HTML()
+        self.ticker = Ticker(self._tick)
         self.message = W.HTML()
         self.record = RecordView(conn, queue)
         self.sets = SetsView(conn, queue)
         self.widget = W.VBox([
             self.header, self.verb, W.HBox([self.token, self.lease]),
-            W.HBox([run, rebuild]), self.message, self.record.widget, self.sets.widget,
+            W.HBox([run, rebuild, self.ticker.widget]), self.message, self.record.widget,
+            self.sets.widget,
         ])  # fmt: skip
         self.widget.add_class("emq-fence-panel")
         if build:
@@ -99,6 +105,18 @@ class FencePanel(Panel):
         else:
             self.record.refresh(snap=snap)
         self._draw_header()
+        if self.sets.timed():
+            self.ticker.start()
+
+    def _tick(self) -> bool:
+        keep = False
+
+        def run() -> None:
+            nonlocal keep
+            keep = self.sets.tick()
+
+        self._guarded(run)()
+        return keep
 
     def _rebuild(self) -> None:
         def act() -> str:

@@ -4,7 +4,10 @@ Each worker (:class:`echomq_lab.stories.Worker`) holds at most one job and its t
 claim / complete / retry / extend / drop buttons and its own lease slider. The queue has an
 enqueue button, a reaper and a promoter. After every press the four sets and the ``check()``
 verdict are redrawn from one snapshot, so a reader can try to make the row and the sets
-disagree, and see that no sequence of presses does.
+disagree, and see that no sequence of presses does. A row view shows the row of the job the
+last press touched (the job a worker took, settled or let go, or the one just enqueued), with
+the fields that press changed lit. While a lease or a run-at is on screen, a front-end clock
+(:class:`echomq_lab.widgets.ticker.Ticker`) redraws its time left.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from echomq_lab import branded, jobs, transitions
 from echomq_lab import theme as style
 from echomq_lab.stories import DEFAULT_LEASE_MS, Worker
 from echomq_lab.widgets.base import Panel
+from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
+from echomq_lab.widgets.ticker import Ticker
 
 #: What a worker can do with the job it holds: the fenced transitions (they present its token),
 #: and drop (forget it, as a crash would).
@@ -81,6 +86,8 @@ class LabPanel(Panel):
         if not 1 <= len(workers) <= 3 or len(set(workers)) != len(workers):
             raise ValueError(f"give one to three distinct worker names, not {list(workers)!r}")
         self.conn, self.queue = conn, queue
+        #: The job the last press touched: the row view shows it.
+        self.touched: str | None = None
         self.cards = {name: WorkerCard(Worker(conn, queue, name), lease_ms) for name in workers}
         self.payload = W.Text(value=payload, description="payload")
         self.delay = W.IntText(value=1000, description="retry delay",
@@ -105,15 +112,19 @@ class LabPanel(Panel):
                 self._on(button, functools.partial(self._act_on, card, action))
         self.message = W.HTML()
         self.sets = SetsView(conn, queue)
+        self.record = RecordView(conn, queue)
+        self.ticker = Ticker(self._tick)
         self.widget = W.VBox(
             [
-                W.HBox([self.buttons["enqueue"], self.payload]),
+                W.HBox([self.buttons["enqueue"], self.payload, self.ticker.widget],
+                       layout=W.Layout(flex_flow="row wrap", align_items="center")),
                 W.HBox([self.buttons["reap"], self.buttons["promote"], self.buttons["refresh"],
                         self.delay, self.max_attempts], layout=W.Layout(flex_flow="row wrap")),
                 W.HBox([c.widget for c in self.cards.values()],
                        layout=W.Layout(flex_flow="row wrap")),
                 self.message,
                 self.sets.widget,
+                self.record.widget,
             ]
         )
         self.widget.add_class("emq-lab-panel")
@@ -124,6 +135,7 @@ class LabPanel(Panel):
     def _enqueue(self) -> str:
         job_id = branded.mint("JOB")
         outcome = jobs.enqueue(self.conn, self.queue, job_id, self.payload.value)
+        self.touched = job_id
         return f"enqueue {job_id}: {outcome}"
 
     def _reap(self) -> str:
@@ -137,6 +149,16 @@ class LabPanel(Panel):
         worker = card.worker
 
         def run() -> str:
+            try:
+                return act()
+            finally:  # the job the worker held before, or took now, is the one to show
+                held = worker.held or before
+                if held is not None:
+                    self.touched = held.id
+
+        before = worker.held
+
+        def act() -> str:
             if action == "claim":
                 return worker.claim(card.lease.value)
             if action == "complete":
@@ -156,12 +178,27 @@ class LabPanel(Panel):
         self._safely(self.message, action)
         if not self.server_lost:  # a redraw would only wait on the lost server again
             self._draw()
+            if self.sets.timed():
+                self.ticker.start()
 
     def _draw(self) -> None:
         for card in self.cards.values():
             card.draw()
         held = [c.worker.held.id for c in self.cards.values() if c.worker.held is not None]
-        self.sets.refresh(follow=held)  # the jobs the workers hold, wherever they sit
+        follow = list(dict.fromkeys([*held, *([self.touched] if self.touched else [])]))
+        self.sets.highlight = self.touched
+        snap = self.sets.refresh(follow=follow)  # the jobs the workers hold, wherever they sit
+        self.record.refresh(self.touched, snap=snap)
+
+    def _tick(self) -> bool:
+        keep = False
+
+        def run() -> None:
+            nonlocal keep
+            keep = self.sets.tick()
+
+        self._guarded(run)()
+        return keep
 
     def text(self) -> str:
         """Each worker's holding, the last message, the sets and the verdict, as plain text."""
@@ -169,4 +206,5 @@ class LabPanel(Panel):
         if self.last_message:
             lines.append(f"[{'ok' if self.last_ok else 'refused'}] {self.last_message}")
         lines.append(self.sets.text())
+        lines.append(self.record.text())
         return "\n".join(lines)

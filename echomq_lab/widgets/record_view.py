@@ -95,6 +95,12 @@ class RecordView(Panel):
         self._render()
         return self.row
 
+    def mark(self, fields: set[bytes]) -> None:
+        """Light ``fields`` as changed (those the row holds), e.g. what a transition wrote on a
+        job the view has only just switched to."""
+        self.changed = {f for f in fields if self.row is not None and f in self.row}
+        self._render()
+
     def _read(self, job_id: str, snap: Snapshot | None) -> Row | None:
         if snap is not None and snap.knows_row(job_id):
             return snap.rows.get(job_id)

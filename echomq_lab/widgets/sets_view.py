@@ -6,10 +6,12 @@ the row of the job the panel follows, at a cost that does not grow with the queu
 deeper than the window the verdict covers what is shown, and a "full check" button runs
 :func:`drift.check` over the whole queue in short steps.
 
-Scores that are times are shown against the SERVER clock of the same snapshot
-(``snapshot.now_ms``): an active lease as "expires in 41 ms" / "expired 12 ms ago", a scheduled
+Scores that are times are shown against the SERVER clock (first the clock of the snapshot,
+``snapshot.now_ms``): an active lease as "expires in 41 ms" / "expired 12 ms ago", a scheduled
 run-at as "due in 900 ms" / "was due 3 ms ago". The check verdict is computed from the very same
 snapshot (``snapshot.drifts``), so the sets and the verdict never describe two moments.
+:meth:`SetsView.tick` re-reads only the server's clock and redraws the time left, so a panel's
+live clock (:class:`echomq_lab.widgets.ticker.Ticker`) shows a lease running out.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import redis
 from echomq_lab import drift, errors
 from echomq_lab import snapshot as snapshot_mod
 from echomq_lab import theme as style
+from echomq_lab.clock import server_now_ms
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.snapshot import Drift, Snapshot
 from echomq_lab.widgets.base import Panel
@@ -39,16 +42,25 @@ SCORE_MEANING: dict[SetName, str] = {
 }
 
 
+def span(ms: int) -> str:
+    """A stretch of time for a reader: ``840 ms`` under ten seconds, then ``42 s``, then
+    ``9 min 58 s``."""
+    if ms < 10_000:
+        return f"{ms} ms"
+    seconds = ms // 1000
+    return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min {seconds % 60} s"
+
+
 def lease_left(deadline_ms: int, now_ms: int) -> str:
     """An active lease against the server's now: ``expires in N ms`` or ``expired N ms ago``."""
     left = deadline_ms - now_ms
-    return f"expires in {left} ms" if left > 0 else f"expired {-left} ms ago"
+    return f"expires in {span(left)}" if left > 0 else f"expired {span(-left)} ago"
 
 
 def due_left(run_at_ms: int, now_ms: int) -> str:
     """A scheduled run-at against the server's now: ``due in N ms`` or ``was due N ms ago``."""
     left = run_at_ms - now_ms
-    return f"due in {left} ms" if left > 0 else f"was due {-left} ms ago"
+    return f"due in {span(left)}" if left > 0 else f"was due {span(-left)} ago"
 
 
 def describe_member(name: SetName, score: int, now_ms: int) -> str:
@@ -92,6 +104,8 @@ class SetsView(Panel):
         self.full_check = W.Button(description="full check", icon="search")
         self.full_check.on_click(lambda _b: self.check_all())
         self.snap: Snapshot | None = None
+        #: The server's clock the time left is drawn against (the snapshot's, then each tick's).
+        self.now_ms = 0
         self.drift: list[Drift] = []
         self.columns = {name: W.HTML() for name in SET_NAMES}
         self.check_line = W.HTML()
@@ -121,7 +135,7 @@ class SetsView(Panel):
             except errors.EchoMQError as exc:
                 self.check_line.value = style.message_html(style.one_line(exc), ok=False)
                 return self.snap or Snapshot(self.queue, 0, {n: [] for n in SET_NAMES}, {})
-        self.snap = snap
+        self.snap, self.now_ms = snap, snap.now_ms
         self.drift = snapshot_mod.drifts(snap)
         for name in SET_NAMES:
             self.columns[name].value = self._column_html(name, snap)
@@ -129,6 +143,20 @@ class SetsView(Panel):
         self.check_line.value = style.message_html(self._verdict_line(snap), ok)
         self._offer_full_check(snap)
         return snap
+
+    def timed(self) -> bool:
+        """True when the view shows a member whose score is a time (a lease or a run-at)."""
+        return self.snap is not None and any(self.snap.sets[n] for n in ("active", "schedule"))
+
+    def tick(self) -> bool:
+        """Redraw the time left of the leases and run-ats shown against the server's clock
+        read now (the members stay those of the last snapshot); True while any are shown."""
+        if not self.timed() or self.snap is None:
+            return False
+        self.now_ms = server_now_ms(self.conn)
+        for name in ("active", "schedule"):
+            self.columns[name].value = self._column_html(name, self.snap)
+        return True
 
     def _verdict_line(self, snap: Snapshot) -> str:
         if not any(snap.windowed(name) for name in SET_NAMES):
@@ -161,13 +189,16 @@ class SetsView(Panel):
         colour = style.SET_COLOURS[name]
         items = []
         for job_id, score in snap.sets[name]:
-            when = describe_member(name, score, snap.now_ms)
+            when = describe_member(name, score, self.now_ms or snap.now_ms)
             lit = job_id == self.highlight
             weight = "font-weight:bold;" if lit else ""
-            extra = f' <span style="color:{style.SOFT}">{html.escape(when)}</span>' if when else ""
+            # a time is shown as the time left on the server's clock; the raw score (epoch ms)
+            # only as the tooltip
+            shown = (f'<span style="color:{style.SOFT}" title="score {score}">'
+                     f"{html.escape(when)}</span>" if when else
+                     f'<span style="color:{style.SOFT}">{score}</span>')
             items.append(
-                f'<li style="{weight}font-family:monospace">{html.escape(job_id)}'
-                f' <span style="color:{style.SOFT}">{score}</span>{extra}</li>'
+                f'<li style="{weight}font-family:monospace">{html.escape(job_id)} {shown}</li>'
             )
         body = (
             f'<ul style="margin:2px 0;padding-left:16px">{"".join(items)}</ul>'
@@ -176,7 +207,7 @@ class SetsView(Panel):
         )
         return (
             f'<div class="emq-set emq-set-{name}" style="border:2px solid {colour};'
-            'border-radius:6px;padding:4px 8px;min-width:170px">'
+            'border-radius:6px;padding:4px 8px;min-width:150px">'
             f'<div style="color:{style.on_page(colour)};font-weight:bold">{name} '
             f'<span style="font-weight:normal">({_count(snap, name)})</span></div>'
             f'<div style="color:{style.SOFT};font-size:85%">{SCORE_MEANING[name]}</div>'
@@ -192,7 +223,7 @@ class SetsView(Panel):
         for name in SET_NAMES:
             members = []
             for job_id, score in snap.sets[name]:
-                when = describe_member(name, score, snap.now_ms)
+                when = describe_member(name, score, self.now_ms or snap.now_ms)
                 members.append(f"{job_id} ({when})" if when else job_id)
             more = f" ({snap.showing(name)})" if snap.windowed(name) else ""
             out.append(f"{name + ':':<10}{', '.join(members) if members else '(empty)'}{more}")

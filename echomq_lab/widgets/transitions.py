@@ -3,7 +3,10 @@
 The panel follows one job (the one enqueue or schedule made, or whichever job claim took) and
 keeps the token its last claim minted; :class:`echomq_lab.stories.Transitions` does the work.
 After each run the record view, the sets view and the state diagram are redrawn from one
-snapshot, and a message line says what the script wrote.
+snapshot, and a message line says what the script wrote (and when the panel switched to
+another job). **empty the queue** deletes the queue's keys and follows no job, for a fresh
+start. While a lease or a run-at is on screen, a front-end clock
+(:class:`echomq_lab.widgets.ticker.Ticker`) redraws its time left.
 """
 
 from __future__ import annotations
@@ -13,14 +16,15 @@ import html
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
+from echomq_lab import queues, transitions
 from echomq_lab import theme as style
-from echomq_lab import transitions
 from echomq_lab.stories import DEFAULT_LEASE_MS, Transitions
 from echomq_lab.transitions import RETIRED
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.diagram import StateDiagram
 from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
+from echomq_lab.widgets.ticker import Ticker
 
 
 class TransitionPanel(Panel):
@@ -53,6 +57,11 @@ class TransitionPanel(Panel):
         self.buttons = {"run": W.Button(description="Run", button_style="primary", icon="play",
                                         tooltip="run the chosen transition's script")}
         self._on(self.buttons["run"], self._run)
+        self.buttons["empty"] = W.Button(
+            description="empty the queue", icon="trash", layout=W.Layout(width="auto"),
+            tooltip="delete every key of this queue and follow no job: a fresh start")
+        self._on(self.buttons["empty"], self._empty)
+        self.ticker = Ticker(self._tick)
         self.following = W.HTML()
         self.message = W.HTML()
         self.record = RecordView(conn, queue)
@@ -61,14 +70,18 @@ class TransitionPanel(Panel):
         self.widget = W.VBox(
             [
                 self.picker,
-                W.HBox([self.lease, self.delay, self.max_attempts, self.buttons["run"]]),
+                W.HBox([self.lease, self.delay, self.max_attempts, self.buttons["run"],
+                        self.buttons["empty"], self.ticker.widget],
+                       layout=W.Layout(flex_flow="row wrap", align_items="center")),
                 self.message,
                 self.following,
-                self.diagram.widget,
-                W.HBox([self.record.widget, self.sets.widget],
+                self.sets.widget,
+                W.HBox([self.diagram.widget, self.record.widget],
                        layout=W.Layout(flex_flow="row wrap", align_items="flex-start")),
             ]
         )
+        # small enough that Run, the sets, the diagram and the row fit one screen
+        self.diagram.widget.layout.max_width = "470px"
         self.widget.add_class("emq-transition-panel")
         self._draw()
 
@@ -90,11 +103,37 @@ class TransitionPanel(Panel):
             taken = self.runner.run(name)
             return taken.message
 
+        followed = self.runner.job_id
         self._safely(self.message, act)
         if taken is not None:
             self._draw((taken.name, taken.before, taken.after))
+            if taken.name == "claim" and followed not in (None, taken.job_id):
+                self.record.mark({b"state", b"attempts"})  # what the claim wrote on that job
         elif not self.server_lost:  # a redraw would only wait on the lost server again
             self._draw()
+        if self.sets.timed():
+            self.ticker.start()
+
+    def _empty(self) -> None:
+        def act() -> str:
+            gone = queues.reset(self.conn, self.queue)
+            self.runner.forget_job()
+            return (f"emptied {self.queue!r}: {gone} key{'' if gone == 1 else 's'} deleted; "
+                    "enqueue starts a fresh job")
+
+        self._safely(self.message, act)
+        if not self.server_lost:
+            self._draw()
+
+    def _tick(self) -> bool:
+        keep = False
+
+        def run() -> None:
+            nonlocal keep
+            keep = self.sets.tick()
+
+        self._guarded(run)()
+        return keep
 
     def _draw(self, taken: tuple[str, str, str] | None = None) -> None:
         job_id = self.runner.job_id

@@ -112,7 +112,7 @@ def annotate(source: str, mark: Sequence[str] = (), *, width: int = 0) -> str:
                 out.extend(f"{indent}-- {part}" for part in _wrap(gloss, WIDTH - len(indent) - 3))
             out.append(f"{line}  -- {MARK}" if flagged else line)
             continue
-        first, *rest = _wrap(note, WIDTH - column - 4)
+        first, *rest = _wrap(note, WIDTH - column - 5)  # "  -- " is five characters
         out.append(f"{line.ljust(column)}  -- {first}")
         out.extend(f"{'':{column}}  -- {more}" for more in rest)
     return "\n".join(out) + "\n"
@@ -145,7 +145,7 @@ read all of them:
   first write, so a refusal changes nothing.
 - **`redis.call('TIME')`** reads the server's own clock as `{seconds, microseconds}`; the
   scripts turn it into milliseconds, so every lease is timed by one clock, the server's.
-- **`~=`** means *not equal* (`attempts ~= ARGV[2]`: the token does not match); `==` is equal.
+- **`~=`** means *not equal* (`attempts ~= token`: the token does not match); `==` is equal.
 - **`..`** joins strings: `ARGV[1] .. id` is the row key, the queue's prefix followed by the id.
 - **`#t`** is the length of the list `t`: `#orphans + #malformed > 0` means the
   script dropped something.

@@ -26,6 +26,7 @@ import redis
 import echomq_lab
 from echomq_lab import branded, jobs, keyspace
 from echomq_lab.servers import RunningServer
+from echomq_lab.two_workers import PROGRAM_GUESSES
 from echomq_lab.widgets import (
     FencePanel,
     FieldPicker,
@@ -65,6 +66,15 @@ def fire(button: W.Button) -> None:
     """Call the button's click handlers the way a click does, letting any exception through."""
     for callback in button._click_handlers.callbacks:
         callback(button)
+
+
+def act(story: TwoWorkersStory, step: str) -> None:
+    """Take a story step as a reader would: predict first when the step asks, then press."""
+    ask = story.story.waiting_for
+    if ask is not None and ask.step == step:
+        guess = PROGRAM_GUESSES[step]
+        fire(next(b for b in story.choices[step] if b.description == guess))
+    fire(story.buttons[step])
 
 
 def press_everything(panel: Panel, rounds: int = 2) -> list[str]:
@@ -262,10 +272,12 @@ def test_notebook_02_opens_on_a_stopped_server_with_one_line(
     printed = out.getvalue().strip()
     assert printed.count("\n") == 0 and "cannot reach" in printed, printed
     exec(panel_cell, names)  # noqa: S102
-    panel = names["panel"]
-    assert isinstance(panel, TransitionPanel)
+    story = names["story"]  # the page opens on the two workers
+    assert isinstance(story, TwoWorkersStory)
     own_server.restart()
-    assert panel.press("enqueue").startswith("enqueue"), panel.last_message
+    fire(story.buttons["restart"])  # its job could not be written while the server was down
+    act(story, "a_claims")
+    assert story.story.next_step != "a_claims", story.last_message
 
 
 # -- 8. the story never mistakes a dead server for the fence --------------------------------------
@@ -290,18 +302,18 @@ def test_a_step_that_could_not_reach_the_server_is_not_taken(
     conn = echomq_lab.connect(durable_server.url)
     story = TwoWorkersStory(conn, Q, lease_ms=50)
     for step in ("a_claims", "a_stalls", "reaper_returns", "b_claims"):
-        fire(story.buttons[step])
+        act(story, step)
     assert story.story.next_step == "a_completes", story.last_message
     durable_server.kill(signal.SIGTERM)
-    fire(story.buttons["a_completes"])
+    act(story, "a_completes")
     assert one_line(story).startswith("cannot reach redis://"), story.last_message
     assert story.story.next_step == "a_completes"  # not taken: it can be pressed again
     assert not story.buttons["a_completes"].disabled
     assert "refused" not in story.log_text().split("\n")[4]
     durable_server.restart()
-    fire(story.buttons["a_completes"])  # now the fence answers, not the network
+    act(story, "a_completes")  # now the fence answers, not the network
     assert story.last_message.startswith("A refused: EMQSTALE"), story.last_message
-    fire(story.buttons["b_completes"])
+    act(story, "b_completes")
     assert story.story.next_step is None and story.last_ok, story.last_message
 
 
@@ -310,16 +322,16 @@ def test_a_step_that_could_not_reach_the_server_is_not_taken(
 
 def test_two_stories_on_one_queue_each_keep_their_job(conn: redis.Redis) -> None:
     first = TwoWorkersStory(conn, Q, lease_ms=50)
-    fire(first.buttons["a_claims"])
+    act(first, "a_claims")
     second = TwoWorkersStory(conn, Q, lease_ms=50)  # built on the same queue: first's job stays
     assert jobs.record(conn, Q, first.story.job_id) is not None
     for step in ("a_stalls", "reaper_returns", "b_claims", "a_completes", "b_completes"):
-        fire(first.buttons[step])
+        act(first, step)
         assert "Claimed(" not in first.last_message and "RuntimeError" not in first.last_message
     assert first.story.next_step is None, first.last_message
     for step in ("a_claims", "a_stalls", "reaper_returns", "b_claims", "a_completes",
                  "b_completes"):  # fmt: skip
-        fire(second.buttons[step])
+        act(second, step)
     assert second.story.next_step is None, second.last_message
 
 
@@ -327,7 +339,7 @@ def test_a_story_says_in_one_line_when_someone_else_took_its_job(conn: redis.Red
     story = TwoWorkersStory(conn, Q, lease_ms=50)
     taken = jobs.claim(conn, Q, 60_000)  # another client claims the story's job first
     assert taken is not None and taken.id == story.story.job_id
-    fire(story.buttons["a_claims"])
+    act(story, "a_claims")
     line = one_line(story)
     assert story.story.job_id in line and "someone else" in line, line
     assert "Claimed(" not in line and "RuntimeError" not in line
@@ -337,7 +349,7 @@ def test_a_story_says_in_one_line_when_someone_else_took_its_job(conn: redis.Red
     conn.zadd(PENDING, {other: 0})
     conn.hset(keyspace.job_key(Q, other), mapping={"state": "pending", "attempts": "0",
                                                    "payload": b"theirs"})  # fmt: skip
-    fire(story.buttons["a_claims"])
+    act(story, "a_claims")
     line = one_line(story)
     assert other in line and story.story.job_id in line, line
     assert story.story.next_step == "a_claims"
@@ -358,6 +370,8 @@ def test_a_frozen_server_is_one_wait_and_one_line(own_server: RunningServer, nam
         return real(*args, **kwargs)
 
     first = next(w for w in children(panel.widget) if isinstance(w, W.Button) and not w.disabled)
+    if isinstance(panel, TwoWorkersStory):  # its first step, not its fence switch
+        first = panel.buttons["a_claims"]
     os.kill(own_server.proc.pid, signal.SIGSTOP)
     try:
         conn.execute_command = counting  # type: ignore[method-assign]
@@ -391,10 +405,10 @@ def test_a_malformed_member_never_wedges_the_transition_panel(conn: redis.Redis)
 def test_the_story_does_not_claim_a_fence_over_a_row_that_vanished(conn: redis.Redis) -> None:
     story = TwoWorkersStory(conn, Q, lease_ms=50)
     for step in ("a_claims", "a_stalls"):
-        fire(story.buttons[step])
+        act(story, step)
     conn.delete(keyspace.job_key(Q, story.story.job_id))  # another client's DEL, or eviction
-    fire(story.buttons["reaper_returns"])
-    fire(story.buttons["b_claims"])  # nothing to claim: the id was dropped as an orphan
+    act(story, "reaper_returns")
+    act(story, "b_claims")  # nothing to claim: the id was dropped as an orphan
     line = one_line(story)
     assert "someone else took this story's job" in line and "B holds token 1" not in line, line
     assert jobs.record(conn, Q, story.story.job_id) is None  # no partial row was written

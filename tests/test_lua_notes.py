@@ -68,8 +68,10 @@ def test_the_fold_shows_the_file_and_folds_its_header_and_includes() -> None:
     assert "<details><summary>" in shown and shown.rstrip().endswith("</details>")
     fold = shown.split("<details>", 1)[1]
     assert fold.count("-- claim: lease") == 1
+    assert "--@include pick" in lua  # the file names its hardening where it stands
+    assert beats.includes("claim") == ["pick", "well_formed", "whole"]  # nested ones too
     for name in beats.includes("claim"):
-        assert f"--@include {name}" in lua and f"scripts/include/{name}.lua" in fold
+        assert f"scripts/include/{name}.lua" in fold
 
 
 def test_marks_flag_exactly_the_lines_asked_for() -> None:
@@ -86,7 +88,7 @@ def test_marks_flag_exactly_the_lines_asked_for() -> None:
     complete = annotated_script("complete", mark=("attempts ~=", "ZSCORE"))
     assert [line.split("--")[0].strip() for line in complete.splitlines()
             if lua_notes.MARK in line] == [
-        "if attempts ~= ARGV[2] then", "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then"]
+        "if attempts ~= token then", "if not redis.call('ZSCORE', KEYS[1], id) then"]
 
 
 def test_the_primer_covers_what_the_scripts_use() -> None:

@@ -10,14 +10,6 @@ from echomq_lab.connection import connect
 from echomq_lab.snapshot import Drift, Snapshot, check
 
 __all__ = [
-    "Drift",
-    "Snapshot",
-    "branded",
-    "check",
-    "connect",
-    "errors",
-    "jobs",
-    "keyspace",
-    "scripts",
+    "Drift", "Snapshot", "branded", "check", "connect", "errors", "jobs", "keyspace", "scripts",
     "snapshot",
 ]

@@ -1,12 +1,7 @@
-"""The lab as a click-only app: Voilà serving ``notebooks/``, the browser opened on the hub page.
-
-``python -m echomq_lab.app [voila options] notebooks`` (what ``make app`` runs) starts Voilà on
-the notebooks folder. Every page is shown without its code, its
-widgets live; a page is ``/voila/render/<name>.ipynb``, so the pages' relative links lead from
-one page to the next inside the app. Voilà's own options pass through unchanged (``--port=N``,
-``--no-browser``, ``--theme=dark``, ``--token``, ...). Unlike JupyterLab, Voilà runs as root
-with no extra flag. The one change to plain ``voila``: the browser opens the hub page
-(:data:`HUB`) rather than the folder's file list.
+"""The lab as a click-only app: ``python -m echomq_lab.app [voila options] notebooks`` (what
+``make app`` runs) is plain Voilà on the notebooks folder, every page shown without its code and
+its widgets live, except that the browser opens the hub page (:data:`HUB`), not the file list.
+Voilà's own options pass through (``--port=N``, ``--no-browser``, ``--token``, ...).
 """
 
 from __future__ import annotations
@@ -20,6 +15,7 @@ from voila.app import Voila  # type: ignore[import-untyped]
 
 #: The page the browser opens first: the course's hub.
 HUB = "00-the-record-hash.ipynb"
+
 
 def hub_url(connection_url: str, token: str = "") -> str:
     """The address of the hub page on a Voilà server at ``connection_url`` (base URL included)."""

@@ -52,12 +52,11 @@ def encode(ns: str, snowflake: int) -> str:
         raise TypeError("snowflake must be an int")
     if not 0 <= snowflake <= MAX_SNOWFLAKE:
         raise ValueError(f"snowflake {snowflake} is outside 0..2^63-1")
-    digits = []
-    n = snowflake
+    digits = ""
     for _ in range(WIDTH):
-        n, r = divmod(n, 62)
-        digits.append(ALPHABET[r])
-    return ns + "".join(reversed(digits))
+        snowflake, r = divmod(snowflake, 62)
+        digits = ALPHABET[r] + digits
+    return ns + digits
 
 
 def _problem(job_id: object) -> str | None:
@@ -86,11 +85,7 @@ def _decode(body: str) -> int:
 
 def valid(job_id: object) -> bool:
     """True if ``job_id`` is a well-formed branded id of any namespace."""
-    try:
-        check(job_id)
-    except (TypeError, ValueError):
-        return False
-    return True
+    return _problem(job_id) is None
 
 
 def check(job_id: object) -> str:

@@ -66,31 +66,16 @@ def _in_protocol_order(scripts: set[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Field:
-    """Everything the course says about one field of the row.
-
-    ``initial`` None means the caller's bytes, which ``initial_text`` must then put in words (it
-    defaults to ``initial`` decoded). ValueError when a use is filed under ``writes`` or
-    ``reads`` against what its command does, or a read has a value.
-    """
+    """Everything the course says about one field of the row (``initial`` None: the caller's
+    bytes, which ``initial_text`` puts in words)."""
 
     name: str
     holds: str
     initial: bytes | None
+    initial_text: str
     role: str
     writes: tuple[Use, ...]
     reads: tuple[Use, ...] = ()
-    initial_text: str = ""
-
-    def __post_init__(self) -> None:
-        for group, uses in (("write", self.writes), ("read", self.reads)):
-            for use in uses:
-                if use.access != group or (group == "read" and use.value is not None):
-                    raise ValueError(f"field {self.name}: {use.script}'s {use.command} is a "
-                                     f"{use.access}, filed under the {group}s")
-        if not self.initial_text:
-            if self.initial is None:
-                raise ValueError(f"field {self.name}: the caller's bytes need an initial_text")
-            object.__setattr__(self, "initial_text", self.initial.decode())
 
     @property
     def writers(self) -> tuple[str, ...]:
@@ -133,6 +118,7 @@ _ATTEMPTS = Field(
     "attempts",
     holds="the number of claims so far, which is also the current lease's token",
     initial=b"0",
+    initial_text="0",
     role="two roles, one number: it counts the tries, and it fences them. Enqueue sets 0; only "
     "claim changes it, adding one and giving the worker the result as its token; complete, "
     "retry and extend refuse any other token (EMQSTALE)",
@@ -177,15 +163,6 @@ EXTRA_FIELDS: dict[str, Field] = {
         ),
     ),
 }
-
-
-def field(name: str) -> Field:
-    """The entry of field ``name`` (one of the three, or an extra field such as last_error)."""
-    try:
-        return {**FIELDS, **EXTRA_FIELDS}[name]
-    except KeyError:
-        known = ", ".join([*FIELDS, *EXTRA_FIELDS])
-        raise KeyError(f"no field named {name!r}: the row's fields are {known}") from None
 
 
 def newborn_row(payload: bytes) -> dict[bytes, bytes]:

@@ -1,9 +1,6 @@
-"""A job row as the lab reads it: the three protocol fields, any extra fields, and the raw bytes.
-
-:class:`Row` wraps the ``dict[bytes, bytes]`` a ``HGETALL`` returns and answers the questions
-every view asks of it (its ``state``, its ``attempts`` as a number, its ``payload``, the fields
-in display order), so no view decodes a field on its own. It is also a read-only mapping of the
-raw bytes, so ``row[b"state"]`` still reads the stored value exactly.
+"""A job row as the lab reads it: :class:`Row` wraps the bytes a ``HGETALL`` returns, answers
+what every view asks of it (``state``, ``attempts`` as a number, ``payload``, the fields in
+display order), and stays a read-only mapping of the raw bytes (``row[b"state"]``).
 """
 
 from __future__ import annotations
@@ -32,7 +29,8 @@ def in_order(names: Iterable[bytes]) -> list[bytes]:
 
 
 class Row(Mapping[bytes, bytes]):
-    """One job row. ``raw`` is exactly what the server holds (field bytes to value bytes)."""
+    """One job row. ``raw`` is exactly what the server holds (field bytes to value bytes); a row
+    equals any mapping of the same bytes, and is not hashable."""
 
     __slots__ = ("raw",)
 
@@ -54,15 +52,6 @@ class Row(Mapping[bytes, bytes]):
     def __len__(self) -> int:
         return len(self.raw)
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Row):
-            return self.raw == other.raw
-        if isinstance(other, Mapping):
-            return self.raw == dict(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return f"Row({self.raw!r})"
 
@@ -76,12 +65,9 @@ class Row(Mapping[bytes, bytes]):
     @property
     def attempts(self) -> int | None:
         """``attempts`` as an int, or None when it is missing or not a plain integer."""
-        value = self.raw.get(b"attempts")
-        if value is None:
-            return None
         try:
-            return int(value)
-        except ValueError:
+            return int(self.raw[b"attempts"])
+        except (KeyError, ValueError):
             return None
 
     @property

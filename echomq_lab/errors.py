@@ -1,10 +1,7 @@
-"""Typed errors of the lab, split by who spoke.
-
-A :class:`Refusal` is an answer the server gave: a script's error reply, whose first word is a
-wire class (``EMQSTALE``, ``EMQKIND``, ``EMQSTATE``, ``EMQROW``). A :class:`HostCondition` is
-what the host saw on its own (a missing row, a server out of reach), in the lab's own words.
-Both share the root :class:`EchoMQError`, so ``except errors.Refusal`` never swallows a dead
-server. Bad arguments never reach the server: they raise ValueError or TypeError in the host.
+"""Typed errors of the lab, split by who spoke: a :class:`Refusal` is a script's error reply,
+named by its first word (its wire class); a :class:`HostCondition` is what the host saw on its
+own. Both share the root :class:`EchoMQError`, so ``except errors.Refusal`` never swallows a
+dead server. Bad arguments never reach the server: they raise ValueError or TypeError.
 """
 
 from __future__ import annotations
@@ -49,15 +46,14 @@ class WrongState(Refusal):
 
 
 class BadRow(Refusal):
-    """The row is not one the protocol could have written (``attempts`` not a whole number, or
-    no payload for claim); the script refused before its first write."""
+    """The row is not one the protocol could have written (``attempts`` not a whole number, or no
+    payload for claim); the script refused before its first write."""
 
     wire_class = "EMQROW"
 
 
 class HostCondition(EchoMQError):
-    """Something the host found, not a server's refusal. ``label`` names it in plain words
-    (never a wire class); ``str()`` shows only the detail."""
+    """Something the host found, named by ``label`` in plain words; ``str()`` is the detail."""
 
     label: str = "host condition"
 
@@ -70,7 +66,7 @@ class JobGone(HostCondition):
 
 class SomeoneElse(HostCondition):
     """A demonstration's job was not where it left it (another client took it, or a claim handed
-    out another job); the step is not taken."""
+    out another client's job); the step is not taken."""
 
     label = "someone else took it"
 
@@ -94,11 +90,8 @@ class AuthFailed(ServerUnavailable):
 
 
 class NotReplicated(HostCondition):
-    """A durable claim's write reached fewer replicas (``acked``) than asked (``wanted``) in time.
-
-    The job ``job_id`` is leased all the same, but its ``token`` might not survive a failover,
-    so the worker must not start on it; the lease runs out and the reaper hands the job on.
-    """
+    """A durable claim reached fewer replicas (``acked``) than asked (``wanted``) in time: job
+    ``job_id`` is leased, but its ``token`` might not survive a failover, so do not start it."""
 
     label = "not replicated"
 
@@ -121,8 +114,8 @@ WIRE_CLASSES: dict[str, type[Refusal]] = {
 
 
 def from_reply(text: str) -> Refusal | None:
-    """A script's error reply as its typed refusal (by the first word), or None if unknown.
-    A server's `` script: <sha>, on @user_script:N.`` tail is cut."""
+    """A script's error reply as its typed refusal (by the first word, the server's tail after
+    `` script:`` cut), or None if the word is not a wire class."""
     word, _, rest = text.partition(" ")
     cls = WIRE_CLASSES.get(word)
     return None if cls is None else cls(rest.split(" script: ", 1)[0].strip())

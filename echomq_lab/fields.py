@@ -14,7 +14,6 @@ import redis
 from echomq_lab import branded, jobs, keyspace, queues, transitions
 from echomq_lab.connection import reaching
 from echomq_lab.row import FIELD_NAMES as FIELD_NAMES
-from echomq_lab.row import FieldName as FieldName
 from echomq_lab.scripts import load
 
 #: The one transition that ends a row: it deletes the whole hash, every field with it.
@@ -259,8 +258,7 @@ def round_trip(
                          f"nothing pending; queue {queue!r} has {waiting} pending job(s)")
     job_id = branded.mint("JOB")
     jobs.enqueue(conn, queue, job_id, sent)
-    with reaching(conn):
-        stored: bytes | None = conn.hget(keyspace.job_key(queue, job_id), "payload")  # type: ignore[assignment]
+    stored = (jobs.record(conn, queue, job_id) or {}).get(b"payload")
     claimed = queues.claim_expected(conn, queue, job_id, lease_ms=60_000)
     jobs.complete(conn, queue, job_id, claimed.token)
     return RoundTrip(label, job_id, sent, stored, claimed.payload, claimed.token)

@@ -42,7 +42,6 @@ class Row(Mapping[bytes, bytes]):
         """The row of a ``jobs.record`` reply; None (no row) stays None."""
         return None if raw is None else cls(raw)
 
-    # -- the mapping of raw bytes ----------------------------------------------------------
     def __getitem__(self, key: bytes) -> bytes:
         return self.raw[key]
 
@@ -55,12 +54,10 @@ class Row(Mapping[bytes, bytes]):
     def __repr__(self) -> str:
         return f"Row({self.raw!r})"
 
-    # -- the fields ------------------------------------------------------------------------
     @property
     def state(self) -> str | None:
         """The ``state`` field as text (see :func:`decoded`), or None when the row has none."""
-        value = self.raw.get(b"state")
-        return None if value is None else decoded(value)
+        return self.shown(b"state") if b"state" in self.raw else None
 
     @property
     def attempts(self) -> int | None:
@@ -74,11 +71,6 @@ class Row(Mapping[bytes, bytes]):
     def payload(self) -> bytes | None:
         """The payload's exact bytes, or None when the row has no payload field."""
         return self.raw.get(b"payload")
-
-    @property
-    def extra(self) -> dict[str, bytes]:
-        """Every field beyond the three protocol fields (e.g. ``last_error``), by name."""
-        return {decoded(k): v for k, v in sorted(self.raw.items()) if k not in _FIELD_KEYS}
 
     def field_order(self) -> list[bytes]:
         """The row's field names in display order: the protocol fields, then the rest sorted."""

@@ -115,8 +115,7 @@ class Minter:
     """Mints strictly increasing snowflakes for one node; safe to share between threads."""
 
     def __init__(self, node: int | None = None) -> None:
-        if node is None:
-            node = os.getpid() % (1 << NODE_BITS)
+        node = os.getpid() % (1 << NODE_BITS) if node is None else node
         if not 0 <= node < (1 << NODE_BITS):
             raise ValueError(f"node must be in 0..{(1 << NODE_BITS) - 1}")
         self.node = node

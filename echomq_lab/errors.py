@@ -108,9 +108,8 @@ class EvictionRisk(UserWarning):
     :func:`connect`."""
 
 
-WIRE_CLASSES: dict[str, type[Refusal]] = {
-    cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState, BadRow)
-}
+#: Each refusal's class by its wire class.
+WIRE_CLASSES = {cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState, BadRow)}
 
 
 def from_reply(text: str) -> Refusal | None:

@@ -23,19 +23,8 @@ RETIRED_BY: str = next(t.script for t in transitions.TRANSITIONS if transitions.
 WRITE_COMMANDS = frozenset({"HSET", "HINCRBY", "HDEL"})
 
 
-class _ByCommand:
-    """A use of a field whose Redis ``command`` alone decides if it writes or reads."""
-
-    command: str
-
-    @property
-    def access(self) -> str:
-        """``write`` or ``read``, from the command (:data:`WRITE_COMMANDS`)."""
-        return "write" if self.command in WRITE_COMMANDS else "read"
-
-
 @dataclass(frozen=True)
-class Use(_ByCommand):
+class Use:
     """One command by which a transition's ``script`` writes or reads a field: ``how`` it uses
     the field, the ``value`` a write leaves when fixed (None when it depends on the call, and
     for a read), and ``when``, the condition if any."""
@@ -59,10 +48,6 @@ class Use(_ByCommand):
         return f"{self.value.decode('utf-8', 'replace')!r}: {self.how}"
 
 
-def _in_protocol_order(scripts: set[str]) -> tuple[str, ...]:
-    return tuple(s for s in transitions.SCRIPTS if s in scripts)
-
-
 @dataclass(frozen=True)
 class Field:
     """Everything the course says about one field of the row (``initial`` None: the caller's
@@ -79,12 +64,7 @@ class Field:
     @property
     def writers(self) -> tuple[str, ...]:
         """The scripts that write this field, in protocol order, each once."""
-        return _in_protocol_order({w.script for w in self.writes})
-
-    @property
-    def readers(self) -> tuple[str, ...]:
-        """The scripts that read this field, in protocol order, each once."""
-        return _in_protocol_order({r.script for r in self.reads})
+        return tuple(s for s in transitions.SCRIPTS if any(w.script == s for w in self.writes))
 
     @property
     def untouched_by(self) -> tuple[str, ...]:
@@ -148,21 +128,6 @@ _PAYLOAD = Field(
 )
 FIELDS: dict[str, Field] = {f.name: f for f in (_STATE, _ATTEMPTS, _PAYLOAD)}
 
-#: Fields that are not part of a newborn row: each appears only when a transition needs it.
-EXTRA_FIELDS: dict[str, Field] = {
-    "last_error": Field(
-        "last_error",
-        holds="the error text of the last failed try",
-        initial=None,
-        initial_text="(absent: a new row has only the three fields)",
-        role="a note for people; no script reads it",
-        writes=(
-            Use("retry", "HSET", "the caller's error text"),
-            Use("reprocess", "HDEL", "removed: the job starts over"),
-        ),
-    ),
-}
-
 
 def newborn_row(payload: bytes) -> dict[bytes, bytes]:
     """The row enqueue writes for ``payload``: exactly the three fields, at their initial values
@@ -174,13 +139,18 @@ def newborn_row(payload: bytes) -> dict[bytes, bytes]:
 
 
 @dataclass(frozen=True)
-class Mention(_ByCommand):
+class Mention:
     """One line of a protocol script that names a field in a Redis command."""
 
     script: str
     line_no: int
     command: str
     line: str
+
+    @property
+    def access(self) -> str:
+        """``write`` or ``read``: the command alone decides (:data:`WRITE_COMMANDS`)."""
+        return "write" if self.command in WRITE_COMMANDS else "read"
 
     def __str__(self) -> str:
         return f"{self.script}.lua:{self.line_no}  {self.command:<7} {self.line}"

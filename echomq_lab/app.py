@@ -1,7 +1,6 @@
-"""The lab as a click-only app: ``python -m echomq_lab.app [voila options] notebooks`` (what
-``make app`` runs) is plain Voilà on the notebooks folder, every page shown without its code and
-its widgets live, except that the browser opens the hub page (:data:`HUB`), not the file list.
-Voilà's own options pass through (``--port=N``, ``--no-browser``, ``--token``, ...).
+"""The lab as a click-only app. ``python -m echomq_lab.app [voila options] notebooks`` (what
+``make app`` runs) is plain Voilà on the notebooks folder (pages without code, widgets live,
+options passed through), except that the browser opens the hub page rather than the file list.
 """
 
 from __future__ import annotations

@@ -68,8 +68,7 @@ def _problem(job_id: object) -> str | None:
     ns, body = job_id[:3], job_id[3:]
     if not (ns.isascii() and ns.isalpha() and ns.isupper()):
         return f"bad id {job_id!r}: the namespace {ns!r} must be 3 upper-case letters"
-    bad = [c for c in body if c not in _DIGIT]
-    if bad:
+    if bad := [c for c in body if c not in _DIGIT]:
         return f"bad id {job_id!r}: {bad[0]!r} is not a base62 character"
     if _decode(body) > MAX_SNOWFLAKE:
         return f"bad id {job_id!r}: its value is above 2^63-1"
@@ -77,10 +76,7 @@ def _problem(job_id: object) -> str | None:
 
 
 def _decode(body: str) -> int:
-    n = 0
-    for c in body:
-        n = n * 62 + _DIGIT[c]
-    return n
+    return sum(_DIGIT[c] * 62**i for i, c in enumerate(reversed(body)))
 
 
 def valid(job_id: object) -> bool:

@@ -103,9 +103,8 @@ class NotReplicated(HostCondition):
 
 
 class EvictionRisk(UserWarning):
-    """The server may evict keys (its ``maxmemory-policy`` is not ``noeviction``): an evicted row
-    takes its token with it, and a re-sent enqueue could start the count again. Warned once per
-    :func:`connect`."""
+    """The server may evict keys (``maxmemory-policy`` is not ``noeviction``): an evicted row takes
+    its token with it, and a re-sent enqueue could restart the count. Warned once per connect."""
 
 
 #: Each refusal's class by its wire class.

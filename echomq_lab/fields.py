@@ -160,9 +160,8 @@ _CALL = re.compile(r"redis\.call\('([A-Za-z]+)'")
 
 
 def mentions(name: str) -> list[Mention]:
-    """Every code line (comments skipped) of the transitions' scripts that holds ``'name'`` as a
-    quoted Lua string inside a ``redis.call`` (read-only views such as ``view.lua`` are left out).
-    """
+    """Every code line (not comments) of the transitions' scripts (not views such as ``view.lua``)
+    that holds ``'name'`` as a quoted Lua string inside a ``redis.call``."""
     found: list[Mention] = []
     for script in transitions.SCRIPTS:
         for no, line in enumerate(load(script).source.splitlines(), start=1):
@@ -215,10 +214,8 @@ def round_trip(
     conn: redis.Redis, queue: str, payload: bytes | str, label: str = "payload"
 ) -> RoundTrip:
     """Send ``payload`` (a ``str`` as UTF-8) through a real enqueue and claim, reading the row's
-    payload in between, then complete the job so nothing of it remains.
-
-    Needs a queue with nothing pending; otherwise ValueError and nothing is written.
-    """
+    payload in between, then complete the job so nothing of it remains. Needs a queue with
+    nothing pending: else ValueError, and nothing is written."""
     keyspace.check_queue(queue)
     sent = jobs.check_payload(payload)
     with reaching(conn):
@@ -239,10 +236,8 @@ _SIMPLE = {"\\": b"\\", "0": b"\x00", "n": b"\n", "r": b"\r", "t": b"\t"}
 
 
 def parse_escapes(text: str) -> bytes:
-    r"""``text`` as UTF-8 bytes, with ``\xNN``, ``\0``, ``\n``, ``\r``, ``\t`` and ``\\`` decoded.
-
-    Any other backslash sequence is a ValueError, so a typo never sends bytes not meant.
-    """
+    r"""``text`` as UTF-8 bytes, with ``\xNN``, ``\0``, ``\n``, ``\r``, ``\t`` and ``\\`` decoded;
+    any other backslash sequence is a ValueError, so a typo never sends bytes not meant."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
     out, pos = bytearray(), 0

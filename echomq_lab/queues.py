@@ -10,11 +10,9 @@ from echomq_lab.connection import describe, eviction_note, eviction_policy, node
 
 
 def reset(conn: redis.Redis, queue: str) -> int:
-    """Delete every key under ``emq:{queue}:`` (its four sets and its rows); return how many.
-
-    Other queues and the ``{emq}:`` reserve stay. The keys are found with SCAN, a bounded step
-    at a time (on a cluster, on the node that owns the queue's slot, where they all live).
-    """
+    """Delete every key under ``emq:{queue}:`` (its four sets and rows) and return how many;
+    other queues and the ``{emq}:`` reserve stay. SCAN finds them in bounded steps, on the
+    node that owns the queue's slot."""
     pattern = keyspace.base(queue) + "*"
     with reaching(conn):
         found = list(node_client(conn, pattern).scan_iter(match=pattern, count=500))

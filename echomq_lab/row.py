@@ -1,7 +1,6 @@
 """A job row as the lab reads it: :class:`Row` wraps the bytes a ``HGETALL`` returns, answers
 what every view asks of it (``state``, ``attempts`` as a number, ``payload``, the fields in
-display order), and stays a read-only mapping of the raw bytes (``row[b"state"]``).
-"""
+display order), and stays a read-only mapping of the raw bytes (``row[b"state"]``)."""
 
 from __future__ import annotations
 

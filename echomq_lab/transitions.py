@@ -1,7 +1,4 @@
-"""The registry of the protocol's transitions, as data: each one defined once, here.
-
-A :class:`Transition` names its handle(s) in :mod:`echomq_lab.jobs`, its script file, the states
-it writes, its edges on the lifecycle diagram, and whether it is fenced. Everything that lists
+"""The registry of the protocol's transitions, as data, each defined once: everything that lists
 transitions reads :data:`TRANSITIONS`; a new one is an entry here plus its ``.lua`` file.
 """
 
@@ -25,13 +22,10 @@ class Edge:
 
 @dataclass(frozen=True)
 class Transition:
-    """One transition of the protocol.
-
-    ``handles`` name the :mod:`jobs` functions that run ``script``; ``writes`` the ``state``
-    values the script can leave (empty: none; :data:`RETIRED`: it deletes the row); ``fenced``
-    means the caller presents the lease's token. ``dropping`` names the handle's variant that
-    also returns the members dropped for want of a job (claim, promote, reap), else None.
-    """
+    """One transition: ``handles`` name the :mod:`jobs` functions that run ``script``; ``writes``
+    the ``state`` values it can leave (empty: none; :data:`RETIRED`: it deletes the row); a
+    ``fenced`` caller presents the lease's token; ``dropping`` names the handle's variant that
+    also returns the members dropped for want of a job (claim, promote, reap), else None."""
 
     name: str
     script: str

@@ -1,8 +1,6 @@
-"""Two scripts with a guard taken out, shipped only to show what the guard prevents; nothing in
-:mod:`echomq_lab.jobs` reaches them. :func:`complete_unfenced` retires a job whatever the token
-(a late worker's call wins over the live lease); :func:`enqueue_unguarded` writes a fresh row
-for an id whose row was lost while the queue still held it.
-"""
+"""Two scripts with a guard taken out, shipped only to show what the guard prevents (nothing in
+:mod:`echomq_lab.jobs` reaches them): a complete that ignores the token, and an enqueue that
+writes a fresh row for an id whose row was lost while the queue still held it."""
 
 from __future__ import annotations
 

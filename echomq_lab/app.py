@@ -1,17 +1,10 @@
-"""The lab as a click-only app: Voilà serving ``notebooks/``, the browser opened on the hub page.
-
-``python -m echomq_lab.app [voila options] notebooks`` (what ``make app`` runs) starts Voilà on
-the notebooks folder. Every page is shown without its code, its
-widgets live; a page is ``/voila/render/<name>.ipynb``, so the pages' relative links lead from
-one page to the next inside the app. Voilà's own options pass through unchanged (``--port=N``,
-``--no-browser``, ``--theme=dark``, ``--token``, ...). Unlike JupyterLab, Voilà runs as root
-with no extra flag. The one change to plain ``voila``: the browser opens the hub page
-(:data:`HUB`) rather than the folder's file list.
+"""The lab as a click-only app. ``python -m echomq_lab.app [voila options] notebooks`` (what
+``make app`` runs) is plain Voilà on the notebooks folder (pages without code, widgets live,
+options passed through), except that the browser opens the hub page rather than the file list.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 import webbrowser
 
@@ -21,34 +14,25 @@ from voila.app import Voila  # type: ignore[import-untyped]
 #: The page the browser opens first: the course's hub.
 HUB = "00-the-record-hash.ipynb"
 
-def hub_url(connection_url: str, token: str = "") -> str:
-    """The address of the hub page on a Voilà server at ``connection_url`` (base URL included)."""
-    url = url_path_join(connection_url, "voila", "render", HUB)
-    return f"{url}?token={token}" if token else url
-
 
 class App(Voila):  # type: ignore[misc]
     """Voilà whose browser opens on the hub page of the folder it serves."""
 
     def launch_browser(self) -> None:
-        """Open :func:`hub_url` in the default browser (in a thread, as Voilà does)."""
+        """Open the hub page in the default browser (in a thread, as Voilà does)."""
         try:
             browser = webbrowser.get(self.browser or None)
         except webbrowser.Error as exc:
             self.log.warning("No web browser found: %s.", exc)
             return
-        token = self.identity_provider.token if self.identity_provider.token_generated else ""
-        url = hub_url(self.connection_url, token)
+        url = url_path_join(self.connection_url, "voila", "render", HUB)
+        if self.identity_provider.token_generated:
+            url += f"?token={self.identity_provider.token}"
         self.log.info("Opening the hub page: %s", url)
         threading.Thread(
             target=browser.open, args=(url,), kwargs={"new": self.webbrowser_open_new}, daemon=True
         ).start()
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the app until interrupted (Ctrl+C)."""
-    App.launch_instance(argv=sys.argv[1:] if argv is None else argv)
-
-
 if __name__ == "__main__":
-    main()
+    App.launch_instance()  # runs until interrupted (Ctrl+C)

@@ -52,12 +52,11 @@ def encode(ns: str, snowflake: int) -> str:
         raise TypeError("snowflake must be an int")
     if not 0 <= snowflake <= MAX_SNOWFLAKE:
         raise ValueError(f"snowflake {snowflake} is outside 0..2^63-1")
-    digits = []
-    n = snowflake
+    digits = ""
     for _ in range(WIDTH):
-        n, r = divmod(n, 62)
-        digits.append(ALPHABET[r])
-    return ns + "".join(reversed(digits))
+        snowflake, r = divmod(snowflake, 62)
+        digits = ALPHABET[r] + digits
+    return ns + digits
 
 
 def _problem(job_id: object) -> str | None:
@@ -69,8 +68,7 @@ def _problem(job_id: object) -> str | None:
     ns, body = job_id[:3], job_id[3:]
     if not (ns.isascii() and ns.isalpha() and ns.isupper()):
         return f"bad id {job_id!r}: the namespace {ns!r} must be 3 upper-case letters"
-    bad = [c for c in body if c not in _DIGIT]
-    if bad:
+    if bad := [c for c in body if c not in _DIGIT]:
         return f"bad id {job_id!r}: {bad[0]!r} is not a base62 character"
     if _decode(body) > MAX_SNOWFLAKE:
         return f"bad id {job_id!r}: its value is above 2^63-1"
@@ -78,19 +76,12 @@ def _problem(job_id: object) -> str | None:
 
 
 def _decode(body: str) -> int:
-    n = 0
-    for c in body:
-        n = n * 62 + _DIGIT[c]
-    return n
+    return sum(_DIGIT[c] * 62**i for i, c in enumerate(reversed(body)))
 
 
 def valid(job_id: object) -> bool:
     """True if ``job_id`` is a well-formed branded id of any namespace."""
-    try:
-        check(job_id)
-    except (TypeError, ValueError):
-        return False
-    return True
+    return _problem(job_id) is None
 
 
 def check(job_id: object) -> str:
@@ -120,8 +111,7 @@ class Minter:
     """Mints strictly increasing snowflakes for one node; safe to share between threads."""
 
     def __init__(self, node: int | None = None) -> None:
-        if node is None:
-            node = os.getpid() % (1 << NODE_BITS)
+        node = os.getpid() % (1 << NODE_BITS) if node is None else node
         if not 0 <= node < (1 << NODE_BITS):
             raise ValueError(f"node must be in 0..{(1 << NODE_BITS) - 1}")
         self.node = node

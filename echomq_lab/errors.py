@@ -1,17 +1,7 @@
-"""Typed errors of the lab, split by who spoke.
-
-- :class:`Refusal` and its subclasses are answers **the server gave**: a script replied with an
-  error whose first word is a wire class (``EMQSTALE``, ``EMQKIND``, ``EMQSTATE``,
-  ``EMQROW``).
-- :class:`HostCondition` and its subclasses are what **the host saw** on its own: the row it
-  asked about does not exist (:class:`JobGone`), or the server could not be reached
-  (:class:`ServerUnavailable`; more precisely :class:`NoAnswer` when it took the call but never
-  answered, :class:`AuthFailed` when it refused the password). They carry no wire class; their
-  text is the lab's own words.
-
-Both branches share the root :class:`EchoMQError`, so ``except errors.Refusal`` never swallows a
-dead server. Bad arguments never reach the server: they raise :class:`ValueError` or
-:class:`TypeError` in the host instead.
+"""Typed errors of the lab, split by who spoke: a :class:`Refusal` is a script's error reply,
+named by its first word (its wire class); a :class:`HostCondition` is what the host saw on its
+own. Both share the root :class:`EchoMQError`, so ``except errors.Refusal`` never swallows a
+dead server. Bad arguments never reach the server: they raise ValueError or TypeError.
 """
 
 from __future__ import annotations
@@ -56,18 +46,14 @@ class WrongState(Refusal):
 
 
 class BadRow(Refusal):
-    """The job's row is not one the protocol could have written (its ``attempts`` is not a whole
-    number, or claim found no payload); the script refused before its first write."""
+    """The row is not one the protocol could have written (``attempts`` not a whole number, or no
+    payload for claim); the script refused before its first write."""
 
     wire_class = "EMQROW"
 
 
 class HostCondition(EchoMQError):
-    """Something the host found, not a refusal the server answered.
-
-    ``label`` names the condition in plain words (``job gone``, ``server unreachable``); it is
-    never a wire class, and ``str()`` shows only the detail.
-    """
+    """Something the host found, named by ``label`` in plain words; ``str()`` is the detail."""
 
     label: str = "host condition"
 
@@ -79,8 +65,8 @@ class JobGone(HostCondition):
 
 
 class SomeoneElse(HostCondition):
-    """A demonstration's job was not where it left it: another client took it, or a claim
-    handed out another client's job. The step is not taken."""
+    """A demonstration's job was not where it left it (another client took it, or a claim handed
+    out another client's job); the step is not taken."""
 
     label = "someone else took it"
 
@@ -92,8 +78,7 @@ class ServerUnavailable(HostCondition):
 
 
 class NoAnswer(ServerUnavailable):
-    """The server took the call but gave no answer in time (a frozen or overloaded server): the
-    call may or may not have run, so a caller must not assume either."""
+    """The server took the call but never answered in time: the call may or may not have run."""
 
     label = "no answer"
 
@@ -105,12 +90,8 @@ class AuthFailed(ServerUnavailable):
 
 
 class NotReplicated(HostCondition):
-    """A durable claim's write reached fewer replicas than asked for in time.
-
-    The job is leased all the same, but its token might not survive a failover, so the worker
-    must not start on it; the lease runs out and the reaper hands the job on. ``job_id`` and
-    ``token`` name the claim, ``acked`` and ``wanted`` count the replicas.
-    """
+    """A durable claim reached fewer replicas (``acked``) than asked (``wanted``) in time: job
+    ``job_id`` is leased, but its ``token`` might not survive a failover, so do not start it."""
 
     label = "not replicated"
 
@@ -122,27 +103,20 @@ class NotReplicated(HostCondition):
 
 
 class EvictionRisk(UserWarning):
-    """The server may evict keys under memory pressure (its ``maxmemory-policy`` is not
-    ``noeviction``). The fence lives in a job's row: an evicted row takes its token with it,
-    and a re-sent enqueue could start the count again. Warned once per :func:`connect`."""
+    """The server may evict keys (``maxmemory-policy`` is not ``noeviction``): an evicted row takes
+    its token with it, and a re-sent enqueue could restart the count. Warned once per connect."""
 
 
-WIRE_CLASSES: dict[str, type[Refusal]] = {
-    cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState, BadRow)
-}
+#: Each refusal's class by its wire class.
+WIRE_CLASSES = {cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState, BadRow)}
 
 
 def from_reply(text: str) -> Refusal | None:
-    """Map a script's error reply to its typed refusal by the first word, or None if unknown.
-
-    Servers may append `` script: <sha>, on @user_script:N.`` to the text; that tail is cut.
-    """
+    """A script's error reply as its typed refusal (by the first word, the server's tail after
+    `` script:`` cut), or None if the word is not a wire class."""
     word, _, rest = text.partition(" ")
     cls = WIRE_CLASSES.get(word)
-    if cls is None:
-        return None
-    detail = rest.split(" script: ", 1)[0].strip()
-    return cls(detail)
+    return None if cls is None else cls(rest.split(" script: ", 1)[0].strip())
 
 
 def kind_of(exc: EchoMQError) -> str:

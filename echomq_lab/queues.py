@@ -10,12 +10,9 @@ from echomq_lab.connection import describe, eviction_note, eviction_policy, node
 
 
 def reset(conn: redis.Redis, queue: str) -> int:
-    """Delete every key of ``queue`` (its four sets and its rows); return how many went.
-
-    Only keys under ``emq:{queue}:`` are touched: other queues and the ``{emq}:`` reserve stay.
-    The keys are found with SCAN from the host, a bounded step at a time (on a cluster, on the
-    node that owns the queue's slot: every key of the queue lives there).
-    """
+    """Delete every key under ``emq:{queue}:`` (its four sets and rows) and return how many;
+    other queues and the ``{emq}:`` reserve stay. SCAN finds them in bounded steps, on the
+    node that owns the queue's slot."""
     pattern = keyspace.base(queue) + "*"
     with reaching(conn):
         found = list(node_client(conn, pattern).scan_iter(match=pattern, count=500))
@@ -25,11 +22,8 @@ def reset(conn: redis.Redis, queue: str) -> int:
 
 
 def prepare(conn: redis.Redis, *queues: str) -> str:
-    """Empty each of ``queues`` and say, in one line, which server the lab talks to.
-
-    A server that cannot be reached is not an error here: the line says so (and that the
-    panels work once it answers), so a notebook's first cell never ends in a traceback.
-    """
+    """Empty each of ``queues`` and say, in one line, which server the lab talks to. A server
+    out of reach is not an error: the line says so, so a first cell never ends in a traceback."""
     try:
         for queue in queues:
             reset(conn, queue)
@@ -52,11 +46,8 @@ def forget(conn: redis.Redis, queue: str, job_id: str) -> None:
 
 
 def claim_expected(conn: redis.Redis, queue: str, job_id: str, lease_ms: int) -> jobs.Claimed:
-    """Claim on ``queue`` and check the lease handed out is ``job_id``'s.
-
-    A demonstration drives one job it enqueued itself; when the claim hands out nothing, or
-    another job (someone else shares the queue), :class:`errors.SomeoneElse` says which.
-    """
+    """Claim on ``queue`` for a demonstration that drives ``job_id``, a job it enqueued itself;
+    :class:`errors.SomeoneElse` says what the claim handed out when it was not that job."""
     claimed = jobs.claim(conn, queue, lease_ms)
     if claimed is None or claimed.id != job_id:
         got = "nothing" if claimed is None else claimed.id

@@ -1,10 +1,6 @@
-"""A job row as the lab reads it: the three protocol fields, any extra fields, and the raw bytes.
-
-:class:`Row` wraps the ``dict[bytes, bytes]`` a ``HGETALL`` returns and answers the questions
-every view asks of it (its ``state``, its ``attempts`` as a number, its ``payload``, the fields
-in display order), so no view decodes a field on its own. It is also a read-only mapping of the
-raw bytes, so ``row[b"state"]`` still reads the stored value exactly.
-"""
+"""A job row as the lab reads it: :class:`Row` wraps the bytes a ``HGETALL`` returns, answers
+what every view asks of it (``state``, ``attempts`` as a number, ``payload``, the fields in
+display order), and stays a read-only mapping of the raw bytes (``row[b"state"]``)."""
 
 from __future__ import annotations
 
@@ -32,7 +28,8 @@ def in_order(names: Iterable[bytes]) -> list[bytes]:
 
 
 class Row(Mapping[bytes, bytes]):
-    """One job row. ``raw`` is exactly what the server holds (field bytes to value bytes)."""
+    """One job row. ``raw`` is exactly what the server holds (field bytes to value bytes); a row
+    equals any mapping of the same bytes, and is not hashable."""
 
     __slots__ = ("raw",)
 
@@ -44,7 +41,6 @@ class Row(Mapping[bytes, bytes]):
         """The row of a ``jobs.record`` reply; None (no row) stays None."""
         return None if raw is None else cls(raw)
 
-    # -- the mapping of raw bytes ----------------------------------------------------------
     def __getitem__(self, key: bytes) -> bytes:
         return self.raw[key]
 
@@ -54,45 +50,26 @@ class Row(Mapping[bytes, bytes]):
     def __len__(self) -> int:
         return len(self.raw)
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Row):
-            return self.raw == other.raw
-        if isinstance(other, Mapping):
-            return self.raw == dict(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return f"Row({self.raw!r})"
 
-    # -- the fields ------------------------------------------------------------------------
     @property
     def state(self) -> str | None:
         """The ``state`` field as text (see :func:`decoded`), or None when the row has none."""
-        value = self.raw.get(b"state")
-        return None if value is None else decoded(value)
+        return self.shown(b"state") if b"state" in self.raw else None
 
     @property
     def attempts(self) -> int | None:
         """``attempts`` as an int, or None when it is missing or not a plain integer."""
-        value = self.raw.get(b"attempts")
-        if value is None:
-            return None
         try:
-            return int(value)
-        except ValueError:
+            return int(self.raw[b"attempts"])
+        except (KeyError, ValueError):
             return None
 
     @property
     def payload(self) -> bytes | None:
         """The payload's exact bytes, or None when the row has no payload field."""
         return self.raw.get(b"payload")
-
-    @property
-    def extra(self) -> dict[str, bytes]:
-        """Every field beyond the three protocol fields (e.g. ``last_error``), by name."""
-        return {decoded(k): v for k, v in sorted(self.raw.items()) if k not in _FIELD_KEYS}
 
     def field_order(self) -> list[bytes]:
         """The row's field names in display order: the protocol fields, then the rest sorted."""

@@ -1,11 +1,5 @@
-"""The registry of the protocol's transitions: each one defined once, here.
-
-A :class:`Transition` is data: the names of its handle(s) in :mod:`echomq_lab.jobs` (look one
-up with ``getattr(jobs, name)``), its script file, the
-states it writes to the row, the edges it draws on the lifecycle diagram, and whether it is
-fenced (the caller presents the token claim minted). The scripts loader, the field facts, the
-stories, the diagram, the panels and the benchmarks all read :data:`TRANSITIONS`; a new
-transition is one entry here plus its ``.lua`` file.
+"""The registry of the protocol's transitions, as data, each defined once: everything that lists
+transitions reads :data:`TRANSITIONS`; a new one is an entry here plus its ``.lua`` file.
 """
 
 from __future__ import annotations
@@ -28,15 +22,10 @@ class Edge:
 
 @dataclass(frozen=True)
 class Transition:
-    """One transition of the protocol.
-
-    ``handles`` name the :mod:`jobs` functions that run ``script``; ``writes`` the ``state``
-    values the script can leave in the row (empty: it leaves ``state`` alone; :data:`RETIRED`:
-    it deletes the row); ``fenced`` means the caller must present the lease's token.
-    ``dropping`` names the variant of the handle that also returns the members the script dropped
-    because no job stood behind them (orphans, malformed ids), for the transitions that read
-    ids from a set (claim, promote, reap); None for the others.
-    """
+    """One transition: ``handles`` name the :mod:`jobs` functions that run ``script``; ``writes``
+    the ``state`` values it can leave (empty: none; :data:`RETIRED`: it deletes the row); a
+    ``fenced`` caller presents the lease's token; ``dropping`` names the handle's variant that
+    also returns the members dropped for want of a job (claim, promote, reap), else None."""
 
     name: str
     script: str
@@ -44,7 +33,6 @@ class Transition:
     writes: tuple[str, ...]
     edges: tuple[Edge, ...]
     fenced: bool
-    summary: str
     dropping: str | None = None
 
     @property
@@ -55,33 +43,24 @@ class Transition:
 
 TRANSITIONS: tuple[Transition, ...] = (
     Transition("enqueue", "enqueue", ("enqueue",), ("pending",),
-               (Edge(START, "pending", "enqueue"),), False,
-               "writes a new row and adds its id to pending"),
+               (Edge(START, "pending", "enqueue"),), False),
     Transition("claim", "claim", ("claim",), ("active",),
-               (Edge("pending", "active", "claim"),), False,
-               "leases the oldest pending job and mints its token", "claim_dropping"),
+               (Edge("pending", "active", "claim"),), False, "claim_dropping"),
     Transition("schedule", "schedule", ("enqueue_at", "enqueue_in"), ("scheduled",),
-               (Edge(START, "scheduled", "enqueue_in / enqueue_at"),), False,
-               "writes a new row that runs later, in the schedule set"),
+               (Edge(START, "scheduled", "enqueue_in / enqueue_at"),), False),
     Transition("retry", "retry", ("retry",), ("scheduled", "dead"),
                (Edge("active", "scheduled", "retry"),
-                Edge("active", "dead", "retry (at the cap)")), True,
-               "gives the lease back after a failure: another try later, or dead at the cap"),
+                Edge("active", "dead", "retry (at the cap)")), True),
     Transition("promote", "promote", ("promote",), ("pending",),
-               (Edge("scheduled", "pending", "promote"),), False,
-               "moves scheduled jobs that are due into pending", "promote_dropping"),
+               (Edge("scheduled", "pending", "promote"),), False, "promote_dropping"),
     Transition("reap", "reap", ("reap",), ("pending",),
-               (Edge("active", "pending", "reap"),), False,
-               "returns jobs whose lease ran out to pending", "reap_dropping"),
+               (Edge("active", "pending", "reap"),), False, "reap_dropping"),
     Transition("reprocess", "reprocess", ("reprocess",), ("pending",),
-               (Edge("dead", "pending", "reprocess"),), False,
-               "sends a dead job back to pending"),
+               (Edge("dead", "pending", "reprocess"),), False),
     Transition("complete", "complete", ("complete",), (RETIRED,),
-               (Edge("active", RETIRED, "complete"),), True,
-               "retires the job: its row and its lease are deleted"),
+               (Edge("active", RETIRED, "complete"),), True),
     Transition("extend", "extend", ("extend",), (),
-               (Edge("active", "active", "extend"),), True,
-               "pushes the lease's deadline later; the row is not written"),
+               (Edge("active", "active", "extend"),), True),
 )
 
 #: The transition names, in the order the panels offer them.

@@ -18,7 +18,6 @@ SAMPLE = {b"payload": b'{"a": 1}', b"last_error": b"boom", b"state": b"dead", b"
 def test_the_fields_are_read_from_the_raw_bytes() -> None:
     row = Row(SAMPLE)
     assert row.state == "dead" and row.attempts == 3 and row.payload == b'{"a": 1}'
-    assert row.extra == {"last_error": b"boom"}
     assert row.raw == SAMPLE and row.raw is not SAMPLE  # a copy: the caller's dict stays its own
     assert row[b"state"] == b"dead" and len(row) == 4 and set(row) == set(SAMPLE)
     assert isinstance(row, Mapping)
@@ -27,7 +26,7 @@ def test_the_fields_are_read_from_the_raw_bytes() -> None:
 def test_missing_or_odd_fields_read_as_none() -> None:
     row = Row({b"attempts": b"two", b"payload": b""})
     assert row.state is None and row.attempts is None and row.payload == b""
-    assert Row({}).payload is None and Row({}).attempts is None and Row({}).extra == {}
+    assert Row({}).payload is None and Row({}).attempts is None
 
 
 def test_one_display_rule_for_every_value() -> None:

@@ -13,6 +13,10 @@ from echomq_lab.branded import check as check_id
 from echomq_lab.jobs import Payload, check_payload
 from echomq_lab.scripts import load
 
+#: How the unfenced complete is named wherever its work shows, so it is never taken for the
+#: protocol's own.
+LABEL = "unfenced complete (a demonstration, not the protocol)"
+
 
 def complete_unfenced(
     conn: redis.Redis, queue: str, job_id: str, token: int

@@ -5,7 +5,7 @@ each time: the job is enqueued and known to reach the replica (``WAIT 1``); the 
 frozen and its link cut, so nothing more reaches it; worker 1 claims (token 1 on the primary
 only); the primary is killed; the replica thaws, is promoted, and worker 2 claims the same job.
 The promoted replica never saw the first claim, so it mints token 1 again. Every call goes into
-a :class:`~echomq_lab.sim.ledger.Ledger` and the run ends with the simulation's audit.
+a :class:`~echomq_lab.sim.audit.Ledger` and the run ends with the simulation's audit.
 
 With ``durable=True`` both workers claim with ``durable.claim(..., replicas=1)``: worker 1's
 claim reaches no replica, :class:`errors.NotReplicated` is raised and worker 1 never starts.
@@ -27,8 +27,7 @@ from echomq_lab.cluster import Cluster, ClusterError, Node, Shard, start_cluster
 from echomq_lab.connection import connect
 from echomq_lab.durable import claim as durable_claim
 from echomq_lab.measure import commandstats, counting
-from echomq_lab.sim.audit import Audit, audit
-from echomq_lab.sim.ledger import Call, Ledger
+from echomq_lab.sim.audit import Audit, Call, Ledger, audit
 from echomq_lab.snapshot import snapshot
 
 #: Cluster settings that make the failover quick and certain: a node is judged failed after

@@ -1,38 +1,116 @@
-"""The audit: a run's ledger and the queue's final state, checked against the fence.
+"""The ledger of a run, and its audit against the fence.
 
-:func:`audit` gives one verdict per invariant (the ``V_...`` names, in :data:`VERDICTS` order),
-each with the violations that broke it:
-
-* every enqueued job was completed exactly once, or is dead;
-* every accepted complete (and every dead-letter) carried the job's final token;
-* no token was ever handed to two leases;
-* every turned-away settle was for a token that really was stale (proved from the ledger, below);
-* the sampled drift checks (one atomic snapshot each) found nothing;
-* nothing is left on the server but the dead jobs' rows;
-* no job whose row was deleted under its lease (the eviction fault) was claimed again: its id
-  was dropped as an orphan, and no token was minted for it;
-* no job was settled by a worker that had lost its lease (another claim of the job came in
-  between, or the job's id was left behind in a set without its row);
-* the run itself finished cleanly.
-
-A lost reply hides whether its call ran; the audit allows for what it can hide and counts the
-ends it accepted on that evidence (``resolved_after_lost_reply``).
+A :class:`Ledger` keeps every call an actor made and what came of it, in the order the calls
+ended. :func:`audit` reads a ledger and the queue's final state and gives one verdict per
+invariant (the ``V_...`` names, in :data:`VERDICTS` order), each with the violations that broke
+it. A lost reply hides whether its call ran: the audit allows for that, and counts the ends it
+accepted on such evidence (``resolved_after_lost_reply``).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from echomq_lab import errors
 from echomq_lab.keyspace import SetName
-from echomq_lab.sim.ledger import TURNED_AWAY, Call, accepted, dead_lettered, gone_on_resend
 from echomq_lab.snapshot import Drift, Snapshot, drifts
 
-#: The verdicts the audit gives, in the order it prints them.
+# ---- the ledger ----------------------------------------------------------------------------
+
+Outcome = Literal["accepted", "refused", "gone", "lost-reply"]
+#: The outcomes of a settle that was turned away: refused by the fence, or its row found gone.
+TURNED_AWAY: frozenset[str] = frozenset({"refused", "gone"})
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call and its answer. ``outcome`` is ``accepted`` (``reply``: what the handle
+    returned), ``refused`` (``reply``: the wire class), ``gone`` (the job's row does not exist)
+    or ``lost-reply`` (the connection went before an answer: the call may or may not have run).
+
+    Times are seconds since the run began, on the wall clock (the clock the server's TIME
+    reads). ``token`` is the token a claim minted or a settle presented (0 when none).
+    """
+
+    seq: int
+    actor: str
+    verb: str
+    job_id: str
+    token: int
+    outcome: Outcome
+    reply: str
+    detail: str = ""
+    started: float = 0.0
+    ended: float = 0.0
+    lease_ms: int = 0
+    stalled: bool = False
+    after_lost_reply: bool = False
+
+
+def accepted(call: Call, verb: str) -> bool:
+    """True when ``call`` is an accepted call of ``verb``."""
+    return call.verb == verb and call.outcome == "accepted"
+
+
+def dead_lettered(call: Call) -> bool:
+    """True when ``call`` is an accepted retry that moved its job to the dead set."""
+    return accepted(call, "retry") and call.reply == "dead"
+
+
+def gone_on_resend(call: Call) -> bool:
+    """True when ``call`` is a complete resent after a lost reply that found the row gone."""
+    return call.verb == "complete" and call.outcome == "gone" and call.after_lost_reply
+
+
+class Ledger:
+    """An append-only, thread-safe list of :class:`Call` records, and the jobs seen to finish."""
+
+    def __init__(self) -> None:
+        self.t0 = time.time()
+        self.calls: list[Call] = []
+        self.finished: set[str] = set()
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        """Seconds since the run began."""
+        return time.time() - self.t0
+
+    def record(self, actor: str, verb: str, job_id: str, token: int, outcome: Outcome,
+               reply: str, *, started: float, detail: str = "", lease_ms: int = 0,
+               stalled: bool = False, after_lost_reply: bool = False) -> Call:
+        """Append one call (its end time is now) and return it."""
+        ended = self.now()
+        with self._lock:
+            call = Call(len(self.calls), actor, verb, job_id, token, outcome, reply, detail,
+                        started, ended, lease_ms, stalled, after_lost_reply)
+            self.calls.append(call)
+            if accepted(call, "complete") or dead_lettered(call) or gone_on_resend(call):
+                self.finished.add(job_id)
+        return call
+
+    def record_error(self, actor: str, verb: str, job_id: str, token: int,
+                     exc: errors.EchoMQError, *, started: float, lease_ms: int = 0,
+                     stalled: bool = False, after_lost_reply: bool = False) -> Call:
+        """Append a call that raised ``exc``: refused (a wire class), gone, or a lost reply;
+        its :func:`errors.kind_of` is the reply, its one-line detail the detail."""
+        outcome: Outcome = (
+            "refused" if isinstance(exc, errors.Refusal)
+            else "gone" if isinstance(exc, errors.JobGone) else "lost-reply"
+        )  # fmt: skip
+        return self.record(actor, verb, job_id, token, outcome, errors.kind_of(exc),
+                           started=started, detail=exc.detail, lease_ms=lease_ms,
+                           stalled=stalled, after_lost_reply=after_lost_reply)
+
+
+# ---- the verdicts --------------------------------------------------------------------------
+
 V_ONCE = "every job completed exactly once or dead"
 V_FINAL = "every accepted complete carried the job's final token"
 V_TOKENS = "no token was handed to two leases"
@@ -45,8 +123,6 @@ V_RUN = "the run finished cleanly (no timeout, no crashed thread)"
 VERDICTS: tuple[str, ...] = (
     V_ONCE, V_FINAL, V_TOKENS, V_STALE, V_DRIFT, V_CLEAN, V_ORPHANS, V_LEASE, V_RUN,
 )  # fmt: skip
-#: The verbs that settle a lease: the only calls the fence can turn away.
-SETTLES = ("complete", "retry")
 
 Fate = Literal["completed", "dead", "unfinished", "lost", "evicted"]
 LeaseKey = tuple[str, str, int]  # (verb, job id, token)
@@ -62,16 +138,13 @@ class Sample:
 
 @dataclass
 class Audit:
-    """The verdicts on one run: each verdict's violations (a list per verdict, empty when it
-    held), and the figures the audit counted.
+    """The verdicts on one run: each verdict's violations (empty when it held), and figures.
 
-    ``refusals`` counts the settles turned away (refused, or their row found gone) other than by
-    the job's finishers; ``refusals_by_class`` splits them by wire class or the lab's label.
-    What the fence is there to refuse, if it was let through (0 each when it held):
+    ``refusals`` counts the settles turned away (refused, or their row found gone) other than
+    the job's finishers', split by wire class or the lab's label in ``refusals_by_class``.
     ``stale_completes_accepted`` counts accepted completes and dead-letters whose lease was no
-    longer the job's live one (a later token minted, another claim in between, or the id left
-    behind without its row); ``settled_after_lease_lost`` counts the jobs they settled.
-    ``resent`` and ``resends_refused`` count the re-send fault's enqueues, accepted or refused.
+    longer the job's live one, ``settled_after_lease_lost`` the jobs they settled (0 each when
+    the fence held). ``resent`` and ``resends_refused`` count the re-send fault's enqueues.
     """
 
     problems: dict[str, list[str]]
@@ -153,16 +226,15 @@ def _index(calls: Sequence[Call], final: Snapshot | None) -> _Run:
     """Read the ledger once: enqueued ids, each job's calls, the reaps, the lost replies."""
     enqueued: list[str] = []
     by_job: dict[str, list[Call]] = defaultdict(list)
-    for call in calls:
-        if accepted(call, "enqueue") and (call.reply == "enqueued" or call.after_lost_reply):
-            enqueued.append(call.job_id)
-        if call.job_id and call.verb != "enqueue":
-            by_job[call.job_id].append(call)
-    lost = [c for c in calls if c.outcome == "lost-reply"]
     dropped: dict[str, list[Call]] = defaultdict(list)
     for c in calls:
+        if accepted(c, "enqueue") and (c.reply == "enqueued" or c.after_lost_reply):
+            enqueued.append(c.job_id)
+        if c.job_id and c.verb != "enqueue":
+            by_job[c.job_id].append(c)
         if accepted(c, "drop"):
             dropped[c.job_id].append(c)
+    lost = [c for c in calls if c.outcome == "lost-reply"]
     return _Run(
         enqueued=list(dict.fromkeys(enqueued)),
         by_job=by_job,
@@ -180,9 +252,8 @@ def _index(calls: Sequence[Call], final: Snapshot | None) -> _Run:
 
 def _job(job_id: str, mine: list[Call]) -> _Job:
     """One job's view. A complete whose reply was lost and whose resend found the row gone
-    retired the job, unless another lease's complete was accepted (then the resend met that
-    one's work). Only the final token's complete can have landed: an older token's first
-    attempt was refused by the fence, so a row it finds gone vanished some other way."""
+    retired the job, unless another lease's complete was accepted. Only the final token's
+    complete can have landed: an older token's first attempt was refused by the fence."""
     claims = [c for c in mine if accepted(c, "claim")]
     final_token = max((c.token for c in claims), default=0)
     finishing = [c for c in mine if accepted(c, "complete")]
@@ -236,20 +307,9 @@ def _resolved(job: _Job, run: _Run) -> int:
     return int(job.landed_on_resend) + int(by_lost_retry and _retry_reply_lost(job, run))
 
 
-def _stale_settles_accepted(job: _Job) -> list[str]:
-    """A violation for each accepted complete or dead-letter that did not carry the final token."""
-    out: list[str] = []
-    for c in job.finishing + job.dead_calls:
-        if c.token != job.final_token:
-            verb = "complete" if c.verb == "complete" else "dead-letter"
-            out.append(f"job {job.job_id}: a {verb} with token {c.token} was accepted, "
-                       f"but the job's final token is {job.final_token}")
-    return out
-
-
 def _fate(job: _Job, run: _Run) -> Fate:
-    """How the job ended: completed, dead, its row deleted by the eviction fault, still on the
-    server, or lost without a trace."""
+    """How the job ended: completed, evicted (by the fault), dead, still on the server, or lost
+    without a trace."""
     if job.finishing:
         return "completed"
     if job.job_id in run.evictions:
@@ -259,12 +319,6 @@ def _fate(job: _Job, run: _Run) -> Fate:
     if run.final is not None and job.job_id in run.on_server:
         return "unfinished"
     return "lost"
-
-
-def _turned_away_words(c: Call) -> str:
-    """How a turned-away call reads in a violation: who said no, in their words."""
-    return f"found the job gone ({c.detail})" if c.outcome == "gone" else (
-        f"was refused {c.reply} ({c.detail})")
 
 
 def _check_refusals(job: _Job, run: _Run, tally: _Tally) -> None:
@@ -279,10 +333,10 @@ def _check_refusals(job: _Job, run: _Run, tally: _Tally) -> None:
             tally.duplicated.add(job.job_id)
         elif not (c.after_lost_reply and (c.verb, job.job_id, c.token) in run.lost_keys):
             # (a resend whose own first attempt may have landed meets that attempt, not a fence)
+            said = (f"found the job gone ({c.detail})" if c.outcome == "gone"
+                    else f"was refused {c.reply} ({c.detail})")
             tally.problems[V_STALE].append(
-                f"job {job.job_id}: {c.actor}'s {c.verb} with token {c.token} "
-                f"{_turned_away_words(c)}, but {why}"
-            )
+                f"job {job.job_id}: {c.actor}'s {c.verb} with token {c.token} {said}, but {why}")
 
 
 def _claimed_after_eviction(job: _Job, run: _Run) -> list[str]:
@@ -297,10 +351,9 @@ def _claimed_after_eviction(job: _Job, run: _Run) -> list[str]:
 
 def _lease_lost_by(c: Call, job: _Job, run: _Run) -> str | None:
     """How the ledger shows accepted settle ``c`` came from a worker that had lost its lease,
-    or None when it does not. Only sure evidence counts, so a fenced run shows none: another
-    claim of the job that ended before ``c`` began (and after ``c``'s own claim began), or the
-    job's id dropped as an orphan after ``c`` (the settle deleted the row of a job that no
-    longer sat in active). The eviction fault's own orphans are not the settle's doing."""
+    or None. Only sure evidence counts: another claim of the job that ended before ``c`` began
+    (and after ``c``'s own claim began), or the job's id dropped as an orphan after ``c`` (the
+    settle deleted the row of a job no longer in active; the eviction fault's orphans aside)."""
     own = [k for k in job.claims
            if k.actor == c.actor and k.token == c.token and k.started <= c.started]
     mine = max(own, key=lambda k: k.started) if own else None
@@ -314,22 +367,22 @@ def _lease_lost_by(c: Call, job: _Job, run: _Run) -> str | None:
     return None
 
 
-def _settled_after_lease_lost(job: _Job, run: _Run) -> list[str]:
-    """A violation for each accepted complete or dead-letter by a worker that had lost its
-    lease (see :func:`_lease_lost_by`)."""
-    out: list[str] = []
+def _check_settles(job: _Job, run: _Run, tally: _Tally) -> None:
+    """Each accepted complete or dead-letter must carry the final token and come from the live
+    lease; count those that did not (what the fence is there to refuse)."""
     for c in job.finishing + job.dead_calls:
+        stale = c.token != job.final_token
+        if stale:
+            verb = "complete" if c.verb == "complete" else "dead-letter"
+            tally.problems[V_FINAL].append(f"job {job.job_id}: a {verb} with token {c.token} "
+                                           f"was accepted, but the job's final token is "
+                                           f"{job.final_token}")
         why = _lease_lost_by(c, job, run)
         if why is not None:
-            out.append(f"job {job.job_id}: {c.actor}'s {c.verb} with token {c.token} was "
-                       f"accepted, but {why}")
-    return out
-
-
-def _stale_accepted(job: _Job, run: _Run) -> int:
-    """How many accepted settles of the job were not by its live lease (either evidence)."""
-    return sum(1 for c in job.finishing + job.dead_calls
-               if c.token != job.final_token or _lease_lost_by(c, job, run) is not None)
+            tally.problems[V_LEASE].append(f"job {job.job_id}: {c.actor}'s {c.verb} with token "
+                                           f"{c.token} was accepted, but {why}")
+            tally.lease_lost.add(job.job_id)
+        tally.stale_accepted += int(stale or why is not None)
 
 
 def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
@@ -338,12 +391,7 @@ def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
     tally.problems[V_ORPHANS].extend(_claimed_after_eviction(job, run))
     tally.problems[V_TOKENS].extend(_shared_tokens(job))
     tally.problems[V_ONCE].extend(_once_problems(job, run))
-    tally.problems[V_FINAL].extend(_stale_settles_accepted(job))
-    lost_lease = _settled_after_lease_lost(job, run)
-    tally.problems[V_LEASE].extend(lost_lease)
-    if lost_lease:
-        tally.lease_lost.add(job.job_id)
-    tally.stale_accepted += _stale_accepted(job, run)
+    _check_settles(job, run, tally)
     tally.resolved += _resolved(job, run)
     fate = _fate(job, run)
     tally.fates[fate].append(job.job_id)
@@ -351,25 +399,19 @@ def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
         _check_refusals(job, run, tally)
 
 
-def _lost_message(n: int, restarts: int) -> str:
-    """The violation for ``n`` vanished jobs, naming a restart without persistence if seen."""
-    if restarts:
-        return (
-            f"{n} jobs vanished: the server restarted without persistence (it restarted "
-            f"{restarts} time(s) and came back without them; they are neither completed, "
-            "dead, nor on the server)"
-        )
-    return f"{n} jobs vanished: they are neither completed, dead, nor on the server"
-
-
 def _missing(tally: _Tally, restarts: int) -> list[str]:
-    """The run-wide violations of "exactly once": jobs lost, jobs left unfinished."""
+    """The run-wide violations of "exactly once": jobs lost (naming a restart without
+    persistence, if one was seen), jobs left unfinished."""
     out: list[str] = []
-    if tally.fates["lost"]:
-        out.append(_lost_message(len(tally.fates["lost"]), restarts))
-    if tally.fates["unfinished"]:
-        out.append(f"{len(tally.fates['unfinished'])} jobs were still unfinished on the server "
-                   "when the run stopped")
+    lost, unfinished = len(tally.fates["lost"]), len(tally.fates["unfinished"])
+    nowhere = "they are neither completed, dead, nor on the server"
+    if lost and restarts:
+        out.append(f"{lost} jobs vanished: the server restarted without persistence (it "
+                   f"restarted {restarts} time(s) and came back without them; {nowhere})")
+    elif lost:
+        out.append(f"{lost} jobs vanished: {nowhere}")
+    if unfinished:
+        out.append(f"{unfinished} jobs were still unfinished on the server when the run stopped")
     return out
 
 
@@ -415,14 +457,8 @@ def _leftovers(final: Snapshot | None, enqueued: set[str]) -> list[str]:
     return found
 
 
-def audit(
-    calls: Sequence[Call],
-    final: Snapshot | None,
-    samples: Sequence[Sample] = (),
-    *,
-    restarts: int = 0,
-    notes: Sequence[str] = (),
-) -> Audit:
+def audit(calls: Sequence[Call], final: Snapshot | None, samples: Sequence[Sample] = (), *,
+          restarts: int = 0, notes: Sequence[str] = ()) -> Audit:
     """Check a run's ledger and its final snapshot against the fence's invariants.
 
     ``final`` is the queue read after the run (None if it could not be read); ``samples`` are
@@ -457,17 +493,14 @@ def audit(
 
 
 # ---- proving a turned-away settle deserved it ----------------------------------------------
+# It did when the lease could have expired, a reap ran after that, and the job had moved on to
+# a later lease. Ledger times are the client's and the server's TIME is rounded to the ms, so
+# every comparison with a lease deadline allows CLOCK_SLACK_S.
 
-# The lease could have expired, a reap ran after that, and the job had moved on to a later
-# lease. Times on the ledger are the client's; the server's TIME is rounded to the ms, so every
-# comparison with a lease deadline allows CLOCK_SLACK_S.
-
-#: Slack, in seconds, when comparing the client's clock with the server's ms-rounded TIME.
 CLOCK_SLACK_S = 0.003
-
-#: The wire class the fence answers a stale token with.
+#: The verbs that settle a lease (the only calls the fence can turn away), and its answer.
+SETTLES = ("complete", "retry")
 STALE = "EMQSTALE"
-
 _ATTEMPTS_IS = re.compile(r"attempts is (\d+)")
 
 
@@ -497,28 +530,15 @@ def unproven(
     lease = next((k for k in claims if k.token == c.token and k.actor == c.actor), None)
     if lease is None:
         return f"no claim ever handed token {c.token} to {c.actor}"
-    why = _lease_not_over(c, lease, reaps)
-    if why is not None:
-        return why
-    if c.outcome == "gone" or "gone" in c.detail:
-        return _not_retired_later(c, finishing)
-    return _no_later_token(c, claims, lost_claims)
-
-
-def _lease_not_over(c: Call, lease: Call, reaps: Reaps) -> str | None:
-    """Why ``lease`` may still have held when ``c`` was turned away, or None if it was over."""
     expiry = lease.started + lease.lease_ms / 1000
     if c.ended + CLOCK_SLACK_S < expiry:
         return f"its lease of {lease.lease_ms} ms could not have expired yet"
     if not reaps.between(expiry - CLOCK_SLACK_S, c.ended):
         return "no reap returned any job between the lease's expiry and the refusal"
-    return None
-
-
-def _not_retired_later(c: Call, finishing: Sequence[Call]) -> str | None:
-    """None when a lease with a later token had retired the job before ``c`` ended."""
-    done = any(f.token > c.token and f.started <= c.ended for f in finishing)
-    return None if done else "no later lease had retired the job"
+    if c.outcome == "gone" or "gone" in c.detail:
+        done = any(f.token > c.token and f.started <= c.ended for f in finishing)
+        return None if done else "no later lease had retired the job"
+    return _no_later_token(c, claims, lost_claims)
 
 
 def _no_later_token(c: Call, claims: Sequence[Call], lost_claims: int) -> str | None:

@@ -1,10 +1,8 @@
-"""The ledger of a run, and its audit against the fence.
+"""The ledger of a run (every call and its answer, in the order they ended), and its audit.
 
-A :class:`Ledger` keeps every call an actor made and what came of it, in the order the calls
-ended. :func:`audit` reads a ledger and the queue's final state and gives one verdict per
-invariant (the ``V_...`` names, in :data:`VERDICTS` order), each with the violations that broke
-it. A lost reply hides whether its call ran: the audit allows for that, and counts the ends it
-accepted on such evidence (``resolved_after_lost_reply``).
+:func:`audit` gives one verdict per invariant of the fence (the ``V_...`` names, in
+:data:`VERDICTS` order), each with the violations that broke it. A lost reply hides whether its
+call ran: the audit allows for that, and counts the ends it accepted so.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -31,13 +29,9 @@ TURNED_AWAY: frozenset[str] = frozenset({"refused", "gone"})
 
 @dataclass(frozen=True)
 class Call:
-    """One call and its answer. ``outcome`` is ``accepted`` (``reply``: what the handle
-    returned), ``refused`` (``reply``: the wire class), ``gone`` (the job's row does not exist)
-    or ``lost-reply`` (the connection went before an answer: the call may or may not have run).
-
-    Times are seconds since the run began, on the wall clock (the clock the server's TIME
-    reads). ``token`` is the token a claim minted or a settle presented (0 when none).
-    """
+    """One call and its answer: ``accepted`` (``reply``: what the handle returned),
+    ``refused`` (its wire class), ``gone`` (no row) or ``lost-reply`` (it may or may not have
+    run). Times: wall-clock seconds since the run began. ``token``: minted or presented, or 0."""
 
     seq: int
     actor: str
@@ -98,8 +92,7 @@ class Ledger:
     def record_error(self, actor: str, verb: str, job_id: str, token: int,
                      exc: errors.EchoMQError, *, started: float, lease_ms: int = 0,
                      stalled: bool = False, after_lost_reply: bool = False) -> Call:
-        """Append a call that raised ``exc``: refused (a wire class), gone, or a lost reply;
-        its :func:`errors.kind_of` is the reply, its one-line detail the detail."""
+        """Append a call that raised ``exc``, with :func:`errors.kind_of` as its reply."""
         outcome: Outcome = (
             "refused" if isinstance(exc, errors.Refusal)
             else "gone" if isinstance(exc, errors.JobGone) else "lost-reply"
@@ -139,13 +132,8 @@ class Sample:
 @dataclass
 class Audit:
     """The verdicts on one run: each verdict's violations (empty when it held), and figures.
-
-    ``refusals`` counts the settles turned away (refused, or their row found gone) other than
-    the job's finishers', split by wire class or the lab's label in ``refusals_by_class``.
-    ``stale_completes_accepted`` counts accepted completes and dead-letters whose lease was no
-    longer the job's live one, ``settled_after_lease_lost`` the jobs they settled (0 each when
-    the fence held). ``resent`` and ``resends_refused`` count the re-send fault's enqueues.
-    """
+    ``refusals``: settles turned away, but the finishers'. ``stale_completes_accepted``: settles
+    accepted from a lease no longer live; ``settled_after_lease_lost``: the jobs they settled."""
 
     problems: dict[str, list[str]]
     completed: int
@@ -185,7 +173,7 @@ class _Run:
 
     enqueued: list[str]
     by_job: dict[str, list[Call]]
-    reaps: Reaps
+    reaps: list[Call]  # the reaps that returned jobs, ordered by end
     lost_claims: int
     lost_keys: set[LeaseKey]
     final: Snapshot | None
@@ -207,6 +195,8 @@ class _Job:
     finishing: list[Call]
     dead_calls: list[Call]
     landed_on_resend: bool  # retired by a complete whose reply was lost
+    retry_lost: bool  # the final lease's retry lost its reply (it may have dead-lettered)
+    dead: bool  # an accepted retry dead-lettered it, or it is in the final dead set
 
 
 @dataclass
@@ -238,7 +228,8 @@ def _index(calls: Sequence[Call], final: Snapshot | None) -> _Run:
     return _Run(
         enqueued=list(dict.fromkeys(enqueued)),
         by_job=by_job,
-        reaps=Reaps(c for c in calls if accepted(c, "reap") and c.reply != "0"),
+        reaps=sorted((c for c in calls if accepted(c, "reap") and c.reply != "0"),
+                     key=lambda c: c.ended),
         lost_claims=sum(1 for c in lost if c.verb == "claim"),
         lost_keys={(c.verb, c.job_id, c.token) for c in lost if c.job_id},
         final=final,
@@ -250,17 +241,18 @@ def _index(calls: Sequence[Call], final: Snapshot | None) -> _Run:
     )
 
 
-def _job(job_id: str, mine: list[Call]) -> _Job:
-    """One job's view. A complete whose reply was lost and whose resend found the row gone
-    retired the job, unless another lease's complete was accepted. Only the final token's
-    complete can have landed: an older token's first attempt was refused by the fence."""
+def _job(job_id: str, mine: list[Call], run: _Run) -> _Job:
+    """One job's view. A resent complete of the final token that found the row gone retired
+    the job (its lost first try landed), unless another complete was accepted."""
     claims = [c for c in mine if accepted(c, "claim")]
     final_token = max((c.token for c in claims), default=0)
     finishing = [c for c in mine if accepted(c, "complete")]
     landed = [c for c in mine if gone_on_resend(c) and c.token == final_token]
     on_resend = not finishing and bool(landed)
+    dead_calls = [c for c in mine if dead_lettered(c)]
     return _Job(job_id, mine, claims, final_token, [landed[-1]] if on_resend else finishing,
-                [c for c in mine if dead_lettered(c)], on_resend)
+                dead_calls, on_resend, ("retry", job_id, final_token) in run.lost_keys,
+                bool(dead_calls) or job_id in run.final_dead)
 
 
 def _shared_tokens(job: _Job) -> list[str]:
@@ -274,26 +266,16 @@ def _shared_tokens(job: _Job) -> list[str]:
     ]  # fmt: skip
 
 
-def _retry_reply_lost(job: _Job, run: _Run) -> bool:
-    """True when the retry of the job's final lease lost its reply (it may have dead-lettered)."""
-    return ("retry", job.job_id, job.final_token) in run.lost_keys
-
-
-def _is_dead(job: _Job, run: _Run) -> bool:
-    """True when an accepted retry dead-lettered the job or it is in the final dead set."""
-    return bool(job.dead_calls) or job.job_id in run.final_dead
-
-
 def _once_problems(job: _Job, run: _Run) -> list[str]:
     """Violations of "completed exactly once or dead" that one job shows on its own."""
     out: list[str] = []
     jid = job.job_id
-    if jid in run.final_dead and not job.dead_calls and not _retry_reply_lost(job, run):
+    if jid in run.final_dead and not job.dead_calls and not job.retry_lost:
         out.append(f"job {jid} is in the dead set but no accepted retry put it there")
     if len(job.finishing) > 1:
         tokens = ", ".join(str(c.token) for c in job.finishing)
         out.append(f"job {jid} was completed {len(job.finishing)} times (tokens {tokens})")
-    if job.finishing and _is_dead(job, run):
+    if job.finishing and job.dead:
         out.append(f"job {jid} was completed and is also dead")
     left = run.final is not None and jid not in run.final_dead and jid in run.on_server
     if job.dead_calls and left:
@@ -304,17 +286,16 @@ def _once_problems(job: _Job, run: _Run) -> list[str]:
 def _resolved(job: _Job, run: _Run) -> int:
     """How many of the job's ends the audit accepted on a lost reply's evidence."""
     by_lost_retry = job.job_id in run.final_dead and not job.dead_calls
-    return int(job.landed_on_resend) + int(by_lost_retry and _retry_reply_lost(job, run))
+    return int(job.landed_on_resend) + int(by_lost_retry and job.retry_lost)
 
 
 def _fate(job: _Job, run: _Run) -> Fate:
-    """How the job ended: completed, evicted (by the fault), dead, still on the server, or lost
-    without a trace."""
+    """How the job ended: completed, evicted, dead, unfinished (on the server), or lost."""
     if job.finishing:
         return "completed"
     if job.job_id in run.evictions:
         return "evicted"
-    if _is_dead(job, run) and (run.final is None or job.job_id in run.final_dead):
+    if job.dead and (run.final is None or job.job_id in run.final_dead):
         return "dead"
     if run.final is not None and job.job_id in run.on_server:
         return "unfinished"
@@ -350,10 +331,9 @@ def _claimed_after_eviction(job: _Job, run: _Run) -> list[str]:
 
 
 def _lease_lost_by(c: Call, job: _Job, run: _Run) -> str | None:
-    """How the ledger shows accepted settle ``c`` came from a worker that had lost its lease,
-    or None. Only sure evidence counts: another claim of the job that ended before ``c`` began
-    (and after ``c``'s own claim began), or the job's id dropped as an orphan after ``c`` (the
-    settle deleted the row of a job no longer in active; the eviction fault's orphans aside)."""
+    """How the ledger proves accepted settle ``c`` came from a lost lease, or None: another
+    claim between ``c``'s own and ``c``, or the id dropped as an orphan after ``c`` (the settle
+    deleted the row of a job no longer in active), the eviction fault's orphans aside."""
     own = [k for k in job.claims
            if k.actor == c.actor and k.token == c.token and k.started <= c.started]
     mine = max(own, key=lambda k: k.started) if own else None
@@ -400,8 +380,7 @@ def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
 
 
 def _missing(tally: _Tally, restarts: int) -> list[str]:
-    """The run-wide violations of "exactly once": jobs lost (naming a restart without
-    persistence, if one was seen), jobs left unfinished."""
+    """The run-wide violations of "exactly once": jobs lost, jobs left unfinished."""
     out: list[str] = []
     lost, unfinished = len(tally.fates["lost"]), len(tally.fates["unfinished"])
     nowhere = "they are neither completed, dead, nor on the server"
@@ -459,15 +438,11 @@ def _leftovers(final: Snapshot | None, enqueued: set[str]) -> list[str]:
 
 def audit(calls: Sequence[Call], final: Snapshot | None, samples: Sequence[Sample] = (), *,
           restarts: int = 0, notes: Sequence[str] = ()) -> Audit:
-    """Check a run's ledger and its final snapshot against the fence's invariants.
-
-    ``final`` is the queue read after the run (None if it could not be read); ``samples`` are
-    the drift checks taken during the run; ``restarts`` is how many times the server was seen
-    to restart; ``notes`` are run-level failures (timeout, crashed thread) to report as such.
-    """
+    """Check a run's ledger, its final state (None: unread), its drift ``samples``, its
+    server ``restarts`` and run-level failures (``notes``) against the fence's invariants."""
     run, tally = _index(calls, final), _Tally()
     for job_id in run.enqueued:
-        _audit_job(_job(job_id, run.by_job.get(job_id, [])), run, tally)
+        _audit_job(_job(job_id, run.by_job.get(job_id, []), run), run, tally)
     tally.problems[V_ONCE].extend(_missing(tally, restarts))
     tally.problems[V_DRIFT].extend(_sampled_drift(samples, set(run.evictions)))
     tally.problems[V_ORPHANS].extend(_undropped(run))
@@ -504,26 +479,17 @@ STALE = "EMQSTALE"
 _ATTEMPTS_IS = re.compile(r"attempts is (\d+)")
 
 
-class Reaps:
-    """The reaps of a run that returned at least one job, ordered by when they ended."""
-
-    def __init__(self, calls: Iterable[Call]) -> None:
-        self.calls = sorted(calls, key=lambda c: c.ended)
-        self._ends = [c.ended for c in self.calls]
-
-    def between(self, low: float, high: float) -> bool:
-        """True when some reap that returned jobs ran after ``low`` and before ``high``."""
-        i = bisect.bisect_left(self._ends, low)
-        return i < len(self.calls) and self.calls[i].started <= high
+def _reaped_between(reaps: Sequence[Call], low: float, high: float) -> bool:
+    """True when some reap of ``reaps`` (ordered by end) ran after ``low`` and before ``high``."""
+    i = bisect.bisect_left(reaps, low, key=lambda c: c.ended)
+    return i < len(reaps) and reaps[i].started <= high
 
 
-def unproven(
-    c: Call, claims: Sequence[Call], finishing: Sequence[Call], reaps: Reaps, lost_claims: int
-) -> str | None:
+def unproven(c: Call, claims: Sequence[Call], finishing: Sequence[Call], reaps: Sequence[Call],
+             lost_claims: int) -> str | None:
     """None when the ledger proves turned-away call ``c`` was for a stale token; else why not.
-
-    ``claims`` are the job's accepted claims, ``finishing`` the calls that retired it, and
-    ``lost_claims`` how many claims of the run lost their reply (a token they minted is unseen).
+    ``claims``: the job's accepted claims; ``finishing``: the calls that retired it; ``reaps``:
+    those that returned jobs; ``lost_claims``: the run's claims whose reply (and token) was lost.
     """
     if c.outcome != "gone" and c.reply != STALE:
         return f"a refusal of that class is not the fence's (only {STALE} or a gone row are)"
@@ -533,7 +499,7 @@ def unproven(
     expiry = lease.started + lease.lease_ms / 1000
     if c.ended + CLOCK_SLACK_S < expiry:
         return f"its lease of {lease.lease_ms} ms could not have expired yet"
-    if not reaps.between(expiry - CLOCK_SLACK_S, c.ended):
+    if not _reaped_between(reaps, expiry - CLOCK_SLACK_S, c.ended):
         return "no reap returned any job between the lease's expiry and the refusal"
     if c.outcome == "gone" or "gone" in c.detail:
         done = any(f.token > c.token and f.started <= c.ended for f in finishing)

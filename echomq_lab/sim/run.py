@@ -1,12 +1,9 @@
-"""One simulated run: its :class:`Settings`, the actors, :class:`Simulation` and its
-:class:`Result`.
+"""One simulated run: :class:`Settings`, :class:`Simulation`, the actors, :class:`Result`.
 
-A producer enqueues; each worker claims a job, works a moment (or stalls past its lease), then
-completes it or, when the work "fails", retries it (dead at the attempts cap); a reaper, a
-promoter, a sampler of drift checks and, when asked, the faults (an evictor, a re-sender) run
-beside them. Every answer goes into the ledger, which :func:`.audit.audit` checks at the end. A
-call that finds the server unreachable is recorded as a lost reply; its actor backs off and
-carries on.
+Each worker claims a job, works a moment (or stalls past its lease), then completes it or, when
+the work "fails", retries it; a reaper, a promoter, a drift sampler and the faults asked for
+run beside them. Every answer goes into the ledger, audited at the end. An actor that finds the
+server unreachable records a lost reply, backs off and carries on.
 """
 
 from __future__ import annotations
@@ -88,8 +85,7 @@ class Settings:
             keyspace.check_queue(self.queue)
 
     def _check_ranges(self) -> None:
-        """Chances between 0 and 1; ranges ordered, not negative; leases of 1 ms or more;
-        periods positive."""
+        """Chances in [0, 1]; ranges ordered, not negative; leases of 1 ms or more."""
         for name in ("stall", "fail"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a probability: between 0 and 1")
@@ -127,12 +123,9 @@ class Backoff:
 
 
 def client_factory(url: str | None) -> tuple[ClientFactory, str]:
-    """A maker of clients on one server, and that server's description.
-
-    ``url=None``: a fresh embedded server for this run, shared by every client. A URL: a client
-    of its own per call (``connect`` switches redis-py's silent resends off, so every lost
-    connection reaches the actor: a silent resend could run a script twice).
-    """
+    """A maker of clients on one server (a fresh embedded one for ``url=None``), and that
+    server's description. ``connect`` switches redis-py's silent resends off: a lost connection
+    reaches the actor, as a silent resend could run a script twice."""
     if url is None:
         server = fakeredis.FakeServer()
         return lambda: fakeredis.FakeRedis(server=server, decode_responses=False), EMBEDDED
@@ -150,11 +143,9 @@ PROBE_EVERY_S = 0.25
 
 
 class Simulation:
-    """One run. Call :meth:`run` (in any thread); watch :attr:`finished` while it goes.
-
-    Its threads (the actors below) share it: ``stopping`` ends new claims, ``aborting`` drops
-    the leases in hand; ``notes`` are run-level failures, each a violation of the run verdict.
-    """
+    """One run. Call :meth:`run` (in any thread); watch :attr:`finished` while it goes. Its
+    threads share it: ``stopping`` ends new claims, ``aborting`` drops the leases in hand;
+    ``notes`` are run-level failures, each a violation of the run verdict."""
 
     def __init__(self, settings: Settings | None = None, url: str | None = None) -> None:
         self.settings = settings or Settings()
@@ -216,8 +207,7 @@ class Simulation:
         return result_of(self, verdict, final, enqueue_s, elapsed_s, timed_out, restarts)
 
     def client(self, name: str) -> redis.Redis | None:
-        """A client of thread ``name``'s own, tried again while the server is away; None if
-        the run stopped first."""
+        """A client of thread ``name``'s own, once the server answers; None if the run stops."""
         backoff = Backoff(random.Random(f"{self.settings.seed}:{name}:connect"))
         while not self.stopping.is_set():
             try:
@@ -244,9 +234,8 @@ class Simulation:
                 self.run_ids.append(run_id)
 
     def _work_through(self, conn: redis.Redis, deadline: float) -> bool:
-        """Run the workers and housekeepers until the work is done or the deadline; True if the
-        deadline ended it. No new claims after that; a worker still in a (stale) lease settles
-        it, unless time is up."""
+        """Run the threads until the work is done or the deadline (then True). A worker still in
+        a (stale) lease then settles it, unless time is up."""
         s = self.settings
         bodies: list[tuple[str, Body, int]] = [(f"w{i}", worker, i) for i in range(s.workers)]
         bodies += [(name, body, 0) for name, body in HOUSEKEEPERS]
@@ -277,8 +266,7 @@ class Simulation:
     def _wait_until_done(
         self, conn: redis.Redis, deadline: float, workers: Sequence[threading.Thread]
     ) -> bool:
-        """Block until every job finished, or nothing is left to do (seen twice), or the
-        deadline; True if the deadline ended it."""
+        """Wait until every job finished, nothing is left (seen twice), or the deadline (True)."""
         quiet = 0
         next_probe = time.monotonic() + PROBE_EVERY_S
         while not self.stopping.is_set():
@@ -332,9 +320,8 @@ def simulate(url: str | None = None, **settings: Any) -> Result:
 
 
 # ---- the actors: producer, workers, housekeepers, faults -----------------------------------
-# Each is a function of the run, its thread's name and index. Each id a claim, reap or promote
-# drops as an orphan goes into the ledger as a ``drop`` call: the audit can then show that no
-# token was minted for it.
+# Each id a claim, reap or promote drops as an orphan goes into the ledger as a ``drop`` call:
+# the audit can then show that no token was minted for it.
 
 Step = Callable[[redis.Redis], float | None]
 
@@ -342,9 +329,8 @@ Step = Callable[[redis.Redis], float | None]
 def answered(sim: Simulation, actor: str, verb: str, job_id: str, token: int,
              send: Callable[[], str], backoff: Backoff, *, stalled: bool = False,
              deadline: float = math.inf) -> None:
-    """Call ``send`` until the server answers (a refusal or a gone row is an answer too),
-    each try in the ledger. After a lost reply the call is sent again, unless the run aborts;
-    past ``deadline`` the lost server's error is raised."""
+    """Call ``send`` until the server answers (a refusal or a gone row too), each try in the
+    ledger; after a lost reply send again, unless the run aborts (or raise past ``deadline``)."""
     lost = False
     while True:
         started = sim.ledger.now()
@@ -420,9 +406,8 @@ def record_drops(sim: Simulation, name: str, dropped: jobs.Dropped, started: flo
 
 def _work(sim: Simulation, conn: redis.Redis, name: str, got: jobs.Claimed, lease_ms: int,
           rng: random.Random, backoff: Backoff) -> bool:
-    """Work one lease (maybe stalling past it), then complete it or, when the work failed,
-    retry it; False when the run was aborted mid-lease (the lease is abandoned). Without the
-    fence the complete is the unfenced one (a demonstration); a retry is always fenced."""
+    """Work one lease (maybe stalling past it), then complete it (unfenced without the fence)
+    or, when the work failed, retry it; False when the run aborted mid-lease."""
     s = sim.settings
     stalled = rng.random() < s.stall
     failed = rng.random() < s.fail
@@ -465,8 +450,7 @@ def worker(sim: Simulation, name: str, index: int) -> None:
 
 
 def _loop(sim: Simulation, name: str, every_s: float, step: Step) -> None:
-    """Run ``step`` every ``every_s`` (or the longer pause it returns) until the run stops,
-    riding out a lost server."""
+    """Run ``step`` every ``every_s`` (or the longer pause it returns) until the run stops."""
     backoff = Backoff(random.Random(f"{sim.settings.seed}:{name}"))
     conn = sim.client(name)
     if conn is None:
@@ -517,8 +501,8 @@ def promoter(sim: Simulation, name: str, index: int) -> None:
 
 
 def sampler(sim: Simulation, name: str, index: int) -> None:
-    """Take an atomic snapshot and run the drift check every ``sample_every_s`` (or less often:
-    a snapshot blocks the server while it reads every row, so it is kept under ~10%)."""
+    """Check an atomic snapshot for drift every ``sample_every_s``, or less often: a snapshot
+    blocks the server while it reads every row, so it is kept under ~10% of the time."""
 
     def step(conn: redis.Redis) -> float:
         began = time.monotonic()
@@ -553,9 +537,8 @@ return id
 
 
 def resend(sim: Simulation, conn: redis.Redis, job_id: str) -> None:
-    """The re-send fault: the producer, unsure its enqueue landed, sends an evicted id again.
-    ``jobs.enqueue`` refuses an id whose row is gone while the id still holds a place in the
-    queue (nothing written); the unguarded enqueue (``resend_guard`` off) gives it a fresh row."""
+    """The re-send fault: send an evicted id again. ``jobs.enqueue`` refuses it while the id
+    holds a place in the queue; the unguarded enqueue (``resend_guard`` off) gives a fresh row."""
     send = jobs.enqueue if sim.settings.resend_guard else unfenced.enqueue_unguarded
     started = sim.ledger.now()
     try:
@@ -569,9 +552,8 @@ def resend(sim: Simulation, conn: redis.Redis, job_id: str) -> None:
 
 
 def evictor(sim: Simulation, name: str, index: int) -> None:
-    """Delete ``evictions`` job rows under live leases, one every ``evict_every_s``; with
-    ``resend``, re-send each evicted id at once. Only a lease with at least half the shortest
-    lease still to run is picked, so the re-send meets the lease still held."""
+    """Delete ``evictions`` job rows under live leases (with half the shortest lease still to
+    run), one every ``evict_every_s``; with ``resend``, re-send each evicted id at once."""
     rng = random.Random(f"{sim.settings.seed}:{name}")
     margin = sim.settings.lease_ms[0] // 2
     keys = [keyspace.queue_key(sim.queue, "active")]

@@ -1,18 +1,10 @@
 """SimulationPanel: set up a run of the fence under load, press Run, read it as it comes in.
 
-API (for pages)::
-
-    sim = SimulationPanel(url=lab_url())     # sliders: jobs, workers, stall, fail, lease (ms)
-    sim.fence.value = False                  # every input is an ipywidget; set it like a click
-    sim.run(wait=True)                       # the Run button, waiting for the end (cells, tests)
-    sim.result                               # the sim.Result once done (None before)
-    sim.follow.value = "worker:w0"           # or "job:<id>": whose leases the timeline draws
-    sim.window.value = 0.2                   # the window's start (s); sim.length: its length
-    sim.text()                               # settings, progress, verdicts, the followed leases
-
-While a run goes, a progress bar counts the finished jobs and a line tallies the server's
-answers; the verdicts appear when it ends. The timeline draws only the followed worker or job
-inside a short window, and nothing before the first run ends.
+Every input is an ipywidget (set ``sim.fence.value = False`` like a click); ``sim.run(wait=True)``
+is the Run button waiting for the end, ``sim.result`` the run's Result. While a run goes, a bar
+counts the finished jobs and a line tallies the server's answers; the verdicts come at the end.
+The timeline draws the leases of the worker or job ``sim.follow`` names (``"worker:w0"``,
+``"job:<id>"``) inside the window ``sim.window`` (its start, s) and ``sim.length`` set.
 """
 
 from __future__ import annotations
@@ -21,7 +13,6 @@ import html
 import io
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
@@ -52,8 +43,7 @@ class SimulationPanel(Panel):
         self.url, self.seed = url, seed
         self.result: Result | None = None
         self._leases: list[Lease] = []
-        self._quiet = False
-        self.error = ""
+        self._quiet, self.error = False, ""
         self._sim: Simulation | None = None
         self._thread: threading.Thread | None = None
         self.jobs = _slider(W.IntSlider, jobs, 1, 500, 1, "jobs", "How many jobs to enqueue")
@@ -118,25 +108,21 @@ class SimulationPanel(Panel):
 
     @property
     def running(self) -> bool:
-        """True while a run is going."""
         return self._thread is not None and self._thread.is_alive()
 
     def run(self, wait: bool = True) -> Result | None:
-        """Start a run with the inputs' settings; with ``wait``, block until it ends and
-        return its result. A second run while one goes is refused on the status line."""
+        """Start a run with the inputs' settings; with ``wait``, block until it ends and return
+        its result. A second run while one goes is refused on the status line."""
         if self.running:
             self._show_status("a run is already going: wait for it, or press Stop", ok=False)
             return None
-        try:
-            self._sim = sim = Simulation(self.settings(), url=self.url)
-        except (ValueError, TypeError) as exc:
-            self._show_status(one_line(exc), ok=False)
+        _, sim = self._attempt(self.status, lambda: Simulation(self.settings(), url=self.url))
+        if not isinstance(sim, Simulation):
             return None
-        self.result, self.error = None, ""
+        self._sim, self.result, self.error, self._leases = sim, None, "", []
         self.progress.max, self.progress.value = sim.settings.jobs, 0
         self.verdicts.value = self.story.value = ""
-        self.picture.value = b""
-        self.picture.layout.display = "none"
+        self.picture.value, self.picture.layout.display = b"", "none"
         self.follow.options = [("(running)", "")]
         self.buttons["run"].disabled, self.buttons["stop"].disabled = True, False
         self._show_status(f"running {sim.settings.jobs} jobs on {sim.backend}")
@@ -162,7 +148,7 @@ class SimulationPanel(Panel):
         if self._thread is not None:
             self._thread.join()
         self.buttons["run"].disabled, self.buttons["stop"].disabled = False, True
-        self._or_say("the run ended, but showing it failed", self._finish)
+        self._attempt(self.status, self._finish)
 
     def _tick(self) -> None:
         if self._sim is not None:
@@ -182,13 +168,13 @@ class SimulationPanel(Panel):
             self._show_status(f"the run did not finish: {self.error or 'stopped'}", ok=False)
             return
         held = all(r.verdicts.values())
-        let_through = (f"; without the fence, {r.stale_completes_accepted} stale completes "
-                       f"were accepted and {r.settled_after_lease_lost} jobs were settled by a "
-                       "worker that had lost its lease") if not r.settings.fence else ""
-        self._show_status(f"done: {r.completed} completed, {r.dead} dead, {r.refusals} settles "
-                          f"turned away, in {r.elapsed_s:.2f} s; "
-                          f"{'every verdict holds' if held else 'a verdict failed'}{let_through}",
-                          ok=held)
+        said = (f"done: {r.completed} completed, {r.dead} dead, {r.refusals} settles turned away, "
+                f"in {r.elapsed_s:.2f} s; {'every verdict holds' if held else 'a verdict failed'}")
+        if not r.settings.fence:
+            said += (f"; without the fence, {r.stale_completes_accepted} stale completes were "
+                     f"accepted and {r.settled_after_lease_lost} jobs were settled by a worker "
+                     "that had lost its lease")
+        self._show_status(said, ok=held)
         self.verdicts.value = charts.verdicts_html(r.verdicts)
         self._leases = r.leases()
         options = charts.followable(self._leases)
@@ -198,7 +184,7 @@ class SimulationPanel(Panel):
     # -- following -------------------------------------------------------------------------
     def leases(self) -> list[Lease]:
         """Every lease of the last run (empty before one ends)."""
-        return list(self._leases) if self.result is not None else []
+        return list(self._leases)
 
     def _followed(self) -> None:
         key = self.follow.value
@@ -219,10 +205,9 @@ class SimulationPanel(Panel):
         return (self.window.value, self.window.value + self.length.value)
 
     def draw(self) -> None:
-        """Draw the followed worker's or job's leases inside the window, and tell them in
-        words; a failure to draw is one line on the status line."""
+        """Draw the followed worker's or job's leases inside the window, and tell them in words."""
         if self.follow.value and self.result is not None and not self._quiet:
-            self._or_say("the timeline could not be drawn", self._draw)
+            self._attempt(self.status, self._draw)
 
     def _draw(self) -> None:
         key, window = self.follow.value, self.current_window()
@@ -233,17 +218,9 @@ class SimulationPanel(Panel):
         ax.set_xlim(*window)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=90)
-        self.picture.value = buf.getvalue()
-        self.picture.layout.display = None
+        self.picture.value, self.picture.layout.display = buf.getvalue(), None
         lines = charts.describe(self.leases(), key, window)
         self.story.value = "<pre>" + html.escape("\n".join(lines)) + "</pre>"
-
-    def _or_say(self, what: str, action: Callable[[], None]) -> None:
-        """Run ``action``; if it raises, say ``what`` and why on the status line, in one line."""
-        try:
-            action()
-        except Exception as exc:  # noqa: BLE001 - one line on the panel, never a traceback
-            self._show_status(f"{what}: {one_line(exc)}", ok=False)
 
     def _show_status(self, text: str, ok: bool | None = None) -> None:
         self.last_message, self.last_ok = text, ok is not False

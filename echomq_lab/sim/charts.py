@@ -1,10 +1,6 @@
-"""Reading a run back: each lease rebuilt from the ledger, a worker or a job to follow, and the
-pictures (the leases on a timeline, the verdicts, runs side by side).
-
-A key to follow is ``"worker:w0"`` or ``"job:JOB..."``. matplotlib is imported only to draw.
-:func:`lease_timeline` draws one row per worker and one bar per lease, coloured by how it ended;
-a lease the fence cut off is hatched, with a tick at its deadline and a cross at its settle; a
-ring marks a lease that ran its job again.
+"""Reading a run back: each lease rebuilt from the ledger, a worker or a job to follow (a key
+``"worker:w0"`` or ``"job:JOB..."``), and the pictures: the leases on a timeline, the verdicts,
+runs side by side. matplotlib is imported only to draw.
 """
 
 from __future__ import annotations
@@ -71,8 +67,8 @@ def _lease(claim: Call, settle: Call | None, cut: dict[str, int]) -> Lease:
 
 
 def leases(calls: Iterable[Call]) -> list[Lease]:
-    """Every accepted claim of ``calls`` as a :class:`Lease`, in claim order. A lease ends at
-    its last answered settle; a job "runs again" under any token above its first cut-off one."""
+    """Every accepted claim of ``calls`` as a :class:`Lease` (ended by its last answered
+    settle), in claim order; a job runs again under any token above its first cut-off one."""
     calls = list(calls)
     settles = {(c.actor, c.job_id, c.token): c for c in calls
                if c.verb in ("complete", "retry") and c.outcome != "lost-reply"}
@@ -103,9 +99,8 @@ def ran_twice(all_leases: Sequence[Lease]) -> list[str]:
 
 
 def work_lost(all_leases: Sequence[Lease]) -> list[str]:
-    """Ids of the jobs retired by one lease while a later lease of theirs was still at work
-    (whose settle then found the job gone): only a run without the fence has any. The
-    plainest first: those whose lost lease had not stalled."""
+    """Ids of the jobs retired by one lease while a later one was at work (its settle then
+    found the job gone; only without the fence), those whose lost lease did not stall first."""
     found: list[tuple[bool, str]] = []
     for job_id, mine in _by_job(all_leases).items():
         done = [le.token for le in mine if le.outcome == "completed"]
@@ -139,8 +134,8 @@ _TALLY = (("claims", "claims"), ("completed", "completed"), ("retried", "retried
 
 
 def tally(calls: Iterable[Call]) -> dict[str, int]:
-    """What the server has answered so far: claims handed out, jobs completed, retried and
-    dead, leases reaped, settles turned away by who said no (a wire class, or ``job gone``)."""
+    """What the server has answered so far; settles turned away are counted by who said no
+    (a wire class, or ``job gone``)."""
     counts: Counter[str] = Counter()
     for call in calls:
         if accepted(call, "claim") and call.job_id:
@@ -175,8 +170,8 @@ def worker_order(names: Iterable[str]) -> list[str]:
 
 
 def followable(all_leases: Sequence[Lease]) -> list[tuple[str, str]]:
-    """What the reader may follow, as (label, key): the jobs that ran twice, other jobs with
-    more than one lease, then every worker."""
+    """What the reader may follow, as (label, key): jobs that ran twice, other jobs with more
+    than one lease, then every worker."""
     twice = ran_twice(all_leases)
     counts = Counter(le.job_id for le in all_leases)
     again = [j for j, n in counts.items() if n > 1 and j not in twice]
@@ -253,8 +248,8 @@ BAR_HEIGHT = 0.6
 
 
 def _draw_lease(ax: Axes, lease: Lease, y: int) -> None:
-    """One lease's bar on row ``y``; a cut-off one hatched, with its deadline tick and a cross
-    at its refused settle; a ring where a job runs again."""
+    """One lease's bar on row ``y``, coloured by how it ended; a cut-off one hatched, with a
+    tick at its deadline and a cross at its settle; a ring where a job runs again."""
     half = BAR_HEIGHT / 2
     colour = OUTCOME_COLOURS.get(lease.outcome, MUTED)
     refused = lease.outcome == "refused"
@@ -293,8 +288,7 @@ def _legend(ax: Axes, all_leases: Sequence[Lease]) -> None:
 def lease_timeline(
     all_leases: Sequence[Lease], ax: Axes | None = None, *, title: str | None = None
 ) -> Axes:
-    """Draw the leases on ``ax`` (a new figure's axes if None): one row per worker, top to
-    bottom, time along the bottom."""
+    """Draw the leases on ``ax`` (a new figure's axes if None), one row per worker."""
     from matplotlib.figure import Figure
 
     if ax is None:

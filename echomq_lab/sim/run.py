@@ -85,7 +85,7 @@ class Settings:
             keyspace.check_queue(self.queue)
 
     def _check_ranges(self) -> None:
-        """Chances in [0, 1]; ranges ordered, not negative; leases of 1 ms or more."""
+        """Chances in [0, 1]; ranges ordered, not negative; leases of 1 ms or more; periods > 0."""
         for name in ("stall", "fail"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a probability: between 0 and 1")

@@ -167,36 +167,53 @@ class Audit:
         return [msg for name in VERDICTS for msg in self.problems.get(name, [])]
 
 
-@dataclass(frozen=True)
 class _Run:
-    """What the whole ledger says, indexed for the per-job checks."""
+    """What the whole ledger says, read once and indexed for the per-job checks."""
 
-    enqueued: list[str]
-    by_job: dict[str, list[Call]]
-    reaps: list[Call]  # the reaps that returned jobs, ordered by end
-    lost_claims: int
-    lost_keys: set[LeaseKey]
-    final: Snapshot | None
-    final_dead: set[str]
-    on_server: set[str]
-    evictions: dict[str, Call]  # job id -> the call that deleted its row
-    dropped: dict[str, list[Call]]  # ids a transition dropped as orphans or malformed
-    resends: list[Call]  # the re-send fault's enqueues, accepted or refused
+    def __init__(self, calls: Sequence[Call], final: Snapshot | None) -> None:
+        enqueued: list[str] = []
+        self.by_job: dict[str, list[Call]] = defaultdict(list)
+        self.dropped: dict[str, list[Call]] = defaultdict(list)  # orphans or malformed members
+        for c in calls:
+            if accepted(c, "enqueue") and (c.reply == "enqueued" or c.after_lost_reply):
+                enqueued.append(c.job_id)
+            if c.job_id and c.verb != "enqueue":
+                self.by_job[c.job_id].append(c)
+            if accepted(c, "drop"):
+                self.dropped[c.job_id].append(c)
+        self.enqueued = list(dict.fromkeys(enqueued))
+        lost = [c for c in calls if c.outcome == "lost-reply"]
+        self.lost_claims = sum(1 for c in lost if c.verb == "claim")
+        self.lost_keys: set[LeaseKey] = {(c.verb, c.job_id, c.token) for c in lost if c.job_id}
+        #: the reaps that returned jobs, ordered by end
+        self.reaps = sorted((c for c in calls if accepted(c, "reap") and c.reply != "0"),
+                            key=lambda c: c.ended)
+        self.final = final
+        self.final_dead = set(final.members("dead")) if final else set()
+        self.on_server = set(final.ids()) if final else set()
+        #: job id -> the call that deleted its row (the eviction fault)
+        self.evictions = {c.job_id: c for c in calls if accepted(c, "evict")}
+        self.resends = [c for c in calls if c.verb == "resend"]  # accepted or refused
 
 
-@dataclass(frozen=True)
 class _Job:
-    """One job's calls, and what they add up to."""
+    """One job's calls, and what they add up to. A resent complete of the final token that
+    found the row gone retired the job (its lost first try landed), unless another complete
+    was accepted."""
 
-    job_id: str
-    calls: list[Call]
-    claims: list[Call]
-    final_token: int
-    finishing: list[Call]
-    dead_calls: list[Call]
-    landed_on_resend: bool  # retired by a complete whose reply was lost
-    retry_lost: bool  # the final lease's retry lost its reply (it may have dead-lettered)
-    dead: bool  # an accepted retry dead-lettered it, or it is in the final dead set
+    def __init__(self, job_id: str, mine: list[Call], run: _Run) -> None:
+        self.job_id, self.calls = job_id, mine
+        self.claims = [c for c in mine if accepted(c, "claim")]
+        self.final_token = max((c.token for c in self.claims), default=0)
+        finishing = [c for c in mine if accepted(c, "complete")]
+        landed = [c for c in mine if gone_on_resend(c) and c.token == self.final_token]
+        self.landed_on_resend = not finishing and bool(landed)
+        self.finishing = [landed[-1]] if self.landed_on_resend else finishing
+        self.dead_calls = [c for c in mine if dead_lettered(c)]
+        #: the final lease's retry lost its reply (it may have dead-lettered)
+        self.retry_lost = ("retry", job_id, self.final_token) in run.lost_keys
+        #: an accepted retry dead-lettered it, or it is in the final dead set
+        self.dead = bool(self.dead_calls) or job_id in run.final_dead
 
 
 @dataclass
@@ -210,49 +227,6 @@ class _Tally:
     resolved: int = 0
     stale_accepted: int = 0  # accepted settles whose lease was no longer the live one
     lease_lost: set[str] = field(default_factory=set)  # jobs settled by a lost lease
-
-
-def _index(calls: Sequence[Call], final: Snapshot | None) -> _Run:
-    """Read the ledger once: enqueued ids, each job's calls, the reaps, the lost replies."""
-    enqueued: list[str] = []
-    by_job: dict[str, list[Call]] = defaultdict(list)
-    dropped: dict[str, list[Call]] = defaultdict(list)
-    for c in calls:
-        if accepted(c, "enqueue") and (c.reply == "enqueued" or c.after_lost_reply):
-            enqueued.append(c.job_id)
-        if c.job_id and c.verb != "enqueue":
-            by_job[c.job_id].append(c)
-        if accepted(c, "drop"):
-            dropped[c.job_id].append(c)
-    lost = [c for c in calls if c.outcome == "lost-reply"]
-    return _Run(
-        enqueued=list(dict.fromkeys(enqueued)),
-        by_job=by_job,
-        reaps=sorted((c for c in calls if accepted(c, "reap") and c.reply != "0"),
-                     key=lambda c: c.ended),
-        lost_claims=sum(1 for c in lost if c.verb == "claim"),
-        lost_keys={(c.verb, c.job_id, c.token) for c in lost if c.job_id},
-        final=final,
-        final_dead=set(final.members("dead")) if final else set(),
-        on_server=set(final.ids()) if final else set(),
-        evictions={c.job_id: c for c in calls if accepted(c, "evict")},
-        dropped=dropped,
-        resends=[c for c in calls if c.verb == "resend"],
-    )
-
-
-def _job(job_id: str, mine: list[Call], run: _Run) -> _Job:
-    """One job's view. A resent complete of the final token that found the row gone retired
-    the job (its lost first try landed), unless another complete was accepted."""
-    claims = [c for c in mine if accepted(c, "claim")]
-    final_token = max((c.token for c in claims), default=0)
-    finishing = [c for c in mine if accepted(c, "complete")]
-    landed = [c for c in mine if gone_on_resend(c) and c.token == final_token]
-    on_resend = not finishing and bool(landed)
-    dead_calls = [c for c in mine if dead_lettered(c)]
-    return _Job(job_id, mine, claims, final_token, [landed[-1]] if on_resend else finishing,
-                dead_calls, on_resend, ("retry", job_id, final_token) in run.lost_keys,
-                bool(dead_calls) or job_id in run.final_dead)
 
 
 def _shared_tokens(job: _Job) -> list[str]:
@@ -440,9 +414,9 @@ def audit(calls: Sequence[Call], final: Snapshot | None, samples: Sequence[Sampl
           restarts: int = 0, notes: Sequence[str] = ()) -> Audit:
     """Check a run's ledger, its final state (None: unread), its drift ``samples``, its
     server ``restarts`` and run-level failures (``notes``) against the fence's invariants."""
-    run, tally = _index(calls, final), _Tally()
+    run, tally = _Run(calls, final), _Tally()
     for job_id in run.enqueued:
-        _audit_job(_job(job_id, run.by_job.get(job_id, []), run), run, tally)
+        _audit_job(_Job(job_id, run.by_job.get(job_id, []), run), run, tally)
     tally.problems[V_ONCE].extend(_missing(tally, restarts))
     tally.problems[V_DRIFT].extend(_sampled_drift(samples, set(run.evictions)))
     tally.problems[V_ORPHANS].extend(_undropped(run))

@@ -3,7 +3,7 @@
 :func:`run` stages one failover on a local cluster: the job reaches the replicas, they are
 frozen and cut off, worker 1 claims (token 1 on the primary only), the primary is killed, a
 replica is promoted and worker 2 claims the same job: the promoted replica mints token 1 again.
-Every call goes into a :class:`~echomq_lab.sim.ledger.Ledger`, audited at the end. With
+Every call goes into a :class:`~echomq_lab.sim.audit.Ledger`, audited at the end. With
 ``durable=True`` both workers use :func:`durable_claim` (``replicas=1``): worker 1's claim
 reaches no replica, :class:`errors.NotReplicated` is raised and worker 1 never starts.
 ``python -m echomq_lab.failover`` runs :func:`experiment` both ways and prints it.
@@ -28,8 +28,7 @@ from echomq_lab.connection import connect, node_client, reaching
 from echomq_lab.measure import commandstats, counting
 from echomq_lab.scripts import Arg, Script, load
 from echomq_lab.servers import wait_until
-from echomq_lab.sim.audit import Audit, audit
-from echomq_lab.sim.ledger import Ledger
+from echomq_lab.sim.audit import Audit, Ledger, audit
 from echomq_lab.snapshot import snapshot
 
 #: A node is judged failed after one second, and a replica cut off from its primary may still

@@ -1,9 +1,6 @@
 """``python -m echomq_lab.sim``: run one simulation, print its figures, write them as JSON.
 
-For example::
-
-    python -m echomq_lab.sim --jobs 20000 --workers 8 --stall 0.2 --out results/sim.json
-
+For example: ``python -m echomq_lab.sim --jobs 20000 --workers 8 --out results/sim.json``.
 The exit status is 0 when every verdict held, 1 when the audit found a violation, and 2 when a
 setting was refused (the one-line reason goes to stderr).
 """
@@ -17,14 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from echomq_lab import errors
-from echomq_lab.sim.run import Result, Settings, Simulation
-
-PROG = "python -m echomq_lab.sim"
+from echomq_lab.sim.run import Settings, Simulation
 
 
 def parser() -> argparse.ArgumentParser:
     """The command's options; each default is the :class:`Settings` default."""
-    p = argparse.ArgumentParser(prog=PROG, description="Run the fence under load, then audit it.")
+    p = argparse.ArgumentParser(prog="python -m echomq_lab.sim",
+                                description="Run the fence under load, then audit it.")
     d = Settings()
     p.add_argument("--jobs", type=int, default=d.jobs)
     p.add_argument("--workers", type=int, default=d.workers)
@@ -48,32 +44,23 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _settings(a: argparse.Namespace) -> Settings:
-    """The run's settings from the parsed options."""
-    return Settings(jobs=a.jobs, workers=a.workers, stall=a.stall, fail=a.fail,
-                    max_attempts=a.max_attempts, lease_ms=tuple(a.lease_ms), seed=a.seed,
-                    timeout_s=a.timeout, evictions=a.evictions, resend=a.resend,
-                    resend_guard=a.resend_guard, fence=a.fence)
-
-
-def _write(result: Result, out: Path) -> None:
-    """Write the figures to ``out`` as JSON (making its folder), and say so."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run, print the figures, write them as JSON; the exit status as described above."""
     a = parser().parse_args(argv)
     try:
-        result = Simulation(_settings(a), url=a.url).run()
+        settings = Settings(jobs=a.jobs, workers=a.workers, stall=a.stall, fail=a.fail,
+                            max_attempts=a.max_attempts, lease_ms=tuple(a.lease_ms), seed=a.seed,
+                            timeout_s=a.timeout, evictions=a.evictions, resend=a.resend,
+                            resend_guard=a.resend_guard, fence=a.fence)
+        result = Simulation(settings, url=a.url).run()
     except (ValueError, TypeError, errors.EchoMQError) as exc:
         print(f"simulate: {exc}", file=sys.stderr)
         return 2
     print(result.summary())
     if a.out is not None:
-        _write(result, a.out)
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {a.out}")
     return 1 if result.violations else 0
 
 

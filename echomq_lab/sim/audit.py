@@ -1,38 +1,109 @@
-"""The audit: a run's ledger and the queue's final state, checked against the fence.
+"""The ledger of a run (every call and its answer, in the order they ended), and its audit.
 
-:func:`audit` gives one verdict per invariant (the ``V_...`` names, in :data:`VERDICTS` order),
-each with the violations that broke it:
-
-* every enqueued job was completed exactly once, or is dead;
-* every accepted complete (and every dead-letter) carried the job's final token;
-* no token was ever handed to two leases;
-* every turned-away settle was for a token that really was stale (proved from the ledger, below);
-* the sampled drift checks (one atomic snapshot each) found nothing;
-* nothing is left on the server but the dead jobs' rows;
-* no job whose row was deleted under its lease (the eviction fault) was claimed again: its id
-  was dropped as an orphan, and no token was minted for it;
-* no job was settled by a worker that had lost its lease (another claim of the job came in
-  between, or the job's id was left behind in a set without its row);
-* the run itself finished cleanly.
-
-A lost reply hides whether its call ran; the audit allows for what it can hide and counts the
-ends it accepted on that evidence (``resolved_after_lost_reply``).
+:func:`audit` gives one verdict per invariant of the fence (the ``V_...`` names, in
+:data:`VERDICTS` order), each with the violations that broke it. A lost reply hides whether its
+call ran: the audit allows for that, and counts the ends it accepted so.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+import threading
+import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from echomq_lab import errors
 from echomq_lab.keyspace import SetName
-from echomq_lab.sim.ledger import TURNED_AWAY, Call, accepted, dead_lettered, gone_on_resend
 from echomq_lab.snapshot import Drift, Snapshot, drifts
 
-#: The verdicts the audit gives, in the order it prints them.
+# ---- the ledger ----------------------------------------------------------------------------
+
+Outcome = Literal["accepted", "refused", "gone", "lost-reply"]
+#: The outcomes of a settle that was turned away: refused by the fence, or its row found gone.
+TURNED_AWAY: frozenset[str] = frozenset({"refused", "gone"})
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call and its answer: ``accepted`` (``reply``: what the handle returned),
+    ``refused`` (its wire class), ``gone`` (no row) or ``lost-reply`` (it may or may not have
+    run). Times: wall-clock seconds since the run began. ``token``: minted or presented, or 0."""
+
+    seq: int
+    actor: str
+    verb: str
+    job_id: str
+    token: int
+    outcome: Outcome
+    reply: str
+    detail: str = ""
+    started: float = 0.0
+    ended: float = 0.0
+    lease_ms: int = 0
+    stalled: bool = False
+    after_lost_reply: bool = False
+
+
+def accepted(call: Call, verb: str) -> bool:
+    """True when ``call`` is an accepted call of ``verb``."""
+    return call.verb == verb and call.outcome == "accepted"
+
+
+def dead_lettered(call: Call) -> bool:
+    """True when ``call`` is an accepted retry that moved its job to the dead set."""
+    return accepted(call, "retry") and call.reply == "dead"
+
+
+def gone_on_resend(call: Call) -> bool:
+    """True when ``call`` is a complete resent after a lost reply that found the row gone."""
+    return call.verb == "complete" and call.outcome == "gone" and call.after_lost_reply
+
+
+class Ledger:
+    """An append-only, thread-safe list of :class:`Call` records, and the jobs seen to finish."""
+
+    def __init__(self) -> None:
+        self.t0 = time.time()
+        self.calls: list[Call] = []
+        self.finished: set[str] = set()
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        """Seconds since the run began."""
+        return time.time() - self.t0
+
+    def record(self, actor: str, verb: str, job_id: str, token: int, outcome: Outcome,
+               reply: str, *, started: float, detail: str = "", lease_ms: int = 0,
+               stalled: bool = False, after_lost_reply: bool = False) -> Call:
+        """Append one call (its end time is now) and return it."""
+        ended = self.now()
+        with self._lock:
+            call = Call(len(self.calls), actor, verb, job_id, token, outcome, reply, detail,
+                        started, ended, lease_ms, stalled, after_lost_reply)
+            self.calls.append(call)
+            if accepted(call, "complete") or dead_lettered(call) or gone_on_resend(call):
+                self.finished.add(job_id)
+        return call
+
+    def record_error(self, actor: str, verb: str, job_id: str, token: int,
+                     exc: errors.EchoMQError, *, started: float, lease_ms: int = 0,
+                     stalled: bool = False, after_lost_reply: bool = False) -> Call:
+        """Append a call that raised ``exc``, with :func:`errors.kind_of` as its reply."""
+        outcome: Outcome = (
+            "refused" if isinstance(exc, errors.Refusal)
+            else "gone" if isinstance(exc, errors.JobGone) else "lost-reply"
+        )  # fmt: skip
+        return self.record(actor, verb, job_id, token, outcome, errors.kind_of(exc),
+                           started=started, detail=exc.detail, lease_ms=lease_ms,
+                           stalled=stalled, after_lost_reply=after_lost_reply)
+
+
+# ---- the verdicts --------------------------------------------------------------------------
+
 V_ONCE = "every job completed exactly once or dead"
 V_FINAL = "every accepted complete carried the job's final token"
 V_TOKENS = "no token was handed to two leases"
@@ -45,8 +116,6 @@ V_RUN = "the run finished cleanly (no timeout, no crashed thread)"
 VERDICTS: tuple[str, ...] = (
     V_ONCE, V_FINAL, V_TOKENS, V_STALE, V_DRIFT, V_CLEAN, V_ORPHANS, V_LEASE, V_RUN,
 )  # fmt: skip
-#: The verbs that settle a lease: the only calls the fence can turn away.
-SETTLES = ("complete", "retry")
 
 Fate = Literal["completed", "dead", "unfinished", "lost", "evicted"]
 LeaseKey = tuple[str, str, int]  # (verb, job id, token)
@@ -62,17 +131,9 @@ class Sample:
 
 @dataclass
 class Audit:
-    """The verdicts on one run: each verdict's violations (a list per verdict, empty when it
-    held), and the figures the audit counted.
-
-    ``refusals`` counts the settles turned away (refused, or their row found gone) other than by
-    the job's finishers; ``refusals_by_class`` splits them by wire class or the lab's label.
-    What the fence is there to refuse, if it was let through (0 each when it held):
-    ``stale_completes_accepted`` counts accepted completes and dead-letters whose lease was no
-    longer the job's live one (a later token minted, another claim in between, or the id left
-    behind without its row); ``settled_after_lease_lost`` counts the jobs they settled.
-    ``resent`` and ``resends_refused`` count the re-send fault's enqueues, accepted or refused.
-    """
+    """The verdicts on one run: each verdict's violations (empty when it held), and figures.
+    ``refusals``: settles turned away, but the finishers'. ``stale_completes_accepted``: settles
+    accepted from a lease no longer live; ``settled_after_lease_lost``: the jobs they settled."""
 
     problems: dict[str, list[str]]
     completed: int
@@ -106,34 +167,53 @@ class Audit:
         return [msg for name in VERDICTS for msg in self.problems.get(name, [])]
 
 
-@dataclass(frozen=True)
 class _Run:
-    """What the whole ledger says, indexed for the per-job checks."""
+    """What the whole ledger says, read once and indexed for the per-job checks."""
 
-    enqueued: list[str]
-    by_job: dict[str, list[Call]]
-    reaps: Reaps
-    lost_claims: int
-    lost_keys: set[LeaseKey]
-    final: Snapshot | None
-    final_dead: set[str]
-    on_server: set[str]
-    evictions: dict[str, Call]  # job id -> the call that deleted its row
-    dropped: dict[str, list[Call]]  # ids a transition dropped as orphans or malformed
-    resends: list[Call]  # the re-send fault's enqueues, accepted or refused
+    def __init__(self, calls: Sequence[Call], final: Snapshot | None) -> None:
+        enqueued: list[str] = []
+        self.by_job: dict[str, list[Call]] = defaultdict(list)
+        self.dropped: dict[str, list[Call]] = defaultdict(list)  # orphans or malformed members
+        for c in calls:
+            if accepted(c, "enqueue") and (c.reply == "enqueued" or c.after_lost_reply):
+                enqueued.append(c.job_id)
+            if c.job_id and c.verb != "enqueue":
+                self.by_job[c.job_id].append(c)
+            if accepted(c, "drop"):
+                self.dropped[c.job_id].append(c)
+        self.enqueued = list(dict.fromkeys(enqueued))
+        lost = [c for c in calls if c.outcome == "lost-reply"]
+        self.lost_claims = sum(1 for c in lost if c.verb == "claim")
+        self.lost_keys: set[LeaseKey] = {(c.verb, c.job_id, c.token) for c in lost if c.job_id}
+        #: the reaps that returned jobs, ordered by end
+        self.reaps = sorted((c for c in calls if accepted(c, "reap") and c.reply != "0"),
+                            key=lambda c: c.ended)
+        self.final = final
+        self.final_dead = set(final.members("dead")) if final else set()
+        self.on_server = set(final.ids()) if final else set()
+        #: job id -> the call that deleted its row (the eviction fault)
+        self.evictions = {c.job_id: c for c in calls if accepted(c, "evict")}
+        self.resends = [c for c in calls if c.verb == "resend"]  # accepted or refused
 
 
-@dataclass(frozen=True)
 class _Job:
-    """One job's calls, and what they add up to."""
+    """One job's calls, and what they add up to. A resent complete of the final token that
+    found the row gone retired the job (its lost first try landed), unless another complete
+    was accepted."""
 
-    job_id: str
-    calls: list[Call]
-    claims: list[Call]
-    final_token: int
-    finishing: list[Call]
-    dead_calls: list[Call]
-    landed_on_resend: bool  # retired by a complete whose reply was lost
+    def __init__(self, job_id: str, mine: list[Call], run: _Run) -> None:
+        self.job_id, self.calls = job_id, mine
+        self.claims = [c for c in mine if accepted(c, "claim")]
+        self.final_token = max((c.token for c in self.claims), default=0)
+        finishing = [c for c in mine if accepted(c, "complete")]
+        landed = [c for c in mine if gone_on_resend(c) and c.token == self.final_token]
+        self.landed_on_resend = not finishing and bool(landed)
+        self.finishing = [landed[-1]] if self.landed_on_resend else finishing
+        self.dead_calls = [c for c in mine if dead_lettered(c)]
+        #: the final lease's retry lost its reply (it may have dead-lettered)
+        self.retry_lost = ("retry", job_id, self.final_token) in run.lost_keys
+        #: an accepted retry dead-lettered it, or it is in the final dead set
+        self.dead = bool(self.dead_calls) or job_id in run.final_dead
 
 
 @dataclass
@@ -149,49 +229,6 @@ class _Tally:
     lease_lost: set[str] = field(default_factory=set)  # jobs settled by a lost lease
 
 
-def _index(calls: Sequence[Call], final: Snapshot | None) -> _Run:
-    """Read the ledger once: enqueued ids, each job's calls, the reaps, the lost replies."""
-    enqueued: list[str] = []
-    by_job: dict[str, list[Call]] = defaultdict(list)
-    for call in calls:
-        if accepted(call, "enqueue") and (call.reply == "enqueued" or call.after_lost_reply):
-            enqueued.append(call.job_id)
-        if call.job_id and call.verb != "enqueue":
-            by_job[call.job_id].append(call)
-    lost = [c for c in calls if c.outcome == "lost-reply"]
-    dropped: dict[str, list[Call]] = defaultdict(list)
-    for c in calls:
-        if accepted(c, "drop"):
-            dropped[c.job_id].append(c)
-    return _Run(
-        enqueued=list(dict.fromkeys(enqueued)),
-        by_job=by_job,
-        reaps=Reaps(c for c in calls if accepted(c, "reap") and c.reply != "0"),
-        lost_claims=sum(1 for c in lost if c.verb == "claim"),
-        lost_keys={(c.verb, c.job_id, c.token) for c in lost if c.job_id},
-        final=final,
-        final_dead=set(final.members("dead")) if final else set(),
-        on_server=set(final.ids()) if final else set(),
-        evictions={c.job_id: c for c in calls if accepted(c, "evict")},
-        dropped=dropped,
-        resends=[c for c in calls if c.verb == "resend"],
-    )
-
-
-def _job(job_id: str, mine: list[Call]) -> _Job:
-    """One job's view. A complete whose reply was lost and whose resend found the row gone
-    retired the job, unless another lease's complete was accepted (then the resend met that
-    one's work). Only the final token's complete can have landed: an older token's first
-    attempt was refused by the fence, so a row it finds gone vanished some other way."""
-    claims = [c for c in mine if accepted(c, "claim")]
-    final_token = max((c.token for c in claims), default=0)
-    finishing = [c for c in mine if accepted(c, "complete")]
-    landed = [c for c in mine if gone_on_resend(c) and c.token == final_token]
-    on_resend = not finishing and bool(landed)
-    return _Job(job_id, mine, claims, final_token, [landed[-1]] if on_resend else finishing,
-                [c for c in mine if dead_lettered(c)], on_resend)
-
-
 def _shared_tokens(job: _Job) -> list[str]:
     """A violation for each token that more than one accepted claim handed out."""
     holders: dict[int, list[str]] = defaultdict(list)
@@ -203,26 +240,16 @@ def _shared_tokens(job: _Job) -> list[str]:
     ]  # fmt: skip
 
 
-def _retry_reply_lost(job: _Job, run: _Run) -> bool:
-    """True when the retry of the job's final lease lost its reply (it may have dead-lettered)."""
-    return ("retry", job.job_id, job.final_token) in run.lost_keys
-
-
-def _is_dead(job: _Job, run: _Run) -> bool:
-    """True when an accepted retry dead-lettered the job or it is in the final dead set."""
-    return bool(job.dead_calls) or job.job_id in run.final_dead
-
-
 def _once_problems(job: _Job, run: _Run) -> list[str]:
     """Violations of "completed exactly once or dead" that one job shows on its own."""
     out: list[str] = []
     jid = job.job_id
-    if jid in run.final_dead and not job.dead_calls and not _retry_reply_lost(job, run):
+    if jid in run.final_dead and not job.dead_calls and not job.retry_lost:
         out.append(f"job {jid} is in the dead set but no accepted retry put it there")
     if len(job.finishing) > 1:
         tokens = ", ".join(str(c.token) for c in job.finishing)
         out.append(f"job {jid} was completed {len(job.finishing)} times (tokens {tokens})")
-    if job.finishing and _is_dead(job, run):
+    if job.finishing and job.dead:
         out.append(f"job {jid} was completed and is also dead")
     left = run.final is not None and jid not in run.final_dead and jid in run.on_server
     if job.dead_calls and left:
@@ -233,38 +260,20 @@ def _once_problems(job: _Job, run: _Run) -> list[str]:
 def _resolved(job: _Job, run: _Run) -> int:
     """How many of the job's ends the audit accepted on a lost reply's evidence."""
     by_lost_retry = job.job_id in run.final_dead and not job.dead_calls
-    return int(job.landed_on_resend) + int(by_lost_retry and _retry_reply_lost(job, run))
-
-
-def _stale_settles_accepted(job: _Job) -> list[str]:
-    """A violation for each accepted complete or dead-letter that did not carry the final token."""
-    out: list[str] = []
-    for c in job.finishing + job.dead_calls:
-        if c.token != job.final_token:
-            verb = "complete" if c.verb == "complete" else "dead-letter"
-            out.append(f"job {job.job_id}: a {verb} with token {c.token} was accepted, "
-                       f"but the job's final token is {job.final_token}")
-    return out
+    return int(job.landed_on_resend) + int(by_lost_retry and job.retry_lost)
 
 
 def _fate(job: _Job, run: _Run) -> Fate:
-    """How the job ended: completed, dead, its row deleted by the eviction fault, still on the
-    server, or lost without a trace."""
+    """How the job ended: completed, evicted, dead, unfinished (on the server), or lost."""
     if job.finishing:
         return "completed"
     if job.job_id in run.evictions:
         return "evicted"
-    if _is_dead(job, run) and (run.final is None or job.job_id in run.final_dead):
+    if job.dead and (run.final is None or job.job_id in run.final_dead):
         return "dead"
     if run.final is not None and job.job_id in run.on_server:
         return "unfinished"
     return "lost"
-
-
-def _turned_away_words(c: Call) -> str:
-    """How a turned-away call reads in a violation: who said no, in their words."""
-    return f"found the job gone ({c.detail})" if c.outcome == "gone" else (
-        f"was refused {c.reply} ({c.detail})")
 
 
 def _check_refusals(job: _Job, run: _Run, tally: _Tally) -> None:
@@ -279,10 +288,10 @@ def _check_refusals(job: _Job, run: _Run, tally: _Tally) -> None:
             tally.duplicated.add(job.job_id)
         elif not (c.after_lost_reply and (c.verb, job.job_id, c.token) in run.lost_keys):
             # (a resend whose own first attempt may have landed meets that attempt, not a fence)
+            said = (f"found the job gone ({c.detail})" if c.outcome == "gone"
+                    else f"was refused {c.reply} ({c.detail})")
             tally.problems[V_STALE].append(
-                f"job {job.job_id}: {c.actor}'s {c.verb} with token {c.token} "
-                f"{_turned_away_words(c)}, but {why}"
-            )
+                f"job {job.job_id}: {c.actor}'s {c.verb} with token {c.token} {said}, but {why}")
 
 
 def _claimed_after_eviction(job: _Job, run: _Run) -> list[str]:
@@ -296,11 +305,9 @@ def _claimed_after_eviction(job: _Job, run: _Run) -> list[str]:
 
 
 def _lease_lost_by(c: Call, job: _Job, run: _Run) -> str | None:
-    """How the ledger shows accepted settle ``c`` came from a worker that had lost its lease,
-    or None when it does not. Only sure evidence counts, so a fenced run shows none: another
-    claim of the job that ended before ``c`` began (and after ``c``'s own claim began), or the
-    job's id dropped as an orphan after ``c`` (the settle deleted the row of a job that no
-    longer sat in active). The eviction fault's own orphans are not the settle's doing."""
+    """How the ledger proves accepted settle ``c`` came from a lost lease, or None: another
+    claim between ``c``'s own and ``c``, or the id dropped as an orphan after ``c`` (the settle
+    deleted the row of a job no longer in active), the eviction fault's orphans aside."""
     own = [k for k in job.claims
            if k.actor == c.actor and k.token == c.token and k.started <= c.started]
     mine = max(own, key=lambda k: k.started) if own else None
@@ -314,22 +321,22 @@ def _lease_lost_by(c: Call, job: _Job, run: _Run) -> str | None:
     return None
 
 
-def _settled_after_lease_lost(job: _Job, run: _Run) -> list[str]:
-    """A violation for each accepted complete or dead-letter by a worker that had lost its
-    lease (see :func:`_lease_lost_by`)."""
-    out: list[str] = []
+def _check_settles(job: _Job, run: _Run, tally: _Tally) -> None:
+    """Each accepted complete or dead-letter must carry the final token and come from the live
+    lease; count those that did not (what the fence is there to refuse)."""
     for c in job.finishing + job.dead_calls:
+        stale = c.token != job.final_token
+        if stale:
+            verb = "complete" if c.verb == "complete" else "dead-letter"
+            tally.problems[V_FINAL].append(f"job {job.job_id}: a {verb} with token {c.token} "
+                                           f"was accepted, but the job's final token is "
+                                           f"{job.final_token}")
         why = _lease_lost_by(c, job, run)
         if why is not None:
-            out.append(f"job {job.job_id}: {c.actor}'s {c.verb} with token {c.token} was "
-                       f"accepted, but {why}")
-    return out
-
-
-def _stale_accepted(job: _Job, run: _Run) -> int:
-    """How many accepted settles of the job were not by its live lease (either evidence)."""
-    return sum(1 for c in job.finishing + job.dead_calls
-               if c.token != job.final_token or _lease_lost_by(c, job, run) is not None)
+            tally.problems[V_LEASE].append(f"job {job.job_id}: {c.actor}'s {c.verb} with token "
+                                           f"{c.token} was accepted, but {why}")
+            tally.lease_lost.add(job.job_id)
+        tally.stale_accepted += int(stale or why is not None)
 
 
 def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
@@ -338,12 +345,7 @@ def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
     tally.problems[V_ORPHANS].extend(_claimed_after_eviction(job, run))
     tally.problems[V_TOKENS].extend(_shared_tokens(job))
     tally.problems[V_ONCE].extend(_once_problems(job, run))
-    tally.problems[V_FINAL].extend(_stale_settles_accepted(job))
-    lost_lease = _settled_after_lease_lost(job, run)
-    tally.problems[V_LEASE].extend(lost_lease)
-    if lost_lease:
-        tally.lease_lost.add(job.job_id)
-    tally.stale_accepted += _stale_accepted(job, run)
+    _check_settles(job, run, tally)
     tally.resolved += _resolved(job, run)
     fate = _fate(job, run)
     tally.fates[fate].append(job.job_id)
@@ -351,25 +353,18 @@ def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
         _check_refusals(job, run, tally)
 
 
-def _lost_message(n: int, restarts: int) -> str:
-    """The violation for ``n`` vanished jobs, naming a restart without persistence if seen."""
-    if restarts:
-        return (
-            f"{n} jobs vanished: the server restarted without persistence (it restarted "
-            f"{restarts} time(s) and came back without them; they are neither completed, "
-            "dead, nor on the server)"
-        )
-    return f"{n} jobs vanished: they are neither completed, dead, nor on the server"
-
-
 def _missing(tally: _Tally, restarts: int) -> list[str]:
     """The run-wide violations of "exactly once": jobs lost, jobs left unfinished."""
     out: list[str] = []
-    if tally.fates["lost"]:
-        out.append(_lost_message(len(tally.fates["lost"]), restarts))
-    if tally.fates["unfinished"]:
-        out.append(f"{len(tally.fates['unfinished'])} jobs were still unfinished on the server "
-                   "when the run stopped")
+    lost, unfinished = len(tally.fates["lost"]), len(tally.fates["unfinished"])
+    nowhere = "they are neither completed, dead, nor on the server"
+    if lost and restarts:
+        out.append(f"{lost} jobs vanished: the server restarted without persistence (it "
+                   f"restarted {restarts} time(s) and came back without them; {nowhere})")
+    elif lost:
+        out.append(f"{lost} jobs vanished: {nowhere}")
+    if unfinished:
+        out.append(f"{unfinished} jobs were still unfinished on the server when the run stopped")
     return out
 
 
@@ -415,23 +410,13 @@ def _leftovers(final: Snapshot | None, enqueued: set[str]) -> list[str]:
     return found
 
 
-def audit(
-    calls: Sequence[Call],
-    final: Snapshot | None,
-    samples: Sequence[Sample] = (),
-    *,
-    restarts: int = 0,
-    notes: Sequence[str] = (),
-) -> Audit:
-    """Check a run's ledger and its final snapshot against the fence's invariants.
-
-    ``final`` is the queue read after the run (None if it could not be read); ``samples`` are
-    the drift checks taken during the run; ``restarts`` is how many times the server was seen
-    to restart; ``notes`` are run-level failures (timeout, crashed thread) to report as such.
-    """
-    run, tally = _index(calls, final), _Tally()
+def audit(calls: Sequence[Call], final: Snapshot | None, samples: Sequence[Sample] = (), *,
+          restarts: int = 0, notes: Sequence[str] = ()) -> Audit:
+    """Check a run's ledger, its final state (None: unread), its drift ``samples``, its
+    server ``restarts`` and run-level failures (``notes``) against the fence's invariants."""
+    run, tally = _Run(calls, final), _Tally()
     for job_id in run.enqueued:
-        _audit_job(_job(job_id, run.by_job.get(job_id, [])), run, tally)
+        _audit_job(_Job(job_id, run.by_job.get(job_id, []), run), run, tally)
     tally.problems[V_ONCE].extend(_missing(tally, restarts))
     tally.problems[V_DRIFT].extend(_sampled_drift(samples, set(run.evictions)))
     tally.problems[V_ORPHANS].extend(_undropped(run))
@@ -457,68 +442,43 @@ def audit(
 
 
 # ---- proving a turned-away settle deserved it ----------------------------------------------
+# It did when the lease could have expired, a reap ran after that, and the job had moved on to
+# a later lease. Ledger times are the client's and the server's TIME is rounded to the ms, so
+# every comparison with a lease deadline allows CLOCK_SLACK_S.
 
-# The lease could have expired, a reap ran after that, and the job had moved on to a later
-# lease. Times on the ledger are the client's; the server's TIME is rounded to the ms, so every
-# comparison with a lease deadline allows CLOCK_SLACK_S.
-
-#: Slack, in seconds, when comparing the client's clock with the server's ms-rounded TIME.
 CLOCK_SLACK_S = 0.003
-
-#: The wire class the fence answers a stale token with.
+#: The verbs that settle a lease (the only calls the fence can turn away), and its answer.
+SETTLES = ("complete", "retry")
 STALE = "EMQSTALE"
-
 _ATTEMPTS_IS = re.compile(r"attempts is (\d+)")
 
 
-class Reaps:
-    """The reaps of a run that returned at least one job, ordered by when they ended."""
-
-    def __init__(self, calls: Iterable[Call]) -> None:
-        self.calls = sorted(calls, key=lambda c: c.ended)
-        self._ends = [c.ended for c in self.calls]
-
-    def between(self, low: float, high: float) -> bool:
-        """True when some reap that returned jobs ran after ``low`` and before ``high``."""
-        i = bisect.bisect_left(self._ends, low)
-        return i < len(self.calls) and self.calls[i].started <= high
+def _reaped_between(reaps: Sequence[Call], low: float, high: float) -> bool:
+    """True when some reap of ``reaps`` (ordered by end) ran after ``low`` and before ``high``."""
+    i = bisect.bisect_left(reaps, low, key=lambda c: c.ended)
+    return i < len(reaps) and reaps[i].started <= high
 
 
-def unproven(
-    c: Call, claims: Sequence[Call], finishing: Sequence[Call], reaps: Reaps, lost_claims: int
-) -> str | None:
+def unproven(c: Call, claims: Sequence[Call], finishing: Sequence[Call], reaps: Sequence[Call],
+             lost_claims: int) -> str | None:
     """None when the ledger proves turned-away call ``c`` was for a stale token; else why not.
-
-    ``claims`` are the job's accepted claims, ``finishing`` the calls that retired it, and
-    ``lost_claims`` how many claims of the run lost their reply (a token they minted is unseen).
+    ``claims``: the job's accepted claims; ``finishing``: the calls that retired it; ``reaps``:
+    those that returned jobs; ``lost_claims``: the run's claims whose reply (and token) was lost.
     """
     if c.outcome != "gone" and c.reply != STALE:
         return f"a refusal of that class is not the fence's (only {STALE} or a gone row are)"
     lease = next((k for k in claims if k.token == c.token and k.actor == c.actor), None)
     if lease is None:
         return f"no claim ever handed token {c.token} to {c.actor}"
-    why = _lease_not_over(c, lease, reaps)
-    if why is not None:
-        return why
-    if c.outcome == "gone" or "gone" in c.detail:
-        return _not_retired_later(c, finishing)
-    return _no_later_token(c, claims, lost_claims)
-
-
-def _lease_not_over(c: Call, lease: Call, reaps: Reaps) -> str | None:
-    """Why ``lease`` may still have held when ``c`` was turned away, or None if it was over."""
     expiry = lease.started + lease.lease_ms / 1000
     if c.ended + CLOCK_SLACK_S < expiry:
         return f"its lease of {lease.lease_ms} ms could not have expired yet"
-    if not reaps.between(expiry - CLOCK_SLACK_S, c.ended):
+    if not _reaped_between(reaps, expiry - CLOCK_SLACK_S, c.ended):
         return "no reap returned any job between the lease's expiry and the refusal"
-    return None
-
-
-def _not_retired_later(c: Call, finishing: Sequence[Call]) -> str | None:
-    """None when a lease with a later token had retired the job before ``c`` ended."""
-    done = any(f.token > c.token and f.started <= c.ended for f in finishing)
-    return None if done else "no later lease had retired the job"
+    if c.outcome == "gone" or "gone" in c.detail:
+        done = any(f.token > c.token and f.started <= c.ended for f in finishing)
+        return None if done else "no later lease had retired the job"
+    return _no_later_token(c, claims, lost_claims)
 
 
 def _no_later_token(c: Call, claims: Sequence[Call], lost_claims: int) -> str | None:

@@ -1,30 +1,234 @@
-"""Pictures of a simulation run: every worker's leases on one timeline, the verdicts, and runs
-side by side.
-
-This module imports matplotlib; the rest of :mod:`echomq_lab.sim` does not, so import it only
-to draw.
-
-:func:`lease_timeline` draws one row per worker and one bar per lease, from the claim to the
-settle, coloured by how the lease ended. A lease the fence cut off (its settle was refused) is
-hatched and ends in a cross; a thin tick marks its deadline, so the stall past it shows. A lease
-that ran a job a second time starts with a ring.
+"""Reading a run back: each lease rebuilt from the ledger, a worker or a job to follow (a key
+``"worker:w0"`` or ``"job:JOB..."``), and the pictures: the leases on a timeline, the verdicts,
+runs side by side. matplotlib is imported only to draw.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
-
-from echomq_lab.sim.follow import Lease
-from echomq_lab.sim.run import Result
+from echomq_lab.sim.audit import TURNED_AWAY, Call, accepted, dead_lettered
 from echomq_lab.theme import MUTED, STATE_COLOURS, VERDICTS, message_html, on_page
 
-#: How a lease ended -> its colour on the timeline.
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from echomq_lab.sim.run import Result
+
+# ---- leases read back from a ledger --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One lease, from its claim to its settle (or its abandonment)."""
+
+    worker: str
+    job_id: str
+    token: int
+    start: float
+    end: float
+    lease_ms: int
+    outcome: str  # completed | retried | dead | refused | lost
+    stalled: bool
+    ran_again: bool  # the job had run before under a lease that was cut off
+    gone: bool = False  # turned away because the row was gone, not refused by the fence
+
+
+#: How each way a lease can end reads in words.
+STORY_WORDS: dict[str, str] = {
+    "completed": "its complete was accepted: the job is retired",
+    "retried": "its work failed; its retry was accepted",
+    "dead": "its work failed at the attempts cap; its retry dead-lettered the job",
+    "refused": "its settle was refused: the token was stale",
+    "gone": "its settle found the job gone: another lease had retired it",
+    "lost": "it never settled (reply lost, or the run stopped)",
+}
+
+
+def _lease(claim: Call, settle: Call | None, cut: dict[str, int]) -> Lease:
+    """The lease ``claim`` opened; one never settled is drawn to its deadline."""
+    outcome, end, stalled = "lost", claim.ended + claim.lease_ms / 1000, False
+    if settle is not None:
+        end, stalled = settle.ended, settle.stalled
+        if settle.outcome in TURNED_AWAY:
+            outcome = "refused"
+        elif settle.verb == "complete":
+            outcome = "completed"
+        else:
+            outcome = "dead" if settle.reply == "dead" else "retried"
+    ran_again = claim.job_id in cut and claim.token > cut[claim.job_id]
+    gone = settle is not None and settle.outcome == "gone"
+    return Lease(claim.actor, claim.job_id, claim.token, claim.started, end, claim.lease_ms,
+                 outcome, stalled, ran_again, gone)
+
+
+def leases(calls: Iterable[Call]) -> list[Lease]:
+    """Every accepted claim of ``calls`` as a :class:`Lease` (ended by its last answered
+    settle), in claim order; a job runs again under any token above its first cut-off one."""
+    calls = list(calls)
+    settles = {(c.actor, c.job_id, c.token): c for c in calls
+               if c.verb in ("complete", "retry") and c.outcome != "lost-reply"}
+    cut: dict[str, int] = {}
+    for (_, job_id, token), settle in settles.items():
+        if settle.outcome in TURNED_AWAY:
+            cut[job_id] = min(token, cut.get(job_id, token))
+    claims = sorted((c for c in calls if accepted(c, "claim")), key=lambda c: c.started)
+    return [_lease(k, settles.get((k.actor, k.job_id, k.token)), cut) for k in claims]
+
+
+def _by_job(all_leases: Iterable[Lease]) -> dict[str, list[Lease]]:
+    """The leases of each job (jobs in the order first seen), in token order."""
+    by_job: dict[str, list[Lease]] = defaultdict(list)
+    for lease in all_leases:
+        by_job[lease.job_id].append(lease)
+    for mine in by_job.values():
+        mine.sort(key=lambda le: le.token)
+    return by_job
+
+
+def ran_twice(all_leases: Sequence[Lease]) -> list[str]:
+    """Ids of the jobs that ran exactly twice: a first lease that stalled and was refused, then
+    a second that completed. The plainest picture of at-least-once under the fence."""
+    return [job_id for job_id, mine in _by_job(all_leases).items()
+            if [(le.outcome, le.stalled) for le in mine] == [("refused", True),
+                                                             ("completed", False)]]
+
+
+def work_lost(all_leases: Sequence[Lease]) -> list[str]:
+    """Ids of the jobs retired by one lease while a later one was at work (its settle then
+    found the job gone; only without the fence), those whose lost lease did not stall first."""
+    found: list[tuple[bool, str]] = []
+    for job_id, mine in _by_job(all_leases).items():
+        done = [le.token for le in mine if le.outcome == "completed"]
+        lost = [le for le in mine if done and le.gone and le.token > min(done)]
+        if lost:
+            found.append((all(le.stalled for le in lost), job_id))
+    return [job_id for _, job_id in sorted(found, key=lambda f: f[0])]
+
+
+def _told(lease: Lease) -> str:
+    """How ``lease`` went, in words: whether it stalled, and how it ended."""
+    how = "stalled past its lease" if lease.stalled else "worked within its lease"
+    return f"{how}; {STORY_WORDS['gone' if lease.gone else lease.outcome]}"
+
+
+def lease_story(all_leases: Sequence[Lease], job_id: str) -> list[str]:
+    """One line per lease of ``job_id``, in token order, in words (no times, no worker names)."""
+    mine = _by_job(all_leases).get(job_id, [])
+    return [f"token {le.token}: claimed; {_told(le)}" for le in mine]
+
+
+# ---- following a run a piece at a time -----------------------------------------------------
+
+Window = tuple[float, float]
+#: The most jobs offered to follow (the ones that ran more than once come first).
+MOST_JOBS = 30
+#: The order and the words of :func:`tally_text`.
+_TALLY = (("claims", "claims"), ("completed", "completed"), ("retried", "retried"),
+          ("dead", "dead"), ("reaped", "leases reaped"), ("EMQSTALE", "refused EMQSTALE"),
+          ("job gone", "turned away, job gone"))  # fmt: skip
+
+
+def tally(calls: Iterable[Call]) -> dict[str, int]:
+    """What the server has answered so far; settles turned away are counted by who said no
+    (a wire class, or ``job gone``)."""
+    counts: Counter[str] = Counter()
+    for call in calls:
+        if accepted(call, "claim") and call.job_id:
+            counts["claims"] += 1
+        elif accepted(call, "complete"):
+            counts["completed"] += 1
+        elif accepted(call, "retry"):
+            counts["dead" if dead_lettered(call) else "retried"] += 1
+        elif call.verb in ("complete", "retry") and call.outcome in TURNED_AWAY:
+            counts[call.reply] += 1
+        elif accepted(call, "reap") and call.reply not in ("", "0"):
+            counts["reaped"] += int(call.reply) if call.reply.isdigit() else 1
+    return dict(counts)
+
+
+def tally_text(counts: dict[str, int]) -> str:
+    """The tally in words, e.g. ``claims 80 · completed 57 · refused EMQSTALE 9``."""
+    known = dict(_TALLY)
+    parts = [f"{words} {counts.get(name, 0)}" for name, words in _TALLY]
+    parts += [f"{name} {n}" for name, n in sorted(counts.items()) if name not in known]
+    return " · ".join(parts)
+
+
+def worker_order(names: Iterable[str]) -> list[str]:
+    """The distinct worker names, ``w0, w1, ... w10`` in number order, others after them."""
+
+    def key(name: str) -> tuple[int, str]:
+        digits = name.lstrip("w")
+        return (int(digits), name) if digits.isdigit() else (1 << 30, name)
+
+    return sorted(set(names), key=key)
+
+
+def followable(all_leases: Sequence[Lease]) -> list[tuple[str, str]]:
+    """What the reader may follow, as (label, key): jobs that ran twice, other jobs with more
+    than one lease, then every worker."""
+    twice = ran_twice(all_leases)
+    counts = Counter(le.job_id for le in all_leases)
+    again = [j for j, n in counts.items() if n > 1 and j not in twice]
+    out = [(f"job {j} ({counts[j]} leases{', ran twice' if j in twice else ''})", f"job:{j}")
+           for j in (twice + again)[:MOST_JOBS]]  # fmt: skip
+    workers = worker_order(le.worker for le in all_leases)
+    return out + [(f"worker {w}", f"worker:{w}") for w in workers]
+
+
+def _mine(all_leases: Sequence[Lease], key: str) -> list[Lease]:
+    """The leases of the worker or job ``key`` names; ValueError for a key of neither kind."""
+    kind, _, name = key.partition(":")
+    if kind == "worker":
+        return [le for le in all_leases if le.worker == name]
+    if kind == "job":
+        return _by_job(all_leases).get(name, [])
+    raise ValueError(f"follow {key!r}? a key is 'worker:<name>' or 'job:<id>'")
+
+
+def span(all_leases: Sequence[Lease]) -> Window:
+    """From the first claim to the last settle, in seconds since the run began."""
+    if not all_leases:
+        return (0.0, 0.0)
+    return (min(le.start for le in all_leases), max(le.end for le in all_leases))
+
+
+def window_of(all_leases: Sequence[Lease], key: str, length_s: float) -> Window:
+    """A short window to draw: a job's leases with a quarter of their span (at least 20 ms)
+    either side, or ``length_s`` seconds from a worker's first claim."""
+    if length_s <= 0:
+        raise ValueError(f"the window must be longer than 0 s, got {length_s}")
+    start, end = span(_mine(all_leases, key))
+    if key.startswith("job:"):
+        margin = max(0.02, (end - start) / 4)
+        return (max(0.0, start - margin), end + margin)
+    return (start, start + length_s)
+
+
+def pick(all_leases: Sequence[Lease], key: str, window: Window) -> list[Lease]:
+    """The leases of the worker or job ``key`` that overlap ``window``."""
+    low, high = window
+    return [le for le in _mine(all_leases, key) if le.end >= low and le.start <= high]
+
+
+def describe(all_leases: Sequence[Lease], key: str, window: Window) -> list[str]:
+    """One line per lease that :func:`pick` finds, in words, times in ms since the run began."""
+    lines = []
+    for le in pick(all_leases, key, window):
+        who = f"job {le.job_id}" if key.startswith("worker:") else f"worker {le.worker}"
+        lines.append(f"{le.start * 1000:7.0f} ms  token {le.token}, {who}, lease {le.lease_ms} "
+                     f"ms: {_told(le)}")
+    return lines or ["no lease in this window"]
+
+
+# ---- the pictures --------------------------------------------------------------------------
+
+#: How a lease ended -> its colour on the timeline, and its words in the legend.
 OUTCOME_COLOURS: dict[str, str] = {
     "completed": STATE_COLOURS["completed"],
     "retried": STATE_COLOURS["scheduled"],
@@ -39,36 +243,19 @@ OUTCOME_LABELS: dict[str, str] = {
     "refused": "stalled; settle refused (stale token)",
     "lost": "abandoned (reply lost or run stopped)",
 }
-
-
-def _worker_order(names: Sequence[str]) -> list[str]:
-    """The distinct worker names, ``w0, w1, ... w10`` in number order, others after them."""
-
-    def key(name: str) -> tuple[int, str]:
-        digits = name.lstrip("w")
-        return (int(digits), name) if digits.isdigit() else (1 << 30, name)
-
-    return sorted(set(names), key=key)
-
-
 #: Each bar's height, as a share of its worker's row.
 BAR_HEIGHT = 0.6
 
 
 def _draw_lease(ax: Axes, lease: Lease, y: int) -> None:
-    """One lease's bar on row ``y``; a cut-off one hatched, with its deadline tick and a cross
-    at its refused settle; a ring where a job runs again."""
+    """One lease's bar on row ``y``, coloured by how it ended; a cut-off one hatched, with a
+    tick at its deadline and a cross at its settle; a ring where a job runs again."""
     half = BAR_HEIGHT / 2
     colour = OUTCOME_COLOURS.get(lease.outcome, MUTED)
     refused = lease.outcome == "refused"
-    ax.broken_barh(
-        [(lease.start, max(lease.end - lease.start, 0.0005))],
-        (y - half, BAR_HEIGHT),
-        facecolors=colour,
-        edgecolors="black" if refused else colour,
-        linewidth=0.4,
-        hatch="///" if refused else None,
-    )
+    ax.broken_barh([(lease.start, max(lease.end - lease.start, 0.0005))], (y - half, BAR_HEIGHT),
+                   facecolors=colour, edgecolors="black" if refused else colour, linewidth=0.4,
+                   hatch="///" if refused else None)
     if refused:
         deadline = lease.start + lease.lease_ms / 1000
         ax.plot([deadline, deadline], [y - half, y + half], color="black", linewidth=0.8)
@@ -78,20 +265,12 @@ def _draw_lease(ax: Axes, lease: Lease, y: int) -> None:
                 markeredgecolor="black", markersize=6)
 
 
-def _label_axes(ax: Axes, workers: Sequence[str], title: str | None) -> None:
-    """One tick per worker, top to bottom; time along the bottom."""
-    ax.set_yticks(range(len(workers)), list(workers))
-    ax.set_ylabel("worker")
-    ax.set_ylim(-0.7, len(workers) - 0.3)
-    ax.invert_yaxis()
-    ax.margins(x=0.01)
-    ax.set_xlabel("seconds since the run began")
-    ax.set_title(title or "Each worker's leases, claim to settle")
-
-
-def _legend(ax: Axes, leases: Sequence[Lease]) -> None:
+def _legend(ax: Axes, all_leases: Sequence[Lease]) -> None:
     """A legend below the axes: the outcomes that occur, the deadline tick, the ring."""
-    used = [name for name in OUTCOME_COLOURS if any(le.outcome == name for le in leases)]
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    used = [name for name in OUTCOME_COLOURS if any(le.outcome == name for le in all_leases)]
     handles: list[Patch | Line2D] = [
         Patch(facecolor=OUTCOME_COLOURS[name], label=OUTCOME_LABELS[name],
               hatch="///" if name == "refused" else None,
@@ -107,17 +286,25 @@ def _legend(ax: Axes, leases: Sequence[Lease]) -> None:
 
 
 def lease_timeline(
-    leases: Sequence[Lease], ax: Axes | None = None, *, title: str | None = None
+    all_leases: Sequence[Lease], ax: Axes | None = None, *, title: str | None = None
 ) -> Axes:
-    """Draw ``leases`` on ``ax`` (a new figure's axes if None): one row per worker."""
+    """Draw the leases on ``ax`` (a new figure's axes if None), one row per worker."""
+    from matplotlib.figure import Figure
+
     if ax is None:
         ax = Figure(figsize=(10, 4)).add_subplot()
-    workers = _worker_order([lease.worker for lease in leases])
+    workers = worker_order(lease.worker for lease in all_leases)
     row = {name: i for i, name in enumerate(workers)}
-    for lease in leases:
+    for lease in all_leases:
         _draw_lease(ax, lease, row[lease.worker])
-    _label_axes(ax, workers, title)
-    _legend(ax, leases)
+    ax.set_yticks(range(len(workers)), workers)
+    ax.set_ylabel("worker")
+    ax.set_ylim(-0.7, len(workers) - 0.3)
+    ax.invert_yaxis()
+    ax.margins(x=0.01)
+    ax.set_xlabel("seconds since the run began")
+    ax.set_title(title or "Each worker's leases, claim to settle")
+    _legend(ax, all_leases)
     return ax
 
 
@@ -137,24 +324,23 @@ SIDE_FIGURES = (
 )
 
 
-def _mark(ok: bool) -> str:
-    look = VERDICTS[ok]
-    return f'<span style="color:{on_page(look.colour)}">{look.mark}</span>'
-
-
 def side_by_side_html(runs: Mapping[str, Result]) -> str:
     """An HTML table with one column per run (its heading the mapping's key): the figures of
     :data:`SIDE_FIGURES`, then a ✓ or ✗ for each verdict."""
-    cell = 'style="padding:2px 10px;text-align:{}"'
-    head = "".join(f"<th {cell.format('right')}>{html.escape(name)}</th>" for name in runs)
+
+    def row(words: str, cells: Iterable[object]) -> str:
+        tds = "".join(f'<td style="padding:2px 10px;text-align:right">{c}</td>' for c in cells)
+        return f'<tr><td style="padding:2px 10px;text-align:left">{words}</td>{tds}</tr>'
+
+    def mark(ok: bool) -> str:
+        look = VERDICTS[ok]
+        return f'<span style="color:{on_page(look.colour)}">{look.mark}</span>'
+
+    head = "".join(f'<th style="padding:2px 10px;text-align:right">{html.escape(name)}</th>'
+                   for name in runs)
     rows = [f"<tr><th></th>{head}</tr>"]
-    for attr, words in SIDE_FIGURES:
-        values = "".join(f"<td {cell.format('right')}>{getattr(r, attr)}</td>"
-                         for r in runs.values())
-        rows.append(f"<tr><td {cell.format('left')}>{words}</td>{values}</tr>")
+    rows += [row(words, (getattr(r, attr) for r in runs.values())) for attr, words in SIDE_FIGURES]
     names = list(next(iter(runs.values())).verdicts) if runs else []
-    for name in names:
-        marks = "".join(f"<td {cell.format('right')}>{_mark(r.verdicts.get(name, False))}</td>"
-                        for r in runs.values())
-        rows.append(f"<tr><td {cell.format('left')}>{html.escape(name)}</td>{marks}</tr>")
+    rows += [row(html.escape(name), (mark(r.verdicts.get(name, False)) for r in runs.values()))
+             for name in names]
     return '<table class="emq-side-by-side">' + "".join(rows) + "</table>"

@@ -1,21 +1,10 @@
 """SimulationPanel: set up a run of the fence under load, press Run, read it as it comes in.
 
-API (for pages)::
-
-    sim = SimulationPanel(url=lab_url())     # sliders: jobs, workers, stall, fail, lease (ms)
-    sim.jobs.value = 40                      # every input is an ipywidget; set it like a click
-    sim.fence.value = False                  # the workers complete without the fence (a demo)
-    sim.run(wait=True)                       # the Run button, waiting for the end (cells, tests)
-    sim.buttons["run"].click()               # the Run button: runs in a background thread
-    sim.result                               # the sim.Result once done (None before)
-    sim.follow.value = sim.follow.options[0][1]   # follow a job ("job:<id>") or "worker:w0"
-    sim.window.value = 0.2                   # the window's start (s); sim.length: its length
-    sim.text()                               # settings, progress, verdicts, the followed leases
-
-While a run goes, a progress bar counts the finished jobs and a line tallies the server's
-answers (claims, completions, refusals by class); the audit's verdicts appear when it ends.
-The timeline draws only the followed worker or job inside a short window; nothing is shown
-in its place before the first run ends.
+Every input is an ipywidget (set ``sim.fence.value = False`` like a click); ``sim.run(wait=True)``
+is the Run button waiting for the end, ``sim.result`` the run's Result. While a run goes, a bar
+counts the finished jobs and a line tallies the server's answers; the verdicts come at the end.
+The timeline draws the leases of the worker or job ``sim.follow`` names (``"worker:w0"``,
+``"job:<id>"``) inside the window ``sim.window`` (its start, s) and ``sim.length`` set.
 """
 
 from __future__ import annotations
@@ -29,11 +18,8 @@ from typing import Any
 import ipywidgets as W  # type: ignore[import-untyped]
 from matplotlib.figure import Figure
 
-from echomq_lab import theme as style
-from echomq_lab.sim import Lease, Result, Settings, Simulation
-from echomq_lab.sim import follow as F
-from echomq_lab.sim.charts import lease_timeline
-from echomq_lab.theme import message_html
+from echomq_lab.sim import Lease, Result, Settings, Simulation, charts
+from echomq_lab.theme import message_html, one_line
 from echomq_lab.widgets.base import Panel
 
 #: How often (s) the panel reads the run's progress while it goes.
@@ -57,8 +43,7 @@ class SimulationPanel(Panel):
         self.url, self.seed = url, seed
         self.result: Result | None = None
         self._leases: list[Lease] = []
-        self._quiet = False
-        self.error = ""
+        self._quiet, self.error = False, ""
         self._sim: Simulation | None = None
         self._thread: threading.Thread | None = None
         self.jobs = _slider(W.IntSlider, jobs, 1, 500, 1, "jobs", "How many jobs to enqueue")
@@ -86,9 +71,7 @@ class SimulationPanel(Panel):
         self.buttons = {"run": run, "stop": stop}
         self.progress = W.IntProgress(value=0, min=0, max=jobs, description="finished",
                                       tooltip="Jobs completed or dead so far")
-        self.status = W.HTML()
-        self.tally = W.HTML()
-        self.verdicts = W.HTML()
+        self.status, self.tally, self.verdicts, self.story = W.HTML(), W.HTML(), W.HTML(), W.HTML()
         self.follow = W.Dropdown(options=[("(run first)", "")], value="", description="follow",
                                  tooltip="A job or a worker whose leases the timeline draws",
                                  layout=W.Layout(width="420px"))
@@ -103,7 +86,6 @@ class SimulationPanel(Panel):
         self.follow.observe(lambda _c: self._followed(), names="value")
         # hidden until there is a picture: an empty image would show a broken-image icon
         self.picture = W.Image(format="png", layout=W.Layout(max_width="100%", display="none"))
-        self.story = W.HTML()
         self.widget = W.VBox([
             W.HTML("<b>The fence under load</b>: set the run, press Run."),
             self.jobs, self.workers, self.stall, self.fail, self.lease, self.fence,
@@ -126,29 +108,25 @@ class SimulationPanel(Panel):
 
     @property
     def running(self) -> bool:
-        """True while a run is going."""
         return self._thread is not None and self._thread.is_alive()
 
     def run(self, wait: bool = True) -> Result | None:
-        """Start a run with the inputs' settings; with ``wait``, block until it ends and
-        return its result. A second run while one goes is refused on the status line."""
+        """Start a run with the inputs' settings; with ``wait``, block until it ends and return
+        its result. A second run while one goes is refused on the status line."""
         if self.running:
             self._show_status("a run is already going: wait for it, or press Stop", ok=False)
             return None
-        try:
-            self._sim = Simulation(self.settings(), url=self.url)
-        except (ValueError, TypeError) as exc:
-            self._show_status(style.one_line(exc), ok=False)
+        _, sim = self._attempt(self.status, lambda: Simulation(self.settings(), url=self.url))
+        if not isinstance(sim, Simulation):
             return None
-        self.result, self.error = None, ""
-        self.progress.max, self.progress.value = self._sim.settings.jobs, 0
+        self._sim, self.result, self.error, self._leases = sim, None, "", []
+        self.progress.max, self.progress.value = sim.settings.jobs, 0
         self.verdicts.value = self.story.value = ""
-        self.picture.value = b""
-        self.picture.layout.display = "none"
+        self.picture.value, self.picture.layout.display = b"", "none"
         self.follow.options = [("(running)", "")]
         self.buttons["run"].disabled, self.buttons["stop"].disabled = True, False
-        self._show_status(f"running {self._sim.settings.jobs} jobs on {self._sim.backend}")
-        self._thread = threading.Thread(target=self._body, args=(self._sim,), daemon=True)
+        self._show_status(f"running {sim.settings.jobs} jobs on {sim.backend}")
+        self._thread = threading.Thread(target=self._body, args=(sim,), daemon=True)
         self._thread.start()
         if not wait:
             threading.Thread(target=self._watch, daemon=True).start()
@@ -160,7 +138,7 @@ class SimulationPanel(Panel):
         try:
             self.result = sim.run()
         except Exception as exc:  # noqa: BLE001 - shown on the status line, never a traceback
-            self.error = style.one_line(exc)
+            self.error = one_line(exc)
 
     def _watch(self) -> None:
         """Update the progress and the tally until the run ends, then show what it found."""
@@ -169,19 +147,14 @@ class SimulationPanel(Panel):
             time.sleep(POLL_S)
         if self._thread is not None:
             self._thread.join()
-        try:
-            self._tick()
-            self._finish()
-        except Exception as exc:  # noqa: BLE001 - one line on the panel, never a traceback
-            self.buttons["run"].disabled, self.buttons["stop"].disabled = False, True
-            self._show_status(f"the run ended, but showing it failed: {style.one_line(exc)}",
-                              ok=False)
+        self.buttons["run"].disabled, self.buttons["stop"].disabled = False, True
+        self._attempt(self.status, self._finish)
 
     def _tick(self) -> None:
-        if self._sim is None:
-            return
-        self.progress.value = min(self._sim.finished, self.progress.max)
-        self.tally.value = html.escape(F.tally_text(F.tally(list(self._sim.ledger.calls))))
+        if self._sim is not None:
+            self.progress.value = min(self._sim.finished, self.progress.max)
+            counts = charts.tally(list(self._sim.ledger.calls))
+            self.tally.value = html.escape(charts.tally_text(counts))
 
     def stop(self) -> None:
         """Ask the run to stop early."""
@@ -189,72 +162,64 @@ class SimulationPanel(Panel):
             self._sim.stop()
 
     def _finish(self) -> None:
-        self.buttons["run"].disabled, self.buttons["stop"].disabled = False, True
-        if self.result is None:
+        self._tick()
+        r = self.result
+        if r is None:
             self._show_status(f"the run did not finish: {self.error or 'stopped'}", ok=False)
             return
-        r = self.result
         held = all(r.verdicts.values())
-        let_through = (f"; without the fence, {r.stale_completes_accepted} stale completes "
-                       f"were accepted and {r.settled_after_lease_lost} jobs were settled by a "
-                       "worker that had lost its lease") if not r.settings.fence else ""
-        self._show_status(f"done: {r.completed} completed, {r.dead} dead, {r.refusals} settles "
-                          f"turned away, in {r.elapsed_s:.2f} s; "
-                          f"{'every verdict holds' if held else 'a verdict failed'}{let_through}",
-                          ok=held)
-        self.verdicts.value = "".join(message_html(name, ok) for name, ok in r.verdicts.items())
+        said = (f"done: {r.completed} completed, {r.dead} dead, {r.refusals} settles turned away, "
+                f"in {r.elapsed_s:.2f} s; {'every verdict holds' if held else 'a verdict failed'}")
+        if not r.settings.fence:
+            said += (f"; without the fence, {r.stale_completes_accepted} stale completes were "
+                     f"accepted and {r.settled_after_lease_lost} jobs were settled by a worker "
+                     "that had lost its lease")
+        self._show_status(said, ok=held)
+        self.verdicts.value = charts.verdicts_html(r.verdicts)
         self._leases = r.leases()
-        options = F.followable(self._leases)
+        options = charts.followable(self._leases)
         self.follow.options = options or [("(no lease)", "")]
         self.follow.value = options[0][1] if options else ""
 
     # -- following -------------------------------------------------------------------------
     def leases(self) -> list[Lease]:
         """Every lease of the last run (empty before one ends)."""
-        return list(self._leases) if self.result is not None else []
+        return list(self._leases)
 
     def _followed(self) -> None:
         key = self.follow.value
         if not key or self.result is None:
             return
-        whole = F.span(self.leases())
-        start, end = F.window_of(self.leases(), key, WORKER_WINDOW_S)
+        start, end = charts.window_of(self.leases(), key, WORKER_WINDOW_S)
         self._quiet = True
         try:
-            self.window.max = max(whole[1], 0.01)
+            self.window.max = max(charts.span(self.leases())[1], 0.01)
             self.window.value = min(start, self.window.max)
             self.length.value = round(end - start, 3)
         finally:
             self._quiet = False
         self.draw()
 
-    def current_window(self) -> F.Window:
+    def current_window(self) -> charts.Window:
         """The window the timeline shows: from the slider, for the length box's seconds."""
         return (self.window.value, self.window.value + self.length.value)
 
     def draw(self) -> None:
-        """Draw the followed worker's or job's leases inside the window; a failure to draw is
-        one line on the status line."""
-        key = self.follow.value
-        if not key or self.result is None or self._quiet:
-            return
-        try:
-            self._draw(key)
-        except Exception as exc:  # noqa: BLE001 - one line on the panel, never a traceback
-            self._show_status(f"the timeline could not be drawn: {style.one_line(exc)}", ok=False)
+        """Draw the followed worker's or job's leases inside the window, and tell them in words."""
+        if self.follow.value and self.result is not None and not self._quiet:
+            self._attempt(self.status, self._draw)
 
-    def _draw(self, key: str) -> None:
-        window = self.current_window()
-        picked = F.pick(self.leases(), key, window)
+    def _draw(self) -> None:
+        key, window = self.follow.value, self.current_window()
         fig = Figure(figsize=(9, 3.4), layout="constrained")
         ax = fig.add_subplot()
-        lease_timeline(picked, ax, title=f"{key.replace(':', ' ')}: its leases in the window")
+        charts.lease_timeline(charts.pick(self.leases(), key, window), ax,
+                              title=f"{key.replace(':', ' ')}: its leases in the window")
         ax.set_xlim(*window)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=90)
-        self.picture.value = buf.getvalue()
-        self.picture.layout.display = None
-        lines = F.describe(self.leases(), key, window)
+        self.picture.value, self.picture.layout.display = buf.getvalue(), None
+        lines = charts.describe(self.leases(), key, window)
         self.story.value = "<pre>" + html.escape("\n".join(lines)) + "</pre>"
 
     def _show_status(self, text: str, ok: bool | None = None) -> None:
@@ -267,10 +232,9 @@ class SimulationPanel(Panel):
         lines = [f"jobs {self.jobs.value}, workers {self.workers.value}, stall chance "
                  f"{self.stall.value:.2f}, failure chance {self.fail.value:.2f}, lease "
                  f"{low}-{high} ms, fence {'on' if self.fence.value else 'off'}"]
-        if self.result is None:
-            lines.append(self.last_message)
-            return "\n".join(lines)
         r = self.result
+        if r is None:
+            return "\n".join([*lines, self.last_message])
         lines.append(f"finished {r.completed + r.dead} of {r.jobs} jobs")
         lines += [f"{'ok' if ok else 'NO'}  {name}" for name, ok in r.verdicts.items()]
         if self.follow.value:

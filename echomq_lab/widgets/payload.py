@@ -1,28 +1,29 @@
 """PayloadRoundTrip: send payloads through a real enqueue and claim and compare the bytes.
 
-Each round trip is :func:`echomq_lab.fields.round_trip`: enqueue, read the row's payload
-field, claim, complete. The panel shows, for each payload, its length, the bytes sent and the
-bytes claim returned (in hex), and whether all three agree.
+Each round trip is :func:`echomq_lab.fields.round_trip` (enqueue, read the row's payload field,
+claim, complete); the panel shows each payload's length, the bytes sent and the bytes claim
+returned (in hex), and whether they agree.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import errors, fields
+from echomq_lab import fields
 from echomq_lab import theme as style
+from echomq_lab.theme import MONO, td
 from echomq_lab.widgets.base import Panel
 
 #: How many bytes of a payload the hex columns show before eliding the rest.
 HEX_SHOWN = 24
 #: How many round trips the panel keeps on screen (oldest dropped first).
 KEEP = 12
-
-_CELL = "padding:2px 8px;vertical-align:top;text-align:left"
-_MONO = "font-family:monospace"
+_T = TypeVar("_T")
 
 
 def hex_text(data: bytes, limit: int = HEX_SHOWN) -> str:
@@ -51,20 +52,16 @@ class PayloadRoundTrip(Panel):
         self.queue = queue
         self.results: list[fields.RoundTrip] = []
         self.error: str | None = None
-        self.samples = W.Button(
-            description="round-trip the samples", icon="exchange", layout=W.Layout(width="auto")
-        )
+        auto = W.Layout(width="auto")
+        self.samples = W.Button(description="round-trip the samples", icon="exchange", layout=auto)
         self.custom = W.Text(
             value="", placeholder="type a payload", description="your payload",
             layout=W.Layout(width="420px"), style={"description_width": "initial"},
         )
         self.escapes = W.Checkbox(
-            value=False, description="read \\xNN escapes", indent=False,
-            layout=W.Layout(width="auto"),
+            value=False, description="read \\xNN escapes", indent=False, layout=auto
         )
-        self.send = W.Button(
-            description="round-trip it", icon="exchange", layout=W.Layout(width="auto")
-        )
+        self.send = W.Button(description="round-trip it", icon="exchange", layout=auto)
         self.message = W.HTML()
         self.table = W.HTML()
         self.widget = W.VBox(
@@ -81,38 +78,34 @@ class PayloadRoundTrip(Panel):
         self._on(self.send, self.send_custom)
         self._render()
 
-    # -- actions ----------------------------------------------------------------------------
-
     def _trip(self, label: str, payload: bytes) -> fields.RoundTrip:
         result = fields.round_trip(self.conn, self.queue, payload, label)
         self.results = (self.results + [result])[-KEEP:]
         return result
 
-    def send_samples(self) -> list[fields.RoundTrip]:
-        """Round-trip every sample payload, replacing what the panel showed before."""
-        self.results, done = [], []
-        try:
-            for label, payload in fields.SAMPLE_PAYLOADS:
-                done.append(self._trip(label, payload))
-            self.error = None
-        except (errors.EchoMQError, ValueError, TypeError, RuntimeError) as exc:
-            self.error = style.one_line(exc)
+    def _run(self, action: Callable[[], _T]) -> _T | None:
+        """Run ``action`` guarded, keep why it failed in :attr:`error` (one line), and redraw."""
+        ran, value = self._attempt(None, action)
+        self.error = None if ran else self.last_message
         self._render()
-        return done
+        return cast("_T | None", value)
+
+    def send_samples(self) -> list[fields.RoundTrip]:
+        """Round-trip every sample payload, replacing what the panel showed before; the trips
+        done (all of them, unless one was refused)."""
+        self.results = []
+        self._run(lambda: [self._trip(label, payload) for label, payload in fields.SAMPLE_PAYLOADS])
+        return list(self.results)
 
     def send_custom(self) -> fields.RoundTrip | None:
         """Round-trip the text box's payload (escapes decoded when the box is ticked)."""
-        text = self.custom.value
-        try:
-            payload = fields.parse_escapes(text) if self.escapes.value else text.encode("utf-8")
-            result: fields.RoundTrip | None = self._trip("your payload", payload)
-            self.error = None
-        except (errors.EchoMQError, ValueError, TypeError, RuntimeError) as exc:
-            result, self.error = None, style.one_line(exc)
-        self._render()
-        return result
 
-    # -- rendering --------------------------------------------------------------------------
+        def trip() -> fields.RoundTrip:
+            text = self.custom.value
+            payload = fields.parse_escapes(text) if self.escapes.value else text.encode("utf-8")
+            return self._trip("your payload", payload)
+
+        return self._run(trip)
 
     def _summary(self) -> tuple[str, bool]:
         same = sum(r.equal for r in self.results)
@@ -125,37 +118,33 @@ class PayloadRoundTrip(Panel):
         return f"{len(self.results) - same} of {len(self.results)} came back changed", False
 
     def _render(self) -> None:
-        text, ok = self._summary()
-        self.message.value = style.message_html(text, ok) if self.results or self.error else (
-            f'<div style="color:{style.SOFT}">nothing sent yet</div>'
-        )
-        if not self.results:
+        if not self.results and not self.error:
+            self.message.value = f'<div style="color:{style.SOFT}">nothing sent yet</div>'
             self.table.value = ""
             return
+        self._say(self.message, *self._summary())
         head = "".join(
-            f'<th style="{_CELL}">{h}</th>'
+            f'<th style="{style.CELL}">{h}</th>'
             for h in ("payload", "bytes", "sent (hex)", "claim returned (hex)", "as text", "")
         )
-        rows = []
-        for r in self.results:
-            mark = (
-                f'<span class="emq-equal" style="color:{style.OK_TEXT}">equal ✓</span>'
-                if r.equal
-                else f'<span class="emq-differs" style="color:{style.REFUSED_TEXT}">'
-                'differs ✗</span>'
-            )
-            rows.append(
-                f'<tr class="emq-trip"><td style="{_CELL}">{html.escape(r.label)}</td>'
-                f'<td style="{_CELL};{_MONO}">{len(r.sent)}</td>'
-                f'<td style="{_CELL};{_MONO}">{html.escape(hex_text(r.sent))}</td>'
-                f'<td style="{_CELL};{_MONO}">{html.escape(hex_text(r.returned))}</td>'
-                f'<td style="{_CELL};{_MONO}">{html.escape(as_text(r.returned))}</td>'
-                f'<td style="{_CELL};white-space:nowrap">{mark}</td></tr>'
-            )
+        rows = "".join(
+            f'<tr class="emq-trip">{td(html.escape(r.label))}{td(str(len(r.sent)), MONO)}'
+            f"{td(html.escape(hex_text(r.sent)), MONO)}"
+            f"{td(html.escape(hex_text(r.returned)), MONO)}"
+            f"{td(html.escape(as_text(r.returned)), MONO)}"
+            f'{td(self._mark_html(r.equal), "white-space:nowrap")}</tr>'
+            for r in self.results
+        )
         self.table.value = (
             '<table class="emq-round-trips" style="border-collapse:collapse">'
-            f"<tr>{head}</tr>{''.join(rows)}</table>"
-        )
+            f"<tr>{head}</tr>{rows}</table>"
+        ) if self.results else ""
+
+    @staticmethod
+    def _mark_html(equal: bool) -> str:
+        if equal:
+            return f'<span class="emq-equal" style="color:{style.OK_TEXT}">equal ✓</span>'
+        return f'<span class="emq-differs" style="color:{style.REFUSED_TEXT}">differs ✗</span>'
 
     def text(self) -> str:
         """The round trips the panel shows, as plain text."""

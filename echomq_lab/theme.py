@@ -1,10 +1,6 @@
 """The lab's look: a colour per state and per set, the marks of a verdict, and how a panel
-shows a state, a value or a refusal. Imports no widget or plotting library.
-
-The hex colours are fills: white text on each reads at WCAG AA (4.5:1 or more). What is drawn
-straight on the page is CSS built from JupyterLab's theme variables (``var(--jp-...)``, with a
-light fallback), so it reads in Light and Dark alike (:func:`on_page`).
-"""
+shows a state, a value or a refusal. The hex colours are fills that white text reads on at WCAG
+AA; text on the page is CSS from JupyterLab's theme variables, so it reads in Light and Dark."""
 
 from __future__ import annotations
 
@@ -150,7 +146,5 @@ def server_error(exc: redis.ResponseError) -> str:
     """The server's error reply as it sent it: its first word and its text, without a script's
     ``script: <sha>, on @user_script:N.`` tail."""
     text = " ".join(str(exc).split()).split(" script: ", 1)[0]
-    for word, cls in _SERVER_WORDS.items():
-        if isinstance(exc, cls) and not text.startswith(word):
-            return f"{word} {text}"
-    return text
+    word = next((w for w, cls in _SERVER_WORDS.items() if isinstance(exc, cls)), "")
+    return text if text.startswith(word) else f"{word} {text}"

@@ -1,9 +1,6 @@
-"""FieldPicker: pick one of the row's three fields and read what the protocol says about it.
-
-The facts come from :mod:`echomq_lab.fields`. With ``sample=True`` the panel also builds the
-course's sample row by real transitions (:func:`echomq_lab.stories.sample_row`) and shows the
-picked field's value in that live row.
-"""
+"""FieldPicker: pick one of the row's three fields and read what the protocol says about it
+(from :mod:`echomq_lab.fields`), and its value in a live sample row
+(:func:`echomq_lab.stories.sample_row`)."""
 
 from __future__ import annotations
 
@@ -27,37 +24,25 @@ def _value_html(name: str, value: bytes) -> str:
 
 
 class FieldPicker(Panel):
-    """Pick ``state``, ``attempts`` or ``payload`` with ``picker`` (ToggleButtons); read what it
-    holds, how it starts, its role, and which transitions write or read it.
-
-    With ``sample=True`` (needs ``conn`` and ``queue``; the queue is emptied first) the sample
-    row is built by enqueue, claim, the lease running out, reap and claim (state ``active``,
-    token 2), and the picked field's value in it is shown; ``reread`` or :meth:`refresh` reads
-    the row again.
-    """
+    """Pick a field with ``picker``; read what it holds, how it starts, its role, and which
+    transitions write or read it. ``sample=True`` (needs ``conn`` and ``queue``, which is emptied)
+    also shows the field in the sample row (state ``active``, token 2); ``reread`` re-reads it."""
 
     def __init__(
         self, conn: redis.Redis | None = None, queue: str | None = None, sample: bool = False
     ) -> None:
         if sample and (conn is None or queue is None):
             raise ValueError("sample=True needs a connection and a queue to walk the sample job")
-        self.conn = conn
-        self.queue = queue
+        self.conn, self.queue = conn, queue
         self.sample: stories.SampleRow | None = None
         self.row: Row | None = None
         self.error: str | None = None
-        self.picker = W.ToggleButtons(
-            options=list(fields.FIELD_NAMES),
-            value=fields.FIELD_NAMES[0],
-            description="field",
-            tooltips=[fields.FIELDS[n].holds for n in fields.FIELD_NAMES],
-        )
-        self.card = W.HTML()
-        self.sample_line = W.HTML()
-        self.message = W.HTML()
-        self.reread = W.Button(
-            description="re-read the sample row", icon="refresh", layout=W.Layout(width="auto")
-        )
+        names = list(fields.FIELD_NAMES)
+        self.picker = W.ToggleButtons(options=names, value=names[0], description="field",
+                                      tooltips=[fields.FIELDS[n].holds for n in names])
+        self.card, self.sample_line, self.message = W.HTML(), W.HTML(), W.HTML()
+        self.reread = W.Button(description="re-read the sample row", icon="refresh",
+                               layout=W.Layout(width="auto"))
         children: list[W.Widget] = [self.picker, self.card]
         if sample:
             children += [self.sample_line, W.HBox([self.reread]), self.message]
@@ -65,9 +50,9 @@ class FieldPicker(Panel):
         self.widget.add_class("emq-field-picker")
         self.picker.observe(self._guarded(lambda _change: self._render()), names="value")
         self.reread.on_click(self._guarded(lambda _button: self.refresh()))
-        if sample:
-            self._load()
         self._render()
+        if sample:
+            self.refresh()
 
     @property
     def field(self) -> fields.Field:
@@ -84,11 +69,12 @@ class FieldPicker(Panel):
             f"claim (token {self.sample.token})"
         )
 
-    def _load(self) -> None:
-        """Read the sample row, building it first if it was never built; a refusal is kept,
-        in one line, in :attr:`error`."""
+    def refresh(self) -> Row | None:
+        """Read the sample row again (None when it is gone), building it first if it never was
+        (the server was down, say); a refusal is kept, in one line, in :attr:`error`."""
         conn, queue = self.conn, self.queue
-        assert conn is not None and queue is not None
+        if conn is None or queue is None:
+            return None
 
         def read() -> None:
             if self.sample is None:
@@ -97,23 +83,16 @@ class FieldPicker(Panel):
 
         ran, _ = self._attempt(None, read)
         self.error = None if ran else self.last_message
-
-    def refresh(self) -> Row | None:
-        """Read the sample row again (None when it is gone); if it was never built (the server
-        was down, say), build it now."""
-        if self.conn is None or self.queue is None:
-            return None
-        self._load()
         self._render()
         return self.row
 
     def _initial_html(self, f: fields.Field) -> str:
-        if f.name == "state" and f.initial is not None:
-            rest = f.initial_text.removeprefix(f.initial.decode())
-            return state_badge(f.initial.decode()) + html.escape(rest)
-        if f.initial is not None:
-            return f"<code>{html.escape(f.initial_text)}</code>"
-        return html.escape(f.initial_text)
+        if f.initial is None:
+            return html.escape(f.initial_text)
+        if f.name == "state":
+            start = f.initial.decode()
+            return state_badge(start) + html.escape(f.initial_text.removeprefix(start))
+        return f"<code>{html.escape(f.initial_text)}</code>"
 
     def _write_html(self, w: fields.Use) -> str:
         script = html.escape(w.script)
@@ -171,10 +150,8 @@ class FieldPicker(Panel):
     def text(self) -> str:
         """What the panel shows for the picked field, as plain text."""
         f = self.field
-        out = [f"field: {f.name}", f"  holds          {f.holds}"]
-        out.append(f"  initial value  {f.initial_text}")
-        out.append(f"  role           {f.role}")
-        out.append("  written by")
+        out = [f"field: {f.name}", f"  holds          {f.holds}",
+               f"  initial value  {f.initial_text}", f"  role           {f.role}", "  written by"]
         for w in f.writes:
             when = f"  ({w.when})" if w.when else ""
             handles = "" if w.handles == (w.script,) else f" [{', '.join(w.handles)}]"

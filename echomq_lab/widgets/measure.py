@@ -1,9 +1,8 @@
 """MeasurePanel: measure now, on the lab's own server. One transition, one round trip.
 
-``run()`` (or the "measure now" button, in a background thread) times a few hundred job cycles
-(enqueue, claim, complete) on a queue of its own, counting each call's requests with
-:func:`echomq_lab.measure.counting`; then walks one job through every transition and, when
-python-rq is installed, runs its enqueue and worker on the same server.
+``run()`` (or the button, in a background thread) times job cycles (enqueue, claim, complete)
+on a queue of its own, counting each call's requests (:func:`echomq_lab.measure.counting`), walks
+one job through every transition, and runs python-rq on the same server when it is installed.
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ class MeasurePanel(Panel):
         self.cycle: measure.Cycle | None = None
         self.rq: measure.RqCost | None = None
         self.walk: list[Traced] = []
-        self.error = ""
         self._thread: threading.Thread | None = None
         self.jobs = W.IntSlider(value=jobs, min=30, max=3000, step=30, description="job cycles",
                                 continuous_update=False,
@@ -67,7 +65,7 @@ class MeasurePanel(Panel):
         if self.running:
             self._say(self.status, "a measurement is already going: wait for it", ok=False)
             return None
-        self.cycle, self.rq, self.walk, self.error = None, None, [], ""
+        self.cycle, self.rq, self.walk = None, None, []
         self.progress.value, self.result.value = 0.0, ""
         self.buttons["measure"].disabled = True
         self._say(self.status, f"measuring {self.jobs.value} job cycles…", ok=None)
@@ -96,13 +94,11 @@ class MeasurePanel(Panel):
     def _body(self, n: int) -> None:
         rq_share = 0.3 if self.with_rq and measure.rq_version() else 0.0
         ran, _ = self._attempt(None, lambda: self._measure(n, rq_share))
-        self.error = "" if ran else self.last_message
         self.progress.value = 1.0
         self.buttons["measure"].disabled = False
-        if self.cycle is None or self.error:
-            self._say(self.status, f"the measurement stopped: {self.error}", ok=False)
+        if not ran or (c := self.cycle) is None:
+            self._say(self.status, f"the measurement stopped: {self.last_message}", ok=False)
         else:
-            c = self.cycle
             self._say(self.status, f"{c.jobs} job cycles in {c.seconds:.2f} s: "
                       f"{c.jobs_per_s:,.0f} jobs per second on one connection", ok=True)
         self.result.value = f"<pre style='{WRAP}'>" + html.escape(

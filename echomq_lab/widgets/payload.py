@@ -1,15 +1,10 @@
-"""PayloadRoundTrip: send payloads through a real enqueue and claim and compare the bytes.
-
-Each round trip is :func:`echomq_lab.fields.round_trip` (enqueue, read the row's payload field,
-claim, complete); the panel shows each payload's length, the bytes sent and the bytes claim
-returned (in hex), and whether they agree.
-"""
+"""PayloadRoundTrip: payloads through a real enqueue and claim (:func:`fields.round_trip`),
+shown as their length, the bytes sent and the bytes claim returned, and whether they agree."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from typing import TypeVar, cast
+from collections.abc import Callable, Iterable
 
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
@@ -23,7 +18,11 @@ from echomq_lab.widgets.base import Panel
 HEX_SHOWN = 24
 #: How many round trips the panel keeps on screen (oldest dropped first).
 KEEP = 12
-_T = TypeVar("_T")
+#: The verdict of one round trip, in words and colour.
+_MARKS = {
+    True: f'<span class="emq-equal" style="color:{style.OK_TEXT}">equal ✓</span>',
+    False: f'<span class="emq-differs" style="color:{style.REFUSED_TEXT}">differs ✗</span>',
+}
 
 
 def hex_text(data: bytes, limit: int = HEX_SHOWN) -> str:
@@ -40,16 +39,12 @@ def as_text(data: bytes, limit: int = 60) -> str:
 
 
 class PayloadRoundTrip(Panel):
-    """Round-trip payloads through ``queue`` (which must have nothing pending) on ``conn``.
-
-    ``samples`` (a Button) sends :data:`echomq_lab.fields.SAMPLE_PAYLOADS`; ``custom`` (a Text),
-    with ``escapes`` (a Checkbox: read ``\\xNN`` escapes) and ``send`` (a Button), sends your
-    own. :meth:`send_samples` and :meth:`send_custom` do the same from code.
-    """
+    """Round-trip payloads through ``queue`` (nothing may be pending there) on ``conn``:
+    ``samples`` sends :data:`fields.SAMPLE_PAYLOADS` (:meth:`send_samples`), ``send`` the
+    ``custom`` text, ``\\xNN`` escapes read when ``escapes`` is ticked (:meth:`send_custom`)."""
 
     def __init__(self, conn: redis.Redis, queue: str) -> None:
-        self.conn = conn
-        self.queue = queue
+        self.conn, self.queue = conn, queue
         self.results: list[fields.RoundTrip] = []
         self.error: str | None = None
         auto = W.Layout(width="auto")
@@ -65,12 +60,8 @@ class PayloadRoundTrip(Panel):
         self.message = W.HTML()
         self.table = W.HTML()
         self.widget = W.VBox(
-            [
-                W.HBox([self.samples]),
-                W.HBox([self.custom, self.escapes, self.send]),
-                self.message,
-                self.table,
-            ],
+            [W.HBox([self.samples]), W.HBox([self.custom, self.escapes, self.send]),
+             self.message, self.table],
             layout=W.Layout(min_width="520px"),
         )
         self.widget.add_class("emq-payload-round-trip")
@@ -78,34 +69,34 @@ class PayloadRoundTrip(Panel):
         self._on(self.send, self.send_custom)
         self._render()
 
-    def _trip(self, label: str, payload: bytes) -> fields.RoundTrip:
-        result = fields.round_trip(self.conn, self.queue, payload, label)
-        self.results = (self.results + [result])[-KEEP:]
-        return result
+    def _trips(self, payloads: Iterable[tuple[str, bytes]]) -> None:
+        for label, payload in payloads:
+            result = fields.round_trip(self.conn, self.queue, payload, label)
+            self.results = (self.results + [result])[-KEEP:]
 
-    def _run(self, action: Callable[[], _T]) -> _T | None:
+    def _run(self, action: Callable[[], object]) -> bool:
         """Run ``action`` guarded, keep why it failed in :attr:`error` (one line), and redraw."""
-        ran, value = self._attempt(None, action)
+        ran, _ = self._attempt(None, action)
         self.error = None if ran else self.last_message
         self._render()
-        return cast("_T | None", value)
+        return ran
 
     def send_samples(self) -> list[fields.RoundTrip]:
         """Round-trip every sample payload, replacing what the panel showed before; the trips
         done (all of them, unless one was refused)."""
         self.results = []
-        self._run(lambda: [self._trip(label, payload) for label, payload in fields.SAMPLE_PAYLOADS])
+        self._run(lambda: self._trips(fields.SAMPLE_PAYLOADS))
         return list(self.results)
 
     def send_custom(self) -> fields.RoundTrip | None:
         """Round-trip the text box's payload (escapes decoded when the box is ticked)."""
+        text = self.custom.value
 
-        def trip() -> fields.RoundTrip:
-            text = self.custom.value
+        def trip() -> None:
             payload = fields.parse_escapes(text) if self.escapes.value else text.encode("utf-8")
-            return self._trip("your payload", payload)
+            self._trips([("your payload", payload)])
 
-        return self._run(trip)
+        return self.results[-1] if self._run(trip) else None
 
     def _summary(self) -> tuple[str, bool]:
         same = sum(r.equal for r in self.results)
@@ -132,19 +123,13 @@ class PayloadRoundTrip(Panel):
             f"{td(html.escape(hex_text(r.sent)), MONO)}"
             f"{td(html.escape(hex_text(r.returned)), MONO)}"
             f"{td(html.escape(as_text(r.returned)), MONO)}"
-            f'{td(self._mark_html(r.equal), "white-space:nowrap")}</tr>'
+            f'{td(_MARKS[r.equal], "white-space:nowrap")}</tr>'
             for r in self.results
         )
         self.table.value = (
             '<table class="emq-round-trips" style="border-collapse:collapse">'
             f"<tr>{head}</tr>{rows}</table>"
         ) if self.results else ""
-
-    @staticmethod
-    def _mark_html(equal: bool) -> str:
-        if equal:
-            return f'<span class="emq-equal" style="color:{style.OK_TEXT}">equal ✓</span>'
-        return f'<span class="emq-differs" style="color:{style.REFUSED_TEXT}">differs ✗</span>'
 
     def text(self) -> str:
         """The round trips the panel shows, as plain text."""

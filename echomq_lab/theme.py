@@ -120,20 +120,6 @@ def state_badge(state: str) -> str:
     )
 
 
-def one_line(exc: BaseException) -> str:
-    """An error as one line: a protocol refusal keeps its wire class (``EMQSTALE: ...``), a
-    server's error reply reads ``the server answered an error: …``, and any other error names
-    its Python class."""
-    if isinstance(exc, errors.EchoMQError):
-        return " ".join(str(exc).split())
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    if isinstance(exc, redis.ResponseError):
-        return f"the server answered an error: {server_error(exc)}"
-    if isinstance(exc, redis.RedisError):
-        return f"the server connection failed: {text}"
-    return f"{type(exc).__name__}: {text}"
-
-
 #: The first word of an error reply that redis-py keeps only as the exception's class.
 _SERVER_WORDS: dict[str, type[redis.ResponseError]] = {
     "READONLY": redis.exceptions.ReadOnlyError,
@@ -142,9 +128,18 @@ _SERVER_WORDS: dict[str, type[redis.ResponseError]] = {
 }
 
 
-def server_error(exc: redis.ResponseError) -> str:
-    """The server's error reply as it sent it: its first word and its text, without a script's
-    ``script: <sha>, on @user_script:N.`` tail."""
-    text = " ".join(str(exc).split()).split(" script: ", 1)[0]
-    word = next((w for w, cls in _SERVER_WORDS.items() if isinstance(exc, cls)), "")
-    return text if text.startswith(word) else f"{word} {text}"
+def one_line(exc: BaseException) -> str:
+    """An error as one line: a protocol refusal keeps its wire class (``EMQSTALE: ...``), a
+    server's error reply reads ``the server answered an error: …`` (its first word kept, a
+    script's ``script: <sha>, …`` tail dropped), and any other error names its Python class."""
+    if isinstance(exc, errors.EchoMQError):
+        return " ".join(str(exc).split())
+    if isinstance(exc, redis.ResponseError):
+        reply = " ".join(str(exc).split()).split(" script: ", 1)[0]
+        word = next((w for w, cls in _SERVER_WORDS.items() if isinstance(exc, cls)), "")
+        reply = reply if reply.startswith(word) else f"{word} {reply}"
+        return f"the server answered an error: {reply}"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    if isinstance(exc, redis.RedisError):
+        return f"the server connection failed: {text}"
+    return f"{type(exc).__name__}: {text}"

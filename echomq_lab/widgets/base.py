@@ -1,9 +1,6 @@
 """The base every panel shares: a root widget, a plain-text rendering, one-line messages.
-
-Every action a panel runs for a click goes through one guarded path, :meth:`Panel._attempt`:
-whatever it raises (a refusal, a bad input, a server error or a server that went away) becomes
-one line on the panel's message line, never a traceback (ipywidgets would only log it).
-"""
+Every action goes through one guarded path, :meth:`Panel._attempt`: whatever it raises becomes
+one line on the panel, never a traceback (ipywidgets would only log it)."""
 
 from __future__ import annotations
 

@@ -62,12 +62,9 @@ class FieldPicker(Panel):
     @property
     def steps(self) -> str:
         """How the sample row was reached, as one line ('' without a sample)."""
-        if self.sample is None:
-            return ""
-        return (
-            f"enqueue → claim (token {self.sample.stale_token}) → the lease runs out → reap → "
-            f"claim (token {self.sample.token})"
-        )
+        s = self.sample
+        return "" if s is None else (f"enqueue → claim (token {s.stale_token}) → the lease runs "
+                                     f"out → reap → claim (token {s.token})")
 
     def refresh(self) -> Row | None:
         """Read the sample row again (None when it is gone), building it first if it never was

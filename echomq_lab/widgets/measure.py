@@ -46,8 +46,7 @@ class MeasurePanel(Panel):
         self.buttons = {"measure": button}
         self.progress = W.FloatProgress(value=0.0, min=0.0, max=1.0, description="done",
                                         tooltip="How much of the measurement has run")
-        self.status = W.HTML()
-        self.result = W.HTML()
+        self.status, self.result = W.HTML(), W.HTML()
         self.widget = W.VBox([
             W.HTML(f"<b>Measure now</b> on {html.escape(describe(conn))}"),
             W.HBox([self.jobs, button, self.progress]), self.status, self.result,
@@ -69,8 +68,7 @@ class MeasurePanel(Panel):
         self.progress.value, self.result.value = 0.0, ""
         self.buttons["measure"].disabled = True
         self._say(self.status, f"measuring {self.jobs.value} job cycles…", ok=None)
-        self._thread = threading.Thread(target=self._body, args=(int(self.jobs.value),),
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._body, args=(self.jobs.value,), daemon=True)
         self._thread.start()
         if wait:
             self._thread.join()

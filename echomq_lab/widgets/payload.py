@@ -53,12 +53,10 @@ class PayloadRoundTrip(Panel):
             value="", placeholder="type a payload", description="your payload",
             layout=W.Layout(width="420px"), style={"description_width": "initial"},
         )
-        self.escapes = W.Checkbox(
-            value=False, description="read \\xNN escapes", indent=False, layout=auto
-        )
+        self.escapes = W.Checkbox(value=False, description="read \\xNN escapes", indent=False,
+                                  layout=auto)
         self.send = W.Button(description="round-trip it", icon="exchange", layout=auto)
-        self.message = W.HTML()
-        self.table = W.HTML()
+        self.message, self.table = W.HTML(), W.HTML()
         self.widget = W.VBox(
             [W.HBox([self.samples]), W.HBox([self.custom, self.escapes, self.send]),
              self.message, self.table],
@@ -82,8 +80,7 @@ class PayloadRoundTrip(Panel):
         return ran
 
     def send_samples(self) -> list[fields.RoundTrip]:
-        """Round-trip every sample payload, replacing what the panel showed before; the trips
-        done (all of them, unless one was refused)."""
+        """Round-trip every sample payload, replacing what the panel showed; the trips done."""
         self.results = []
         self._run(lambda: self._trips(fields.SAMPLE_PAYLOADS))
         return list(self.results)

@@ -1,10 +1,6 @@
-"""SelfCheck: a question the reader answers by clicking a choice; the server grades it.
-
-``SelfCheck(conn, "token_above")`` builds a check by its key in ``questions.toml``;
-``SelfCheck.page(conn, 2)`` builds the page's checks. Each check runs on a queue of its own
-(``check-<key>``, or ``queue=``), emptied before each answer. A wrong answer says what the
-server did and gives a hint; every choice stays open. The verdict is in words, not colour alone.
-"""
+"""SelfCheck: a question (by its key in ``questions.toml``) the reader answers by clicking a
+choice; the server grades it on a queue of the check's own, emptied before each answer. A wrong
+answer says what the server did; every choice stays open; the verdict is in words."""
 
 from __future__ import annotations
 

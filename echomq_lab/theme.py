@@ -12,11 +12,10 @@ import redis
 from echomq_lab import errors
 from echomq_lab.drift import SET_OF_STATE
 
-#: Accepted, refused, and neither (not measured or beside the point): fills and chart colours.
+#: Accepted, refused, neither (not measured or beside the point), and dark lines over colour.
 OK_COLOUR = "#237a4b"
 REFUSED_COLOUR = "#c0392b"
 MUTED = "#737373"
-#: Dark lines drawn over colour (whiskers on a bar chart).
 INK = "#333333"
 
 #: One colour per state, used by every panel and chart.

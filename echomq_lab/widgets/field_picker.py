@@ -80,6 +80,8 @@ class FieldPicker(Panel):
 
         ran, _ = self._attempt(None, read)
         self.error = None if ran else self.last_message
+        if ran:  # read: the panel shows no message any more
+            self.last_message, self.last_ok = "", True
         self._render()
         return self.row
 

@@ -19,7 +19,7 @@ import pytest
 import redis
 
 from echomq_lab import checks
-from echomq_lab.widgets import Reveal, SelfCheck
+from echomq_lab.widgets import SelfCheck
 from tools.course import load as course_pages
 
 PAGES = course_pages()
@@ -180,17 +180,6 @@ def test_in_a_fresh_process_every_check_answers() -> None:
     for key, graded in got.items():
         rights = [c for c, right in graded if right]
         assert len(rights) == 1 and rights[0] == EXPECTED.get(key, rights[0]), key
-
-
-def test_reveal_hides_the_answer_until_asked() -> None:
-    reveal = Reveal("Why is token 1 stale?", "A later claim made attempts 2.", see="the fence")
-    assert reveal.text() == "Why is token 1 stale?\n(answer hidden: press Show the answer)"
-    assert reveal.body.value == "" and reveal.button.tooltip
-    reveal.button.click()
-    assert reveal.text().endswith("Answer: A later claim made attempts 2. (see the fence)")
-    assert "attempts 2" in reveal.body.value and reveal.button.description == "Hide the answer"
-    reveal.button.click()
-    assert reveal.body.value == "" and not reveal.shown
 
 
 # -- the questions are data: questions.toml, joined to the observers at load ---------------------

@@ -45,7 +45,6 @@ BUILD: dict[str, Callable[[], object]] = {
         fresh(), Q
     ),
     "MeasurePanel": lambda: widgets_pkg.MeasurePanel(fresh(), Q),
-    "Reveal": lambda: widgets_pkg.Reveal("a question", "its answer"),
     "SelfCheck": lambda: widgets_pkg.SelfCheck.page(fresh(), 2)[0],
     "SimulationPanel": lambda: widgets_pkg.SimulationPanel(),
 }

@@ -1,27 +1,6 @@
-"""SelfCheck: a question the reader answers by clicking a choice; the server grades it.
-
-API (for pages)::
-
-    from echomq_lab.widgets import SelfCheck
-    c = SelfCheck(conn, "token_above")      # a check by its key in questions.toml
-    SelfCheck.page(conn, 2)                 # the page's checks, one panel each (a list)
-    c.question, c.choices                   # as shown
-    c.answer(c.choices[1])                  # -> checks.Graded: .right, .explanation
-    c.reset()                               # unanswered again, its queue emptied
-    c.buttons[i].click()                    # the same as answer(choices[i]), shown on the panel
-    c.text()                                # plain text; unanswered: question and choices only
-
-The page introduces a check in its own words ("Check yourself"); the panel asks the question.
-Each check runs on a queue of its own (``check-<key>``, or ``queue=``), emptied before each
-answer. A wrong answer says what the server did against that choice and gives a hint; every
-choice stays open, so the reader answers again at once. The verdict is in words ("Right." /
-"Not this one"), never in colour alone.
-
-Answers to a page's open questions need no widget: a collapsed ``<details>`` block in the
-page's markdown (``<details><summary>Show the answer</summary> ... </details>``) opens on a
-click in JupyterLab and Voilà and stays closed in the stored page. :class:`Reveal` is there for
-an answer that must be built in Python.
-"""
+"""SelfCheck: a question (by its key in ``questions.toml``) the reader answers by clicking a
+choice; the server grades it on a queue of the check's own, emptied before each answer. A wrong
+answer says what the server did; every choice stays open; the verdict is in words."""
 
 from __future__ import annotations
 
@@ -75,7 +54,6 @@ class SelfCheck(Panel):
 
     @property
     def question(self) -> str:
-        """The question, as shown."""
         return self.check.question
 
     @property
@@ -85,10 +63,7 @@ class SelfCheck(Panel):
 
     def answer(self, choice: str) -> checks.Graded:
         """Grade ``choice`` by running the check on the server; show and return the verdict.
-
-        ValueError for a choice that is not offered (nothing runs). Any choice may be answered
-        next, straight away.
-        """
+        ValueError for a choice that is not offered (nothing runs)."""
         graded = self.check.grade(self.conn, self.queue, choice)
         self.graded = graded
         self._say(self.message, graded.explanation, ok=graded.right)
@@ -99,12 +74,8 @@ class SelfCheck(Panel):
         return graded
 
     def _clicked(self, choice: str) -> None:
-        """A choice button: grade it; a server that cannot be reached is one line, no trace."""
-        try:
-            self.answer(choice)
-        except Exception as exc:  # noqa: BLE001 - a click never ends in a traceback
-            self.graded = None
-            self._say(self.message, style.one_line(exc), ok=False)
+        self.graded = None
+        self._attempt(self.message, lambda: self.answer(choice))
 
     def reset(self) -> None:
         """Unanswered again: no verdict, no marked button, and the check's queue emptied."""
@@ -125,33 +96,3 @@ class SelfCheck(Panel):
         elif self.last_message:
             lines.append(f"[refused] {self.last_message}")
         return "\n".join(lines)
-
-
-class Reveal(Panel):
-    """A question whose answer stays hidden until the reader presses "Show the answer"."""
-
-    def __init__(self, question: str, answer: str, *, see: str = "") -> None:
-        self.question, self.answer_text, self.see = question, answer, see
-        self.shown = False
-        self.button = W.Button(
-            description="Show the answer", icon="eye", layout=W.Layout(width="auto"),
-            tooltip="Show the answer to this question (try it on the panel first)",
-        )
-        self.button.on_click(lambda _b: self.toggle())
-        self.body = W.HTML()
-        self.widget = W.VBox([W.HTML(f"<b>{html.escape(question)}</b>"), self.button, self.body])
-        self.widget.add_class("emq-reveal")
-
-    def toggle(self) -> None:
-        """Show the answer, or hide it again."""
-        self.shown = not self.shown
-        self.button.description = "Hide the answer" if self.shown else "Show the answer"
-        see = f" <i>(see {html.escape(self.see)})</i>" if self.see and self.shown else ""
-        self.body.value = f"<div>{html.escape(self.answer_text)}{see}</div>" if self.shown else ""
-
-    def text(self) -> str:
-        """The question; the answer only once revealed."""
-        if not self.shown:
-            return f"{self.question}\n(answer hidden: press Show the answer)"
-        see = f" (see {self.see})" if self.see else ""
-        return f"{self.question}\nAnswer: {self.answer_text}{see}"

@@ -1,24 +1,10 @@
 """Self-checks graded by the server: a question, a few bare choices, and real transitions decide.
 
-API (for pages and widgets; no widget library is imported here)::
-
-    from echomq_lab import checks
-    check = checks.get("token_above")      # a check by its key
-    checks.for_page(2)                     # the checks of page 02, in the order it asks them
-    check.question, check.choices          # the text shown, the choices as shown
-    graded = check.grade(conn, queue, check.choices[1])
-    graded.right, graded.explanation       # bool; what the server did, in words
-
-The words of every check live in ``questions.toml`` beside this module: each ``[[checks]]``
-entry names its page by the page's ``file`` in ``tools/pages.toml``, so a check works on any
-page number. The code that runs a check is an *observer*, below: it empties the queue, runs
-real transitions and reports an :class:`Observed`, whose ``outcome`` is a fact (a token, a
-reply, field names). The right choice is the one whose ``when`` is that outcome: it is never
-stored, so if the server behaved otherwise the grading would follow it.
-
-A wrong answer is told what the server did against *that* choice (``Observed.refute``) and
-the question's hint, never the right choice nor the outcome that names it; the reader can
-answer again at once. A right answer is told the whole run and the lesson.
+The words live in ``questions.toml`` (each entry names its page by its file); an *observer*
+here runs real transitions and reports an :class:`Observed` whose ``outcome`` is a fact. The
+right choice is the one whose ``when`` is that outcome, so it is never stored. A wrong answer
+hears what the server did against that choice and the hint, never the right choice; a right
+answer hears the whole run and the lesson. Use :func:`get` and :func:`for_page`.
 """
 
 from __future__ import annotations
@@ -58,12 +44,8 @@ class QuestionsError(ValueError):
 
 @dataclass(frozen=True)
 class Observed:
-    """What the server did in one run of a check.
-
-    ``outcome`` is the fact the choices are matched on (None: nothing any choice names);
-    ``did`` tells the whole run; ``refute(when)`` says what the server did against a choice
-    waiting for ``when``, without naming the outcome.
-    """
+    """One run of a check: ``outcome`` the fact choices match (None: none does), ``did`` the
+    whole run, ``refute(when)`` what the server did against a choice waiting for ``when``."""
 
     outcome: str | None
     did: str
@@ -72,7 +54,7 @@ class Observed:
 
 @dataclass(frozen=True)
 class Graded:
-    """A reader's choice, graded: whether it is right and the explanation shown for it."""
+    """A reader's choice, graded, and the explanation shown for it."""
 
     choice: str
     right: bool
@@ -106,7 +88,7 @@ class Check:
 
     @property
     def queue(self) -> str:
-        """The queue this check runs on unless it is given another: ``check-<key>``."""
+        """The queue this check runs on unless given another: ``check-<key>``."""
         return f"check-{self.key}".replace("_", "-")
 
     def grade(self, conn: redis.Redis, queue: str, choice: str) -> Graded:
@@ -121,15 +103,11 @@ class Check:
             return Graded(choice, False, "None of the choices fits what the server did: "
                           f"{seen.did}.", seen.did)
         right = self.choices[self.outcomes.index(seen.outcome)]
-        said = f"Not this one. The server: {seen.refute(when)}. Hint: {self.hint}"
-        if gives_away(said, right, seen.outcome):
-            said = f"Not this one: the server did not do that. Hint: {self.hint}"
-        if gives_away(said, right, seen.outcome):
-            said = "Not this one: the server did not do that."
-        return Graded(choice, False, said, seen.did)
-
-
-# -- helpers the observers share ---------------------------------------------------------------
+        for said in (f"Not this one. The server: {seen.refute(when)}. Hint: {self.hint}",
+                     f"Not this one: the server did not do that. Hint: {self.hint}"):
+            if not gives_away(said, right, seen.outcome):
+                return Graded(choice, False, said, seen.did)
+        return Graded(choice, False, "Not this one: the server did not do that.", seen.did)
 
 
 def fresh_job(conn: redis.Redis, queue: str, payload: bytes = b'{"report": "march"}') -> str:
@@ -152,24 +130,8 @@ def fields(row: Row | None) -> str:
     return ", ".join(f"{decoded(k)}={row.shown(k)[:24]}" for k in row.field_order())
 
 
-def _field_set(seen: set[str], verb: str) -> Callable[[str], str]:
-    """A refutation for outcomes that name a set of fields: what ``verb`` did to the fields a
-    choice leaves out or adds, and nothing about the others."""
-
-    def refute(when: str) -> str:
-        named = set(when.split())
-        parts = [f"{verb} also {f}" for f in sorted(seen - named)]
-        parts += [f"{verb} did not {f}" for f in sorted(named - seen)]
-        return "; ".join(parts) or f"{verb} did something else"
-
-    return refute
-
-
-# -- the observers: each runs real transitions and reports what the server did --------------
-
 Observer = Callable[..., Observed]
 _O = TypeVar("_O", bound=Observer)
-#: Every observer, by its function's name.
 OBSERVERS: dict[str, Observer] = {}
 
 
@@ -437,8 +399,6 @@ def payload_read(conn: redis.Redis, queue: str) -> Observed:
     return Observed("unread" if alike else None, did, refute)
 
 
-# -- a general observer: a question's own story of transitions, written in questions.toml ----
-
 Step = Literal["claim", "claim briefly", "expire", "reap", "promote", "complete", "retry",
                "retry at the cap", "extend", "reprocess", "complete stale", "retry stale",
                "extend stale"]
@@ -498,8 +458,6 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
 #: Observers a question may use without any of the course's questions using them.
 GENERAL = {"story"}
 
-
-# -- the words: questions.toml, joined to the observers --------------------------------------
 
 #: The fields an entry may have; the first six it must have.
 REQUIRED = ("key", "page", "question", "answers", "hint", "lesson")

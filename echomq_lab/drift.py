@@ -22,8 +22,9 @@ none is invented, and the :class:`Report` says whether the queue changed under t
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import redis
@@ -34,9 +35,8 @@ from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import decoded
 
 #: Which set holds a job in each state (the states in :data:`keyspace.SET_NAMES`' order).
-SET_OF_STATE: dict[str, SetName] = dict(
-    zip(("pending", "active", "scheduled", "dead"), SET_NAMES, strict=True)
-)
+SET_OF_STATE: dict[str, SetName] = dict(zip(("pending", "active", "scheduled", "dead"),
+                                            SET_NAMES, strict=True))
 
 #: What an infinite score (which another client may write) is read as: larger than any time.
 INFINITE = 2**63
@@ -191,13 +191,6 @@ def _census(conn: redis.Redis, queue: str) -> tuple[dict[SetName, int], dict[Set
     return sizes, {name: kind for name, kind in kinds.items() if kind not in ("zset", "none")}
 
 
-def _fields(reply: object) -> tuple[bytes | None, bytes | None]:
-    """An HMGET state attempts reply; (None, None) when it failed (the key is not a hash)."""
-    state, attempts = reply if isinstance(reply, list) and len(reply) == 2 else (None, None)
-    return (state if isinstance(state, bytes) else None,
-            attempts if isinstance(attempts, bytes) else None)  # fmt: skip
-
-
 @dataclass
 class _Facts:
     """What was read of one id: its scores, what its row key holds (``kind``: ``hash``,
@@ -207,6 +200,13 @@ class _Facts:
     kind: str = "none"
     state: bytes | None = None
     attempts: bytes | None = None
+
+    def read_row(self, reply: object) -> None:
+        """Take an ``HMGET state attempts`` reply: the row is a hash with these fields."""
+        state, attempts = reply if isinstance(reply, list) and len(reply) == 2 else (None, None)
+        self.kind = "hash"
+        self.state = state if isinstance(state, bytes) else None
+        self.attempts = attempts if isinstance(attempts, bytes) else None
 
     def drifts(self, raw: bytes, prefix: bytes) -> list[Drift]:
         """The drifts these facts show, a row key of the wrong type included."""
@@ -240,41 +240,38 @@ class _Walk:
         self.calls += bool(keys)
         return dict(zip(keys, _kinds(self.conn, keys), strict=True))
 
+    def _pages(self, scan: Callable[[int], Any]) -> Iterator[list[Any]]:
+        """The items of each page of a cursor walk (one round trip a page), in order."""
+        cursor = 0
+        while True:
+            self.calls += 1
+            cursor, items = cast(tuple[int, list[Any]], scan(cursor))
+            yield items
+            if cursor == 0:
+                return
+
     def sets(self, odd: dict[SetName, str]) -> None:
         """Every member of each sorted set with its score, by ZSCAN; the keys in ``odd`` are
         skipped, and one replaced by another type mid-walk is left to the final census."""
         for name in (name for name in SET_NAMES if name not in odd):
-            key, cursor = keyspace.queue_key(self.queue, name), 0
-            while True:
-                self.calls += 1
-                try:
-                    reply = self.conn.zscan(key, cursor, count=STEP)
-                except redis.ResponseError as exc:
-                    if not _refused(exc):
-                        raise
-                    break
-                cursor, pairs = cast(tuple[int, list[tuple[bytes, float]]], reply)
-                for member, score in pairs:
-                    held = self._of(member)
-                    self.members += not held.scores
-                    held.scores[name] = float(score)
-                if cursor == 0:
-                    break
+            zscan = partial(self.conn.zscan, keyspace.queue_key(self.queue, name), count=STEP)
+            try:
+                for pairs in self._pages(zscan):
+                    for member, score in pairs:
+                        held = self._of(member)
+                        self.members += not held.scores
+                        held.scores[name] = float(score)
+            except redis.ResponseError as exc:
+                if not _refused(exc):
+                    raise
 
     def keys(self) -> None:
         """Every key under the queue's row prefix (SCAN on the node owning the queue), then
         each row's state and attempts, :data:`BATCH` to a pipeline."""
         prefix = self.prefix
         node = node_client(self.conn, prefix.decode())
-        found: list[bytes] = []
-        cursor = 0
-        while True:
-            reply = node.scan(cursor, match=prefix + b"*", count=SCAN_STEP)
-            cursor, keys = cast(tuple[int, list[bytes]], reply)
-            self.calls += 1
-            found += keys
-            if cursor == 0:
-                break
+        scan = partial(node.scan, match=prefix + b"*", count=SCAN_STEP)
+        found: list[bytes] = [key for page in self._pages(scan) for key in page]
         for start in range(0, len(found), BATCH):
             chunk = found[start : start + BATCH]
             pipe = self.conn.pipeline(transaction=False)
@@ -285,9 +282,7 @@ class _Walk:
             odd = _refused_among(chunk, replies)
             for key, reply in zip(chunk, replies, strict=True):
                 if key not in odd:  # (a key gone since SCAN: a suspect the re-read settles)
-                    facts = self._of(key[len(prefix) :])
-                    facts.kind = "hash"
-                    facts.state, facts.attempts = _fields(reply)
+                    self._of(key[len(prefix) :]).read_row(reply)
                     self.rows += 1
             for key, kind in self._typed(odd).items():
                 self._of(key[len(prefix) :]).kind = kind
@@ -323,8 +318,7 @@ class _Walk:
                 if _refused(fields):
                     odd.append(raw)
                 elif exists == 1:
-                    facts.kind = "hash"
-                    facts.state, facts.attempts = _fields(fields)
+                    facts.read_row(fields)
             typed = self._typed([prefix + raw for raw in odd])
             kinds = {key[len(prefix) :]: kind for key, kind in typed.items()}
             for raw, facts in read.items():

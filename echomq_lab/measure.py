@@ -87,31 +87,32 @@ def _joined(command: Any) -> bytes:
     return b"".join(c.encode() if isinstance(c, str) else bytes(c) for c in chunks)
 
 
-def _counted_write(self: AbstractConnection, command: Any, check_health: bool = True) -> Any:
-    original = _originals["send_packed_command"]
-    mine = _COUNTERS
-    if not mine.open or mine.busy:
-        return original(self, command, check_health)
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Inside, what this thread writes is not counted (a request's own write, a handshake)."""
+    was, _COUNTERS.busy = _COUNTERS.busy, True
     try:
-        name = request_name(_commands(_joined(command)))
-    except (ValueError, TypeError):  # not RESP as redis-py writes it: still one request
-        name = "?"
-    for calls in mine.open:
-        calls.append(name)
-    mine.busy = True
-    try:
-        return original(self, command, check_health)
+        yield
     finally:
-        mine.busy = False
+        _COUNTERS.busy = was
+
+
+def _counted_write(self: AbstractConnection, command: Any, check_health: bool = True) -> Any:
+    mine = _COUNTERS
+    if mine.open and not mine.busy:
+        try:
+            name = request_name(_commands(_joined(command)))
+        except (ValueError, TypeError):  # not RESP as redis-py writes it: still one request
+            name = "?"
+        for calls in mine.open:
+            calls.append(name)
+    with _quiet():
+        return _originals["send_packed_command"](self, command, check_health)
 
 
 def _uncounted_handshake(self: AbstractConnection, *args: Any, **kwargs: Any) -> Any:
-    mine, was = _COUNTERS, _COUNTERS.busy
-    mine.busy = True
-    try:
+    with _quiet():
         return _originals["on_connect_check_health"](self, *args, **kwargs)
-    finally:
-        mine.busy = was
 
 
 @contextmanager
@@ -218,9 +219,8 @@ def walk(conn: redis.Redis, queue: str, step: Step) -> None:
             raise RuntimeError(f"{name} on {queue!r} answered {reply!r}, expected {want!r}")
 
     def claim(lease_ms: int) -> jobs.Claimed:
-        got: jobs.Claimed = step("claim", lambda: queues.claim_expected(conn, queue, first,
-                                                                           lease_ms))
-        return got
+        return cast(jobs.Claimed,
+                    step("claim", lambda: queues.claim_expected(conn, queue, first, lease_ms)))
 
     run("enqueue", lambda: jobs.enqueue(conn, queue, first, b'{"n": 1}'), "enqueued")
     c = claim(LEASE_MS)
@@ -308,9 +308,8 @@ def _count(n: object, name: str, low: int, high: int) -> int:
     return n
 
 
-def job_cycles(
-    conn: redis.Redis, queue: str, n: int, progress: Progress | None = None, every: int = 25
-) -> Cycle:
+def job_cycles(conn: redis.Redis, queue: str, n: int, progress: Progress | None = None,
+               every: int = 25) -> Cycle:
     """Run ``n`` job cycles (enqueue, claim, complete) on ``queue``, counting each call's
     requests; the queue is emptied first and last, the scripts cached first.
     ``progress(done)`` is called every ``every`` jobs and at the end."""
@@ -343,7 +342,6 @@ def job_cycles(
 
 def noop() -> None:
     """The job python-rq's worker runs here: it does nothing, so the cost is the queue's."""
-    return None
 
 
 def rq_version() -> str | None:
@@ -395,9 +393,8 @@ def _thread_worker(rq: Any) -> Any:
     return ThreadWorker
 
 
-def rq_cycles(
-    conn: redis.Redis, n: int, progress: Progress | None = None, queue: str = "lab-rq"
-) -> RqCost:
+def rq_cycles(conn: redis.Redis, n: int, progress: Progress | None = None,
+              queue: str = "lab-rq") -> RqCost:
     """Enqueue ``n`` no-op jobs with python-rq, then work them in one burst, counting every
     request; rq's keys are deleted after. ImportError without python-rq; RuntimeError when
     it did not finish every job."""
@@ -429,7 +426,7 @@ def rq_cycles(
 
 #: The file ``make bench`` writes next to the notebooks for page 06 (charts beside it).
 BENCH_FILE = "bench-results.json"
-#: Longest line the page prints of it: wider lines wrap at a space, never inside a word.
+#: Longest line the page prints of it (wider prose wraps at a space).
 WIDTH = 96
 
 
@@ -487,8 +484,5 @@ def read_bench(folder: str | Path = ".") -> Bench:
         return Bench(f"No benchmark run next to this page ({BENCH_FILE}): {how}.")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return Bench(f"{where.name} could not be read ({type(exc).__name__}): {how}.")
-    return Bench(
-        _wrapped(header),
-        {str(k): _wrapped(str(v)) for k, v in tables.items()},
-        {k: path for k, path in charts.items() if path.is_file()},
-    )
+    return Bench(_wrapped(header), {str(k): _wrapped(str(v)) for k, v in tables.items()},
+                 {k: path for k, path in charts.items() if path.is_file()})

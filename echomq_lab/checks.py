@@ -136,6 +136,11 @@ def names(row: Row | None) -> list[str]:
     return [decoded(k) for k in row.field_order()] if row else []
 
 
+def refuting(said: Mapping[str, str], otherwise: str) -> Callable[[str], str]:
+    """A refutation saying ``said[when]`` for a choice waiting for ``when``, else ``otherwise``."""
+    return lambda when: said.get(when, otherwise)
+
+
 Observer = Callable[..., Observed]
 _O = TypeVar("_O", bound=Observer)
 OBSERVERS: dict[str, Observer] = {}
@@ -196,14 +201,9 @@ def row_deleter(conn: redis.Redis, queue: str) -> Observed:
     told = {step: f"after {words} the row "
             + ("was gone" if after[step] is None else f"still held {fields(after[step])}")
             for step, words in ENDINGS}
-
-    def refute(when: str) -> str:
-        if when == "none":
-            return f"one of the {len(ENDINGS)} rows was gone afterwards"
-        return told.get(when, "it ran something else")
-
+    said = {**told, "none": f"one of the {len(ENDINGS)} rows was gone afterwards"}
     outcome = gone[0] if len(gone) == 1 else ("none" if not gone else None)
-    return Observed(outcome, "; ".join(told.values()), refute)
+    return Observed(outcome, "; ".join(told.values()), refuting(said, "it ran something else"))
 
 
 @observer
@@ -230,14 +230,10 @@ def id_field(conn: redis.Redis, queue: str) -> Observed:
     job_id = fresh_job(conn, queue)
     found = names(row_of(conn, queue, job_id))
     listed = ", ".join(found)
-
-    def refute(when: str) -> str:
-        if when == "id field":
-            return f"the new row's fields are {listed}, and none is called id"
-        return "the new row has a field called id"
-
+    said = {"id field": f"the new row's fields are {listed}, and none is called id"}
     did = f"the row's key is {keyspace.job_key(queue, job_id)} and its fields are {listed}"
-    return Observed("id field" if "id" in found else "key only", did, refute)
+    return Observed("id field" if "id" in found else "key only", did,
+                    refuting(said, "the new row has a field called id"))
 
 
 @observer
@@ -252,17 +248,12 @@ def mint_time(conn: redis.Redis, queue: str) -> Observed:
     listed = ", ".join(names(row)) or "none"
     outcome = "created_at" if "created_at" in names(row) else (
         "pending score" if score else "in id")
-
-    def refute(when: str) -> str:
-        if when == "created_at":
-            return f"the new row has no created_at field: its fields are {listed}"
-        if when == "pending score":
-            return f"pending scores the new job {score:g}, as it scores every job"
-        return "the time the server kept is not the one inside the id"
-
-    return Observed(outcome, f"the row has no created_at field ({fields(row)}), pending scores "
-                             f"the job {score:g}, and the id {job_id} decodes to a mint time "
-                             f"of {minted}", refute)
+    said = {"created_at": f"the new row has no created_at field: its fields are {listed}",
+            "pending score": f"pending scores the new job {score:g}, as it scores every job"}
+    did = (f"the row has no created_at field ({fields(row)}), pending scores the job "
+           f"{score:g}, and the id {job_id} decodes to a mint time of {minted}")
+    return Observed(outcome, did,
+                    refuting(said, "the time the server kept is not the one inside the id"))
 
 
 @observer
@@ -334,32 +325,26 @@ def payload_round_trip(conn: redis.Redis, queue: str) -> Observed:
     got = claim_expected(conn, queue, job_id, LONG_MS).payload
     replaced = BINARY.decode("utf-8", errors="replace").encode()
     outcome = {BINARY: "same", BINARY[: BINARY.index(b"\x00")]: "cut", replaced: "replaced"}
-    nul, bad = got.count(b"\x00"), got.count(b"\xff")
 
-    def refute(when: str) -> str:
-        if when == "cut":
-            return f"claim handed back {len(got)} bytes, {nul} of them NUL"
-        if when == "replaced":
-            return f"claim handed back {len(got)} bytes; byte 0xff is in it {bad} times"
-        return f"claim handed back {len(got)} bytes of the {len(BINARY)} enqueued, not them all"
-
-    did = (f"claim returned {len(got)} bytes, "
-           + ("identical to" if got == BINARY else "not the same as") + f" the {len(BINARY)} "
-           "enqueued")
-    return Observed(outcome.get(got), did, refute)
+    said = {"cut": f"claim handed back {len(got)} bytes, {got.count(0)} of them NUL",
+            "replaced": f"claim handed back {len(got)} bytes; byte 0xff is in it "
+                        f"{got.count(255)} times"}
+    others = f"claim handed back {len(got)} bytes of the {len(BINARY)} enqueued, not them all"
+    same = "identical to" if got == BINARY else "not the same as"
+    did = f"claim returned {len(got)} bytes, {same} the {len(BINARY)} enqueued"
+    return Observed(outcome.get(got), did, refuting(said, others))
 
 
 def _walk_payload(conn: redis.Redis, queue: str, payload: bytes) -> list[str]:
     """The replies and states of one job with ``payload`` through a whole cycle, ids left out."""
     job_id = fresh_job(conn, queue, payload)
     row = row_of(conn, queue, job_id)
-    seen = [row.state or "?" if row else "no row"]
     first = claim_expected(conn, queue, job_id, LONG_MS)
-    seen += [str(first.token), jobs.retry(conn, queue, job_id, first.token, 0, 3, "e")]
-    seen.append(str(jobs.promote(conn, queue)))
+    retried = jobs.retry(conn, queue, job_id, first.token, 0, 3, "e")
+    promoted = jobs.promote(conn, queue)
     second = claim_expected(conn, queue, job_id, LONG_MS)
-    seen += [str(second.token), jobs.complete(conn, queue, job_id, second.token)]
-    return seen
+    return [row.state or "?" if row else "no row", str(first.token), retried, str(promoted),
+            str(second.token), jobs.complete(conn, queue, job_id, second.token)]
 
 
 def payload_lines() -> list[str]:

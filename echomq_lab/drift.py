@@ -68,16 +68,14 @@ def whole(value: bytes) -> bool:
 
 
 def wrong_type(key: str, kind: str) -> Drift:
-    """The drift of a queue key holding a ``kind`` (``string``...) where the protocol keeps
-    a sorted set or a hash."""
+    """The drift of a queue key holding a ``kind`` (``string``...) instead of a zset or hash."""
     return Drift("wrong-type", key, f"holds a {kind}, not what the protocol keeps there")
 
 
 def drift_of(job_id: str, scores: Mapping[SetName, float], has_row: bool, state: str | None,
              attempts: bytes | None = None) -> list[Drift]:
-    """The drifts of one id, given its score in each set holding it, whether its row (a hash)
-    exists and the row's fields (None: absent or not read). Odd data comes first; a row with
-    an unknown state is not compared with the sets."""
+    """The drifts of one id from its score in each set holding it, whether its row exists and
+    the row's fields (None: absent or not read); odd data first, an unknown state not compared."""
     holders = [name for name in SET_NAMES if name in scores]
     found: list[Drift] = []
     if holders and not (job_id.startswith("JOB") and branded.valid(job_id)):
@@ -119,12 +117,9 @@ CONFIRM = 32
 
 @dataclass(frozen=True, eq=False)
 class Report(list[Drift]):
-    """What :func:`check` found: a list of the drifts (so ``check(...) == []`` reads plainly),
-    and how far the walk saw.
-
-    ``members``: distinct ids seen in the sets; ``rows``: row keys found; ``calls``: round
-    trips; ``dismissed``: suspects that had settled when re-read.
-    """
+    """What :func:`check` found: a list of the drifts (``check(...) == []`` reads plainly) and
+    how far the walk saw: distinct ids in the sets (``members``), row keys (``rows``), round
+    trips (``calls``), and suspects that had settled when re-read (``dismissed``)."""
 
     queue: str
     drifts: tuple[Drift, ...]
@@ -140,8 +135,7 @@ class Report(list[Drift]):
 
     @property
     def consistent(self) -> bool:
-        """True when every set kept its size and every suspect held when re-read (a claim plus
-        an enqueue can still pass unseen)."""
+        """True when every set kept its size and every suspect held (a move may still hide)."""
         return self.sizes_before == self.sizes_after and self.dismissed == 0
 
     def summary(self) -> str:
@@ -178,8 +172,7 @@ def _kinds(conn: redis.Redis, keys: Sequence[bytes | str]) -> list[str]:
 
 
 def _census(conn: redis.Redis, queue: str) -> tuple[dict[SetName, int], dict[SetName, str]]:
-    """Each set's size, atomically, and the TYPE of each set key that is not a sorted set (its
-    size counts 0), by set name in :data:`SET_NAMES` order."""
+    """Each set's size, atomically, and the TYPE of each set key that is not a sorted set."""
     keys = {name: keyspace.queue_key(queue, name) for name in SET_NAMES}
     pipe = conn.pipeline(transaction=True)
     for name in SET_NAMES:
@@ -193,8 +186,7 @@ def _census(conn: redis.Redis, queue: str) -> tuple[dict[SetName, int], dict[Set
 
 @dataclass
 class _Facts:
-    """What was read of one id: its scores, what its row key holds (``kind``: ``hash``,
-    ``none`` or another type), and its row's state and attempts (None: absent)."""
+    """What was read of one id: its scores, its row key's ``kind`` (a TYPE), state, attempts."""
 
     scores: dict[SetName, float] = field(default_factory=dict)
     kind: str = "none"
@@ -251,8 +243,8 @@ class _Walk:
                 return
 
     def sets(self, odd: dict[SetName, str]) -> None:
-        """Every member of each sorted set with its score, by ZSCAN; the keys in ``odd`` are
-        skipped, and one replaced by another type mid-walk is left to the final census."""
+        """Each member and score of every set not in ``odd``, by ZSCAN (a set replaced by
+        another type mid-walk is left to the final census)."""
         for name in (name for name in SET_NAMES if name not in odd):
             zscan = partial(self.conn.zscan, keyspace.queue_key(self.queue, name), count=STEP)
             try:
@@ -266,8 +258,7 @@ class _Walk:
                     raise
 
     def keys(self) -> None:
-        """Every key under the queue's row prefix (SCAN on the node owning the queue), then
-        each row's state and attempts, :data:`BATCH` to a pipeline."""
+        """Every row key of the queue (SCAN on its node), then each row's state and attempts."""
         prefix = self.prefix
         node = node_client(self.conn, prefix.decode())
         scan = partial(node.scan, match=prefix + b"*", count=SCAN_STEP)
@@ -310,8 +301,8 @@ class _Walk:
             self.calls += 1
             read = {raw: _Facts() for raw in chunk}
             odd: list[bytes] = []
-            for (raw, facts), i in zip(read.items(), range(0, 6 * len(chunk), 6), strict=True):
-                *scores, exists, fields = replies[i : i + 6]
+            for i, (raw, facts) in enumerate(read.items()):
+                *scores, exists, fields = replies[6 * i : 6 * i + 6]
                 # (a ZSCORE that is not a float: no member, or the set key is not a zset)
                 facts.scores = {n: s for n, s in zip(SET_NAMES, scores, strict=True)
                                 if isinstance(s, float)}  # fmt: skip
@@ -332,12 +323,10 @@ class _Walk:
 
 
 def check(conn: redis.Redis, queue: str) -> Report:
-    """Every drift in ``queue``, walked in short server commands (each handles at most
-    :data:`STEP` members, :data:`SCAN_STEP` keys, :data:`BATCH` row reads or :data:`CONFIRM`
-    suspects), so the server serves others between them. Odd data is listed as drift, never
-    raised; a malformed queue name is refused before the wire; a server that goes away raises
-    :class:`errors.ServerUnavailable`, and the check can simply be run again.
-    """
+    """Every drift in ``queue``, walked in short server commands (at most :data:`STEP` members,
+    :data:`SCAN_STEP` keys, :data:`BATCH` rows or :data:`CONFIRM` suspects each). Odd data is
+    drift, never raised; a malformed queue name is refused before the wire; a server that goes
+    away raises :class:`errors.ServerUnavailable`, and the check can simply be run again."""
     keyspace.check_queue(queue)
     with reaching(conn):
         before, odd_before = _census(conn, queue)

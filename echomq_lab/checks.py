@@ -421,7 +421,7 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
     seen = {"reply": reply, "token": str(token),
             "state": row.state or "none" if row else "none",
             "attempts": str(row.attempts) if row else "none",
-            "fields": " ".join(sorted(decoded(k) for k in row.raw)) if row else ""}
+            "fields": " ".join(sorted(names(row)))}
 
     def refute(when: str) -> str:
         return f"after {steps[-1]}, the {ask} was not {when}" if steps else "nothing ran"
@@ -431,8 +431,6 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
 
 
 GENERAL = {"story"}  # may go unused by the course's questions
-
-
 REQUIRED = ("key", "page", "question", "answers", "hint", "lesson")
 OPTIONAL = ("observer", "params")
 

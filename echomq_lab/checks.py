@@ -1,24 +1,10 @@
 """Self-checks graded by the server: a question, a few bare choices, and real transitions decide.
 
-API (for pages and widgets; no widget library is imported here)::
-
-    from echomq_lab import checks
-    check = checks.get("token_above")      # a check by its key
-    checks.for_page(2)                     # the checks of page 02, in the order it asks them
-    check.question, check.choices          # the text shown, the choices as shown
-    graded = check.grade(conn, queue, check.choices[1])
-    graded.right, graded.explanation       # bool; what the server did, in words
-
-The words of every check live in ``questions.toml`` beside this module: each ``[[checks]]``
-entry names its page by the page's ``file`` in ``tools/pages.toml``, so a check works on any
-page number. The code that runs a check is an *observer*, below: it empties the queue, runs
-real transitions and reports an :class:`Observed`, whose ``outcome`` is a fact (a token, a
-reply, field names). The right choice is the one whose ``when`` is that outcome: it is never
-stored, so if the server behaved otherwise the grading would follow it.
-
-A wrong answer is told what the server did against *that* choice (``Observed.refute``) and
-the question's hint, never the right choice nor the outcome that names it; the reader can
-answer again at once. A right answer is told the whole run and the lesson.
+The words live in ``questions.toml`` (each entry names its page by its file); an *observer*
+here runs real transitions and reports an :class:`Observed` whose ``outcome`` is a fact. The
+right choice is the one whose ``when`` is that outcome, so it is never stored. A wrong answer
+hears what the server did against that choice and the hint, never the right choice; a right
+answer hears the whole run and the lesson. Use :func:`get` and :func:`for_page`.
 """
 
 from __future__ import annotations
@@ -28,6 +14,7 @@ import inspect
 import re
 import tomllib
 import typing
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -58,12 +45,8 @@ class QuestionsError(ValueError):
 
 @dataclass(frozen=True)
 class Observed:
-    """What the server did in one run of a check.
-
-    ``outcome`` is the fact the choices are matched on (None: nothing any choice names);
-    ``did`` tells the whole run; ``refute(when)`` says what the server did against a choice
-    waiting for ``when``, without naming the outcome.
-    """
+    """One run of a check: ``outcome`` the fact choices match (None: none does), ``did`` the
+    whole run, ``refute(when)`` what the server did against a choice waiting for ``when``."""
 
     outcome: str | None
     did: str
@@ -72,7 +55,7 @@ class Observed:
 
 @dataclass(frozen=True)
 class Graded:
-    """A reader's choice, graded: whether it is right and the explanation shown for it."""
+    """A reader's choice, graded, and the explanation shown for it."""
 
     choice: str
     right: bool
@@ -106,7 +89,7 @@ class Check:
 
     @property
     def queue(self) -> str:
-        """The queue this check runs on unless it is given another: ``check-<key>``."""
+        """The queue this check runs on unless given another: ``check-<key>``."""
         return f"check-{self.key}".replace("_", "-")
 
     def grade(self, conn: redis.Redis, queue: str, choice: str) -> Graded:
@@ -121,15 +104,11 @@ class Check:
             return Graded(choice, False, "None of the choices fits what the server did: "
                           f"{seen.did}.", seen.did)
         right = self.choices[self.outcomes.index(seen.outcome)]
-        said = f"Not this one. The server: {seen.refute(when)}. Hint: {self.hint}"
-        if gives_away(said, right, seen.outcome):
-            said = f"Not this one: the server did not do that. Hint: {self.hint}"
-        if gives_away(said, right, seen.outcome):
-            said = "Not this one: the server did not do that."
-        return Graded(choice, False, said, seen.did)
-
-
-# -- helpers the observers share ---------------------------------------------------------------
+        for said in (f"Not this one. The server: {seen.refute(when)}. Hint: {self.hint}",
+                     f"Not this one: the server did not do that. Hint: {self.hint}"):
+            if not gives_away(said, right, seen.outcome):
+                return Graded(choice, False, said, seen.did)
+        return Graded(choice, False, "Not this one: the server did not do that.", seen.did)
 
 
 def fresh_job(conn: redis.Redis, queue: str, payload: bytes = b'{"report": "march"}') -> str:
@@ -146,35 +125,29 @@ def row_of(conn: redis.Redis, queue: str, job_id: str) -> Row | None:
 
 
 def fields(row: Row | None) -> str:
-    """The row's fields as ``name=value`` (values cut at 24 characters)."""
+    """The row's fields as ``name=value``, each value cut at 24 characters."""
     if row is None:
         return "no row"
     return ", ".join(f"{decoded(k)}={row.shown(k)[:24]}" for k in row.field_order())
 
 
-def _field_set(seen: set[str], verb: str) -> Callable[[str], str]:
-    """A refutation for outcomes that name a set of fields: what ``verb`` did to the fields a
-    choice leaves out or adds, and nothing about the others."""
-
-    def refute(when: str) -> str:
-        named = set(when.split())
-        parts = [f"{verb} also {f}" for f in sorted(seen - named)]
-        parts += [f"{verb} did not {f}" for f in sorted(named - seen)]
-        return "; ".join(parts) or f"{verb} did something else"
-
-    return refute
+def names(row: Row | None) -> list[str]:
+    """The names of the row's fields, in the row's order (none without a row)."""
+    return [decoded(k) for k in row.field_order()] if row else []
 
 
-# -- the observers: each runs real transitions and reports what the server did --------------
+def refuting(said: Mapping[str, str], otherwise: str) -> Callable[[str], str]:
+    """A refutation saying ``said[when]`` for a choice waiting for ``when``, else ``otherwise``."""
+    return lambda when: said.get(when, otherwise)
+
 
 Observer = Callable[..., Observed]
 _O = TypeVar("_O", bound=Observer)
-#: Every observer, by its function's name.
 OBSERVERS: dict[str, Observer] = {}
 
 
 def observer(fn: _O) -> _O:
-    """Register ``fn`` in :data:`OBSERVERS` under its name; ``fn`` itself, unchanged."""
+    """Register ``fn`` in :data:`OBSERVERS` under its name."""
     OBSERVERS[fn.__name__] = fn
     return fn
 
@@ -188,28 +161,29 @@ def claim_fields(conn: redis.Redis, queue: str) -> Observed:
     after = row_of(conn, queue, job_id)
     old, new = (before.raw if before else {}), (after.raw if after else {})
     changed = {decoded(k) for k in {*old, *new} if old.get(k) != new.get(k)}
-    said = {f: f"changed {f} ({old.get(f.encode(), b'-').decode(errors='replace')[:12]} → "
-               f"{new.get(f.encode(), b'-').decode(errors='replace')[:12]})" for f in changed}
-    kept = {f"left {decoded(k)} as it was" for k in new if decoded(k) not in changed}
+    kept = {decoded(k) for k in new} - changed
+
+    def value(raw: Mapping[bytes, bytes], name: str) -> str:
+        return raw.get(name.encode(), b"-").decode(errors="replace")[:12]
 
     def refute(when: str) -> str:
         named = set(when.split())
-        parts = [f"claim also {said[f]}" for f in sorted(changed - named)]
-        parts += [f"claim {k}" for k in sorted(kept) if k.split()[1] in named]
+        parts = [f"claim also changed {f} ({value(old, f)} → {value(new, f)})"
+                 for f in sorted(changed - named)]
+        parts += [f"claim left {f} as it was" for f in sorted(kept & named)]
         return "; ".join(parts) or "claim changed other fields"
 
     did = f"claim wrote {wrote(before, after)} and handed the worker token {claimed.token}"
     return Observed(" ".join(sorted(changed)), did, refute)
 
 
-#: The endings row_deleter tries, each on a job of its own: (outcome, the step in words).
 ENDINGS = (("complete", "complete"), ("retry", "retry at the cap"), ("reap", "reap"))
 
 
 @observer
 def row_deleter(conn: redis.Redis, queue: str) -> Observed:
     """Complete one job, retry one at its cap, reap one; the outcome is the one step after
-    which its row was gone (``none`` when every row stayed; None when more than one went)."""
+    which its row was gone (``none``: none; None: several)."""
     after: dict[str, Row | None] = {}
     for step, _words in ENDINGS:
         job_id = fresh_job(conn, queue)
@@ -224,58 +198,42 @@ def row_deleter(conn: redis.Redis, queue: str) -> Observed:
         after[step] = row_of(conn, queue, job_id)
     reset(conn, queue)
     gone = [step for step, row in after.items() if row is None]
+    told = {step: f"after {words} the row "
+            + ("was gone" if after[step] is None else f"still held {fields(after[step])}")
+            for step, words in ENDINGS}
+    said = {**told, "none": f"one of the {len(ENDINGS)} rows was gone afterwards"}
     outcome = gone[0] if len(gone) == 1 else ("none" if not gone else None)
-    words = dict(ENDINGS)
-
-    def told(step: str) -> str:
-        row = after[step]
-        return f"after {words[step]} the row " + ("was gone" if row is None
-                                                  else f"still held {fields(row)}")
-
-    def refute(when: str) -> str:
-        if when == "none":
-            return f"one of the {len(ENDINGS)} rows was gone afterwards"
-        return told(when) if when in after else "it ran something else"
-
-    return Observed(outcome, "; ".join(told(s) for s, _ in ENDINGS), refute)
+    return Observed(outcome, "; ".join(told.values()), refuting(said, "it ran something else"))
 
 
 @observer
 def fresh_row(conn: redis.Redis, queue: str) -> Observed:
-    """Enqueue a job; the outcome names its row's fields, sorted (None when the row holds the
-    three fields but not at their first values)."""
-    job_id = fresh_job(conn, queue)
-    row = row_of(conn, queue, job_id)
-    names = {decoded(k) for k in row.raw} if row else set()
-    outcome: str | None = " ".join(sorted(names))
-    if row is not None and (row.state, row.attempts) != ("pending", 0):
-        outcome = None
+    """Enqueue a job; the outcome names its row's fields, sorted (None when they are not at
+    their first values)."""
+    row = row_of(conn, queue, fresh_job(conn, queue))
+    seen = set(names(row))
+    first = row is None or (row.state, row.attempts) == ("pending", 0)
 
     def refute(when: str) -> str:
         named = set(when.split())
-        parts = [f"the new row also has {f}" for f in sorted(names - named)]
-        parts += [f"the new row has no {f} field" for f in sorted(named - names)]
+        parts = [f"the new row also has {f}" for f in sorted(seen - named)]
+        parts += [f"the new row has no {f} field" for f in sorted(named - seen)]
         return "; ".join(parts) or "the new row holds other fields"
 
-    return Observed(outcome, f"HGETALL of the new row gives {len(names)} fields: "
-                             f"{fields(row)}", refute)
+    did = f"HGETALL of the new row gives {len(seen)} fields: {fields(row)}"
+    return Observed(" ".join(sorted(seen)) if first else None, did, refute)
 
 
 @observer
 def id_field(conn: redis.Redis, queue: str) -> Observed:
     """Enqueue a job; ``id field`` when its row has a field named id, else ``key only``."""
     job_id = fresh_job(conn, queue)
-    row = row_of(conn, queue, job_id)
-    names = [decoded(k) for k in row.field_order()] if row else []
-    key = keyspace.job_key(queue, job_id)
-
-    def refute(when: str) -> str:
-        if when == "id field":
-            return f"the new row's fields are {', '.join(names)}, and none is called id"
-        return "the new row has a field called id"
-
-    return Observed("id field" if "id" in names else "key only",
-                    f"the row's key is {key} and its fields are {', '.join(names)}", refute)
+    found = names(row_of(conn, queue, job_id))
+    listed = ", ".join(found)
+    said = {"id field": f"the new row's fields are {listed}, and none is called id"}
+    did = f"the row's key is {keyspace.job_key(queue, job_id)} and its fields are {listed}"
+    return Observed("id field" if "id" in found else "key only", did,
+                    refuting(said, "the new row has a field called id"))
 
 
 @observer
@@ -287,26 +245,21 @@ def mint_time(conn: redis.Redis, queue: str) -> Observed:
     with reaching(conn):
         score = conn.zscore(keyspace.queue_key(queue, "pending"), job_id) or 0.0
     minted = branded.parse(job_id).minted_at.isoformat(timespec="milliseconds")
-    has_field = row is not None and b"created_at" in row.raw
-    outcome = "created_at" if has_field else ("pending score" if score else "in id")
-    names = ", ".join(decoded(k) for k in row.field_order()) if row else "none"
-
-    def refute(when: str) -> str:
-        if when == "created_at":
-            return f"the new row has no created_at field: its fields are {names}"
-        if when == "pending score":
-            return f"pending scores the new job {score:g}, as it scores every job"
-        return "the time the server kept is not the one inside the id"
-
-    return Observed(outcome, f"the row has no created_at field ({fields(row)}), pending scores "
-                             f"the job {score:g}, and the id {job_id} decodes to a mint time "
-                             f"of {minted}", refute)
+    listed = ", ".join(names(row)) or "none"
+    outcome = "created_at" if "created_at" in names(row) else (
+        "pending score" if score else "in id")
+    said = {"created_at": f"the new row has no created_at field: its fields are {listed}",
+            "pending score": f"pending scores the new job {score:g}, as it scores every job"}
+    did = (f"the row has no created_at field ({fields(row)}), pending scores the job "
+           f"{score:g}, and the id {job_id} decodes to a mint time of {minted}")
+    return Observed(outcome, did,
+                    refuting(said, "the time the server kept is not the one inside the id"))
 
 
 @observer
 def after_reprocess(conn: redis.Redis, queue: str) -> Observed:
-    """Let a job die after two tries, reprocess it and claim it; the outcome is the token that
-    claim handed out (``none`` when it handed out nothing)."""
+    """Let a job die after two tries, reprocess and claim it; the outcome is the token handed
+    out (``none``: nothing)."""
     job_id = fresh_job(conn, queue)
     for n in (1, 2):
         held = claim_expected(conn, queue, job_id, LONG_MS)
@@ -320,10 +273,10 @@ def after_reprocess(conn: redis.Redis, queue: str) -> Observed:
     kept = back.shown(b"attempts", "?") if back else "?"
 
     def refute(when: str) -> str:
+        said = f"the claim after reprocess did not hand out token {when}"
         if dead is not None and when == dead.shown(b"attempts"):
-            return f"the claim after reprocess did not hand out token {when}, the dead row's"
-        return f"the claim after reprocess did not hand out token {when}; reprocess wrote " \
-               f"{wrote(dead, back)} and left attempts at {kept}"
+            return f"{said}, the dead row's"
+        return f"{said}; reprocess wrote {wrote(dead, back)} and left attempts at {kept}"
 
     did = (f"the dead row held {fields(dead)}; reprocess wrote {wrote(dead, back)}, leaving "
            f"attempts at {kept}; the next claim handed out token {token}")
@@ -333,78 +286,65 @@ def after_reprocess(conn: redis.Redis, queue: str) -> Observed:
 @observer
 def complete_sample(conn: redis.Redis, queue: str, *, lease: Literal["held", "reaped"],
                     token: Literal["future", "live"]) -> Observed:
-    """Complete the sample row (attempts 2, its lease ``held`` or ``reaped``) with token 3
-    (``future``) or 2 (``live``); the outcome is the reply's kind: ``accepted``, the refusal's
-    class, or a host condition such as ``job gone``."""
+    """Complete the sample row (attempts 2, lease ``held`` or ``reaped``) with token 3
+    (``future``) or 2 (``live``); the outcome is the reply's kind (``accepted``, a class)."""
     sample = prepare(conn, queue, lease, lease_ms=SHORT_MS)
     sent = sample.token + 1 if token == "future" else sample.token
     before = queue_keys(conn, queue)
     outcome = attempt(lambda: jobs.complete(conn, queue, sample.job_id, sent))
-    untouched = queue_keys(conn, queue) == before
-    where = "held its lease" if lease == "held" else "had been reaped back to pending"
-    state = "active" if lease == "held" else "pending"
+    keys = "the row is untouched" if queue_keys(conn, queue) == before else "yet the keys changed"
     row = row_of(conn, queue, sample.job_id)
 
     def refute(when: str) -> str:
         if when == "accepted":
-            return f"complete with token {sent} was not accepted; " + (
-                "the row is untouched" if untouched else "yet the keys changed")
+            return f"complete with token {sent} was not accepted; {keys}"
         if when == "job gone":
             return f"the row was there all along: {fields(row)}"
         if outcome.accepted:
             return f"complete with token {sent} was not refused"
+        state = "active" if lease == "held" else "pending"
         return f"the refusal's class is not {when}; the job's state was {state}"
 
+    where = "held its lease" if lease == "held" else "had been reaped back to pending"
     did = (f"the row's attempts was {sample.token} and the job {where}; complete with token "
-           f"{sent} was {outcome.words()}")
-    if not outcome.accepted:
-        did += "; the row is untouched" if untouched else "; yet the keys changed"
+           f"{sent} was {outcome.words()}" + ("" if outcome.accepted else f"; {keys}"))
     return Observed(outcome.kind, did, refute)
 
 
 #: A payload no text decoder likes: NUL bytes, invalid UTF-8, every byte value once.
 BINARY = b"\x00head\xff\xfe" + bytes(range(256)) + b"tail\x00"
-#: Payloads that differ in every way a script could notice.
 PROBES = (b"", b'{"report": "march"}', b"EMQSTALE not json {", BINARY, b"x" * 10_000)
-#: What the questions' words may name as ``{name}``.
 FACTS: dict[str, object] = {"binary_bytes": len(BINARY)}
 
 
 @observer
 def payload_round_trip(conn: redis.Redis, queue: str) -> Observed:
-    """Enqueue :data:`BINARY` and claim it; ``same`` when claim returns it byte for byte,
-    ``cut`` when cut at the first NUL byte, ``replaced`` when the invalid UTF-8 was replaced."""
+    """Enqueue :data:`BINARY` and claim it: ``same`` bytes back, ``cut`` at the first NUL, or
+    invalid UTF-8 ``replaced``."""
     job_id = fresh_job(conn, queue, BINARY)
     got = claim_expected(conn, queue, job_id, LONG_MS).payload
     replaced = BINARY.decode("utf-8", errors="replace").encode()
     outcome = {BINARY: "same", BINARY[: BINARY.index(b"\x00")]: "cut", replaced: "replaced"}
-    nul, bad = got.count(b"\x00"), got.count(b"\xff")
 
-    def refute(when: str) -> str:
-        if when == "cut":
-            return f"claim handed back {len(got)} bytes, {nul} of them NUL"
-        if when == "replaced":
-            return f"claim handed back {len(got)} bytes; byte 0xff is in it {bad} times"
-        return f"claim handed back {len(got)} bytes of the {len(BINARY)} enqueued, not them all"
-
-    did = (f"claim returned {len(got)} bytes, "
-           + ("identical to" if got == BINARY else "not the same as") + f" the {len(BINARY)} "
-           "enqueued")
-    return Observed(outcome.get(got), did, refute)
+    said = {"cut": f"claim handed back {len(got)} bytes, {got.count(0)} of them NUL",
+            "replaced": f"claim handed back {len(got)} bytes; byte 0xff is in it "
+                        f"{got.count(255)} times"}
+    others = f"claim handed back {len(got)} bytes of the {len(BINARY)} enqueued, not them all"
+    same = "identical to" if got == BINARY else "not the same as"
+    did = f"claim returned {len(got)} bytes, {same} the {len(BINARY)} enqueued"
+    return Observed(outcome.get(got), did, refuting(said, others))
 
 
 def _walk_payload(conn: redis.Redis, queue: str, payload: bytes) -> list[str]:
-    """Take one job with ``payload`` through enqueue, claim, retry, promote, claim, complete;
-    the replies and states, ids left out."""
+    """The replies and states of one job with ``payload`` through a whole cycle, ids left out."""
     job_id = fresh_job(conn, queue, payload)
     row = row_of(conn, queue, job_id)
-    seen = [row.state or "?" if row else "no row"]
     first = claim_expected(conn, queue, job_id, LONG_MS)
-    seen += [str(first.token), jobs.retry(conn, queue, job_id, first.token, 0, 3, "e")]
-    seen.append(str(jobs.promote(conn, queue)))
+    retried = jobs.retry(conn, queue, job_id, first.token, 0, 3, "e")
+    promoted = jobs.promote(conn, queue)
     second = claim_expected(conn, queue, job_id, LONG_MS)
-    seen += [str(second.token), jobs.complete(conn, queue, job_id, second.token)]
-    return seen
+    return [row.state or "?" if row else "no row", str(first.token), retried, str(promoted),
+            str(second.token), jobs.complete(conn, queue, job_id, second.token)]
 
 
 def payload_lines() -> list[str]:
@@ -416,16 +356,16 @@ def payload_lines() -> list[str]:
 
 @observer
 def payload_read(conn: redis.Redis, queue: str) -> Observed:
-    """Walk every payload of :data:`PROBES` through the cycle; ``unread`` when all got the
-    same replies and states, else None."""
+    """Walk each payload of :data:`PROBES` through the cycle: ``unread`` when all got the
+    same replies and states."""
     walks = {p: _walk_payload(conn, queue, p) for p in PROBES}
     reset(conn, queue)
     alike = len({tuple(w) for w in walks.values()}) == 1
-    lines = "; ".join(payload_lines())
+    lines = payload_lines()
 
     def refute(when: str) -> str:
         verb = when.split()[0]
-        named = [line.split(": ", 1)[1] for line in payload_lines() if line.startswith(verb)]
+        named = [line.split(": ", 1)[1] for line in lines if line.startswith(verb)]
         return (f"{len(PROBES)} jobs, from an empty payload to 10 kB of binary, got "
                 f"{'identical' if alike else 'different'} replies from {verb}, whose script "
                 f"names the payload only in {'; '.join(named) or 'no line'}")
@@ -433,11 +373,9 @@ def payload_read(conn: redis.Redis, queue: str) -> Observed:
     did = (f"{len(PROBES)} jobs with very different payloads (empty, JSON, not JSON, binary, "
            f"10 kB) went through enqueue, claim, retry, promote, claim and complete with "
            f"{'the same' if alike else 'different'} replies and states; the scripts name the "
-           f"field only in {lines}")
+           f"field only in {'; '.join(lines)}")
     return Observed("unread" if alike else None, did, refute)
 
-
-# -- a general observer: a question's own story of transitions, written in questions.toml ----
 
 Step = Literal["claim", "claim briefly", "expire", "reap", "promote", "complete", "retry",
                "retry at the cap", "extend", "reprocess", "complete stale", "retry stale",
@@ -446,7 +384,6 @@ Ask = Literal["reply", "state", "attempts", "token", "fields"]
 
 
 def _step(conn: redis.Redis, queue: str, job_id: str, step: str, token: int) -> Any:
-    """Run one step of a story on ``job_id`` with the live ``token``; the server's reply."""
     verb, _, how = step.partition(" ")
     if verb == "claim":
         return claim_expected(conn, queue, job_id, SHORT_MS if how else LONG_MS)
@@ -467,12 +404,10 @@ def _step(conn: redis.Redis, queue: str, job_id: str, step: str, token: int) -> 
 
 @observer
 def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Observed:
-    """Enqueue one job and take ``steps`` in order (``claim briefly`` takes a lease that
-    ``expire`` waits out; a ``stale`` step presents the token before the live one; ``retry``
-    schedules, ``retry at the cap`` kills, and ``promote`` brings a retried job back). The
-    outcome is what ``ask`` names after the last step: its ``reply`` (``accepted``, a wire
-    class, or ``job gone``), the row's ``state`` or ``attempts`` (``none`` without a row), the
-    last claim's ``token``, or the row's ``fields``, sorted."""
+    """Enqueue one job and take ``steps`` (``claim briefly`` takes a lease ``expire`` waits
+    out; a ``stale`` step sends the token before the live one). The outcome is what ``ask``
+    names after the last step: the ``reply``, the row's ``state``, ``attempts`` or sorted
+    ``fields`` (``none`` without a row), or the last claim's ``token``."""
     job_id = fresh_job(conn, queue)
     token, told, reply = 0, [], "accepted"
     for step in steps:
@@ -486,7 +421,7 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
     seen = {"reply": reply, "token": str(token),
             "state": row.state or "none" if row else "none",
             "attempts": str(row.attempts) if row else "none",
-            "fields": " ".join(sorted(decoded(k) for k in row.raw)) if row else ""}
+            "fields": " ".join(sorted(names(row)))}
 
     def refute(when: str) -> str:
         return f"after {steps[-1]}, the {ask} was not {when}" if steps else "nothing ran"
@@ -495,13 +430,7 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
     return Observed(seen[ask], did, refute)
 
 
-#: Observers a question may use without any of the course's questions using them.
-GENERAL = {"story"}
-
-
-# -- the words: questions.toml, joined to the observers --------------------------------------
-
-#: The fields an entry may have; the first six it must have.
+GENERAL = {"story"}  # may go unused by the course's questions
 REQUIRED = ("key", "page", "question", "answers", "hint", "lesson")
 OPTIONAL = ("observer", "params")
 
@@ -512,7 +441,6 @@ def shipped_text() -> str:
 
 
 def _filled(where: str, text: Any, facts: Mapping[str, object]) -> str:
-    """``text`` with its ``{name}`` fields filled from ``facts``."""
     if not isinstance(text, str) or not text.strip():
         raise QuestionsError(f"{where} must be some text, not {text!r}")
     try:
@@ -524,7 +452,7 @@ def _filled(where: str, text: Any, facts: Mapping[str, object]) -> str:
 
 def _answers(where: str, raw: Any,
              facts: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(choices, outcomes) of an entry's ``answers``: each ``{when = ..., text = ...}``."""
+    """(choices, outcomes) of an entry's ``answers``."""
     if not isinstance(raw, list) or len(raw) < 2:
         raise QuestionsError(f"{where}: answers must list at least two choices")
     choices: list[str] = []
@@ -547,8 +475,7 @@ def _answers(where: str, raw: Any,
 
 
 def _bound(where: str, name: str, fn: Observer, params: Any) -> Observer:
-    """``fn`` with ``params`` bound, once they are checked against its keyword arguments
-    (a ``Literal`` annotation names the values allowed)."""
+    """``fn`` with ``params`` bound, checked against its keyword arguments' annotations."""
     if not isinstance(params, dict):
         raise QuestionsError(f"{where}: params must be a table, not {params!r}")
     try:
@@ -559,19 +486,18 @@ def _bound(where: str, name: str, fn: Observer, params: Any) -> Observer:
     hints = typing.get_type_hints(fn)
     for arg, value in params.items():
         kind = hints.get(arg)
-        if typing.get_origin(kind) is list:
-            (kind,) = typing.get_args(kind)
-            if not isinstance(value, list):
-                raise QuestionsError(f"{where}: {arg} must be a list, not {value!r}")
-        allowed = typing.get_args(kind)
-        for one in value if isinstance(value, list) else [value]:
-            if typing.get_origin(kind) is typing.Literal and one not in allowed:
+        many = typing.get_origin(kind) is list
+        if many and not isinstance(value, list):
+            raise QuestionsError(f"{where}: {arg} must be a list, not {value!r}")
+        (kind,) = typing.get_args(kind) if many else (kind,)
+        allowed = typing.get_args(kind) if typing.get_origin(kind) is Literal else None
+        for one in value if many else [value]:
+            if allowed is not None and one not in allowed:
                 raise QuestionsError(f"{where}: {arg} = {one!r} is not one of {allowed}")
     return functools.partial(fn, **params) if params else fn
 
 
 def _check(entry: Any, observers: Mapping[str, Observer], facts: Mapping[str, object]) -> Check:
-    """One entry of the file as a check."""
     if not isinstance(entry, dict):
         raise QuestionsError(f"every [[checks]] entry must be a table, not {entry!r}")
     where = f"check {entry.get('key', '(no key)')!r}"
@@ -590,17 +516,17 @@ def _check(entry: Any, observers: Mapping[str, Observer], facts: Mapping[str, ob
     if name not in observers:
         raise QuestionsError(f"{where}: no observer called {name!r} (there are "
                              f"{', '.join(sorted(observers))})")
+    text = {f: _filled(f"{where}, {f}", entry[f], facts) for f in ("question", "hint", "lesson")}
+    observe = _bound(where, name, observers[name], entry.get("params", {}))
     choices, outcomes = _answers(where, entry["answers"], facts)
-    return Check(key, page, _filled(f"{where}, question", entry["question"], facts), choices,
-                 outcomes, _bound(where, name, observers[name], entry.get("params", {})),
-                 _filled(f"{where}, hint", entry["hint"], facts),
-                 _filled(f"{where}, lesson", entry["lesson"], facts))
+    return Check(key, page, text["question"], choices, outcomes, observe, text["hint"],
+                 text["lesson"])
 
 
 def build(observers: Mapping[str, Observer] = OBSERVERS, facts: Mapping[str, object] = FACTS,
           text: str | None = None) -> tuple[Check, ...]:
-    """The checks ``text`` (default: the shipped ``questions.toml``) describes, in its order;
-    QuestionsError naming the entry at the first mistake."""
+    """The checks ``text`` (default: the shipped file) describes; QuestionsError at the first
+    mistake."""
     try:
         data = tomllib.loads(shipped_text() if text is None else text)
     except tomllib.TOMLDecodeError as exc:
@@ -608,8 +534,7 @@ def build(observers: Mapping[str, Observer] = OBSERVERS, facts: Mapping[str, obj
     if set(data) != {"checks"} or not isinstance(data["checks"], list):
         raise QuestionsError("questions.toml must hold [[checks]] entries and nothing else")
     made = tuple(_check(entry, observers, facts) for entry in data["checks"])
-    keys = [c.key for c in made]
-    doubled = sorted({k for k in keys if keys.count(k) > 1})
+    doubled = sorted(k for k, n in Counter(c.key for c in made).items() if n > 1)
     if doubled:
         raise QuestionsError(f"two questions share the key {', '.join(doubled)}")
     used = {e.get("observer", e["key"]) for e in data["checks"]} | GENERAL
@@ -620,13 +545,11 @@ def build(observers: Mapping[str, Observer] = OBSERVERS, facts: Mapping[str, obj
     return made
 
 
-#: Every check, in the order ``questions.toml`` lists them.
 CHECKS: tuple[Check, ...] = build()
 
 
 def for_page(page: int | str) -> list[Check]:
-    """The checks of a page, given its number or its file, in the order it asks them (an
-    empty list for a page that asks none)."""
+    """The checks of a page (its number or its file), in the order it asks them."""
     if isinstance(page, bool) or not isinstance(page, int | str):
         raise TypeError(f"page must be a number or a file name, not {type(page).__name__}")
     return [c for c in CHECKS if page in (c.number, c.page)]

@@ -1,9 +1,7 @@
 """Drift: where a queue's keys disagree with the protocol, its kinds, and the whole-queue check.
 
-Every reader of a queue (:func:`snapshot.drifts` over a view or a whole read, :func:`check` here
-over the whole queue) gathers the same facts about each id it saw (the sets holding it and its
-score in each, whether its row exists, the row's ``state`` and ``attempts``) and asks
-:func:`drift_of`, so each kind is defined once:
+Every reader (:func:`snapshot.drifts`, :func:`check`) gathers the same facts about each id
+and asks :func:`drift_of`, so each kind is defined once:
 
 - ``in-two-sets``: the id is a member of more than one set;
 - ``member-without-row``: the id is in a set but its row is gone (or is not a hash);
@@ -13,41 +11,21 @@ score in each, whether its row exists, the row's ``state`` and ``attempts``) and
 - ``bad-attempts``: the row's ``attempts`` is not a plain whole number (``one``);
 - ``malformed-member``: a set member that is not a well-formed JOB id (``AAA``, non-UTF-8);
 - ``score-not-finite``: a member whose score is ``+inf`` or ``-inf``;
-- ``wrong-type``: a key of the queue holding another type than the protocol keeps there (a
-  string at a set key, or at a row key such as ``emq:{Q}:job:lock``); see :func:`wrong_type`.
+- ``wrong-type``: a queue key holding another type than the protocol keeps there.
 
-:func:`check` finds all of them in the whole queue without ever holding the server for long:
-
-1. the size of each set is read (one ``MULTI`` of ``ZCARD``); a set key the server refuses
-   that for (``WRONGTYPE``) is read by ``TYPE`` only, is a ``wrong-type`` drift and is never
-   walked;
-2. each sorted set is walked with ``ZSCAN`` (:data:`STEP` members a call), scores included;
-3. the queue's row keys are found with ``SCAN MATCH emq:{Q}:job:*`` from the host
-   (:data:`SCAN_STEP` keys examined a call; on a cluster, on the node owning the queue's
-   slot, where every key of the queue lives), so a row that is in no set is found too;
-4. each key found is read with one ``HMGET state attempts``, :data:`BATCH` to a pipeline; a
-   key the server refuses that for is not a hash: it is read by ``TYPE`` only (so its content
-   is never read) and is a ``wrong-type`` drift;
-5. every suspect is read again atomically (``MULTI``: its four scores, whether its row key
-   exists, its state and attempts; :data:`CONFIRM` suspects to a transaction), and only a drift
-   that holds in that one moment is reported (a wrong-type set key: as the final sizes read it;
-   the name of a wrong type is the ``TYPE`` read just after).
-
-What each reader sees: :func:`check` sees every member and every row of the queue, but not in
-one atomic moment. It never reports a drift that was not there (each is re-read atomically), yet
-a drift made while the walk runs may be missed, and a job that moves may be seen twice or not at
-all; its :class:`Report` says whether the queue changed under the walk. :func:`snapshot.view`
-(a panel's click) and :func:`snapshot.snapshot` (a small queue read whole) read in one atomic
-moment, but the view sees only the first members of each set and the jobs it follows, and
-neither sees a row that is in no set unless it follows it.
+:func:`check` walks from the host in short steps (sizes by ``ZCARD``, sets by ``ZSCAN``, row
+keys by ``SCAN MATCH``, rows by ``HMGET``; a key refused with ``WRONGTYPE`` is read by ``TYPE``
+only), then re-reads every suspect atomically: a drift made during the walk may be missed, but
+none is invented, and the :class:`Report` says whether the queue changed under the walk.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast, overload
+from functools import partial
+from typing import Any, TypeVar, cast
 
 import redis
 
@@ -56,18 +34,11 @@ from echomq_lab.connection import node_client, reaching
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import decoded
 
-__all__ = [
-    "BATCH", "CONFIRM", "INFINITE", "SCAN_STEP", "SET_OF_STATE", "STEP", "Drift", "Report",
-    "check", "drift_of", "score_of", "whole", "wrong_type",
-]
-
 #: Which set holds a job in each state (the states in :data:`keyspace.SET_NAMES`' order).
-SET_OF_STATE: dict[str, SetName] = dict(
-    zip(("pending", "active", "scheduled", "dead"), SET_NAMES, strict=True)
-)
+SET_OF_STATE: dict[str, SetName] = dict(zip(("pending", "active", "scheduled", "dead"),
+                                            SET_NAMES, strict=True))
 
-#: What an infinite score (``+inf``/``-inf``, which another client may write) is read as: no
-#: finite time is this large, so the views can say "not a time" instead of failing.
+#: What an infinite score (which another client may write) is read as: larger than any time.
 INFINITE = 2**63
 
 
@@ -97,16 +68,15 @@ def whole(value: bytes) -> bool:
 
 
 def wrong_type(key: str, kind: str) -> Drift:
-    """The drift of a queue key that holds a ``kind`` (``string``, ``list``...) instead of the
-    sorted set or hash the protocol keeps there; its content is never read."""
+    """The drift of a queue key holding a ``kind`` (``string``...) instead of a zset or hash."""
     return Drift("wrong-type", key, f"holds a {kind}, not what the protocol keeps there")
 
 
-def _odd(
-    job_id: str, holders: list[SetName], scores: Mapping[SetName, float], attempts: bytes | None
-) -> list[Drift]:
-    """What no transition writes: a member that is not a JOB id, an infinite score, a bad
-    ``attempts``."""
+def drift_of(job_id: str, scores: Mapping[SetName, float], has_row: bool, state: str | None,
+             attempts: bytes | None = None) -> list[Drift]:
+    """The drifts of one id from its score in each set holding it, whether its row exists and
+    the row's fields (None: absent or not read); odd data first, an unknown state not compared."""
+    holders = [name for name in SET_NAMES if name in scores]
     found: list[Drift] = []
     if holders and not (job_id.startswith("JOB") and branded.valid(job_id)):
         found.append(Drift("malformed-member", job_id, f"is in {holders[0]} but is not a JOB id"))
@@ -118,22 +88,6 @@ def _odd(
     if attempts is not None and not whole(attempts):
         found.append(Drift("bad-attempts", job_id,
                            f"has attempts {decoded(attempts)!r}, not a whole number"))  # fmt: skip
-    return found
-
-
-def drift_of(
-    job_id: str,
-    scores: Mapping[SetName, float],
-    has_row: bool,
-    state: str | None,
-    attempts: bytes | None = None,
-) -> list[Drift]:
-    """The drifts of one id: ``scores`` holds its score in each set that holds it, ``has_row``
-    says its row (a hash) exists, ``state`` and ``attempts`` are that row's fields as read (None:
-    absent, or not read). Odd data comes first, then how the row and the sets disagree; a row
-    whose state no transition writes is ``unknown-state`` and is not compared with the sets."""
-    holders = [name for name in SET_NAMES if name in scores]
-    found = _odd(job_id, holders, scores, attempts)
     if len(holders) > 1:
         found.append(Drift("in-two-sets", job_id, f"is in {' and '.join(holders)}"))
     if not has_row:
@@ -151,8 +105,6 @@ def drift_of(
     return found
 
 
-# The whole-queue check, walked from the host in short steps.
-
 #: Members asked of one ZSCAN call (a hint the server keeps close to).
 STEP = 200
 #: Keys examined by one SCAN call.
@@ -164,15 +116,10 @@ CONFIRM = 32
 
 
 @dataclass(frozen=True, eq=False)
-class Report(Sequence[Drift]):
-    """What :func:`check` found: a sequence of the drifts, and how far the walk saw.
-
-    ``members`` counts the distinct ids seen in the four sets, ``rows`` the row keys found,
-    ``calls`` the round trips made. ``consistent`` is True when nothing was seen to change under
-    the walk: each set held as many members at the end as at the start, and every suspect held
-    when re-read. It cannot prove that nothing moved (a claim and an enqueue leave the sizes as
-    they were). ``dismissed`` counts suspects that had settled when re-read.
-    """
+class Report(list[Drift]):
+    """What :func:`check` found: a list of the drifts (``check(...) == []`` reads plainly) and
+    how far the walk saw: distinct ids in the sets (``members``), row keys (``rows``), round
+    trips (``calls``), and suspects that had settled when re-read (``dismissed``)."""
 
     queue: str
     drifts: tuple[Drift, ...]
@@ -183,33 +130,13 @@ class Report(Sequence[Drift]):
     sizes_after: dict[SetName, int] = field(default_factory=dict)
     dismissed: int = 0
 
+    def __post_init__(self) -> None:
+        self.extend(self.drifts)
+
     @property
     def consistent(self) -> bool:
-        """True when no change was seen under the walk (see the class docstring)."""
+        """True when every set kept its size and every suspect held (a move may still hide)."""
         return self.sizes_before == self.sizes_after and self.dismissed == 0
-
-    def __len__(self) -> int:
-        return len(self.drifts)
-
-    @overload
-    def __getitem__(self, index: int) -> Drift: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Drift]: ...
-    def __getitem__(self, index: int | slice) -> Drift | Sequence[Drift]:
-        return self.drifts[index]
-
-    def __iter__(self) -> Iterator[Drift]:
-        return iter(self.drifts)
-
-    def __eq__(self, other: object) -> bool:
-        """Equal to a list or tuple of the same drifts (so ``check(...) == []`` reads plainly)."""
-        if isinstance(other, Report):
-            return self.drifts == other.drifts and self.queue == other.queue
-        if isinstance(other, (list, tuple)):
-            return list(self.drifts) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
 
     def summary(self) -> str:
         """One line: what was walked, how many drifts, and whether the queue held still."""
@@ -220,9 +147,6 @@ class Report(Sequence[Drift]):
 
 
 K = TypeVar("K")
-
-#: The TYPE replies of a key the protocol may hold a sorted set at (``none``: not there yet).
-_SET_TYPES = ("zset", "none")
 
 
 def _refused(reply: object) -> bool:
@@ -239,9 +163,7 @@ def _refused_among(keys: Sequence[K], replies: list[Any]) -> list[K]:
 
 
 def _kinds(conn: redis.Redis, keys: Sequence[bytes | str]) -> list[str]:
-    """The TYPE of each key as text (one pipeline; only keys a command was refused for)."""
-    if not keys:
-        return []
+    """The TYPE of each key as text (one pipeline, none for no keys)."""
     pipe = conn.pipeline(transaction=False)
     for key in keys:
         pipe.type(key)
@@ -250,8 +172,7 @@ def _kinds(conn: redis.Redis, keys: Sequence[bytes | str]) -> list[str]:
 
 
 def _census(conn: redis.Redis, queue: str) -> tuple[dict[SetName, int], dict[SetName, str]]:
-    """Each set's size, atomically, and the TYPE of each set key that is not a sorted set (its
-    size counts 0), by set name in :data:`SET_NAMES` order."""
+    """Each set's size, atomically, and the TYPE of each set key that is not a sorted set."""
     keys = {name: keyspace.queue_key(queue, name) for name in SET_NAMES}
     pipe = conn.pipeline(transaction=True)
     for name in SET_NAMES:
@@ -260,35 +181,29 @@ def _census(conn: redis.Redis, queue: str) -> tuple[dict[SetName, int], dict[Set
     odd = _refused_among(SET_NAMES, replies)
     sizes = {n: 0 if n in odd else int(r) for n, r in zip(SET_NAMES, replies, strict=True)}
     kinds = dict(zip(odd, _kinds(conn, [keys[name] for name in odd]), strict=True))
-    return sizes, {name: kind for name, kind in kinds.items() if kind not in _SET_TYPES}
-
-
-def _fields(reply: object) -> tuple[bytes | None, bytes | None]:
-    """An HMGET state attempts reply; (None, None) when it failed (the key is not a hash)."""
-    if isinstance(reply, list) and len(reply) == 2:
-        state, attempts = reply
-        return (state if isinstance(state, bytes) else None,
-                attempts if isinstance(attempts, bytes) else None)  # fmt: skip
-    return None, None
+    return sizes, {name: kind for name, kind in kinds.items() if kind not in ("zset", "none")}
 
 
 @dataclass
 class _Facts:
-    """What was read of one id: its score in each set holding it, whether its row key holds a
-    hash (``kind``: ``hash``, ``none``, or the other type it holds), and its row's state and
-    attempts (None: absent, or not a hash)."""
+    """What was read of one id: its scores, its row key's ``kind`` (a TYPE), state, attempts."""
 
     scores: dict[SetName, float] = field(default_factory=dict)
     kind: str = "none"
     state: bytes | None = None
     attempts: bytes | None = None
 
+    def read_row(self, reply: object) -> None:
+        """Take an ``HMGET state attempts`` reply: the row is a hash with these fields."""
+        state, attempts = reply if isinstance(reply, list) and len(reply) == 2 else (None, None)
+        self.kind = "hash"
+        self.state = state if isinstance(state, bytes) else None
+        self.attempts = attempts if isinstance(attempts, bytes) else None
+
     def drifts(self, raw: bytes, prefix: bytes) -> list[Drift]:
-        """The drifts these facts show (see :func:`drift_of`), and a row key of
-        the wrong type."""
-        has_row = self.kind == "hash"
+        """The drifts these facts show, a row key of the wrong type included."""
         state = None if self.state is None else decoded(self.state)
-        found = drift_of(decoded(raw), self.scores, has_row, state, self.attempts)
+        found = drift_of(decoded(raw), self.scores, self.kind == "hash", state, self.attempts)
         if self.kind not in ("hash", "none"):
             found.append(wrong_type(decoded(prefix + raw), self.kind))
         return found
@@ -296,7 +211,7 @@ class _Facts:
 
 @dataclass
 class _Walk:
-    """The state of one walk: what was seen so far, and how many round trips it took."""
+    """One walk: what was seen so far, and how many round trips it took."""
 
     conn: redis.Redis
     queue: str
@@ -312,80 +227,64 @@ class _Walk:
     def _of(self, raw: bytes) -> _Facts:
         return self.facts.setdefault(raw, _Facts())
 
-    def sets(self, odd: dict[SetName, str]) -> None:
-        """Every member of each sorted set with its score, a ZSCAN step at a time; the set keys
-        in ``odd`` (another type) are skipped, and one that turns into another type mid-walk
-        is left there."""
-        for name in SET_NAMES:
-            if name in odd:
-                continue
-            key, cursor = keyspace.queue_key(self.queue, name), 0
-            while True:
-                try:
-                    cursor, pairs = cast(
-                        tuple[int, list[tuple[bytes, float]]],
-                        self.conn.zscan(key, cursor, count=STEP),
-                    )
-                except redis.ResponseError as exc:
-                    if not _refused(exc):
-                        raise
-                    break  # another client replaced the set: the final census says so
-                finally:
-                    self.calls += 1
-                for member, score in pairs:
-                    held = self._of(member)
-                    self.members += not held.scores
-                    held.scores[name] = float(score)
-                if cursor == 0:
-                    break
+    def _typed(self, keys: list[bytes]) -> dict[bytes, str]:
+        """The TYPE of each of ``keys`` (one round trip when there are any)."""
+        self.calls += bool(keys)
+        return dict(zip(keys, _kinds(self.conn, keys), strict=True))
 
-    def keys(self) -> None:
-        """Every key under the queue's row prefix (SCAN MATCH from the host), then each row's
-        state and attempts; a key that is not a hash is read by TYPE only."""
-        prefix = self.prefix
-        node = node_client(self.conn, prefix.decode())  # on a cluster: the queue's one node
-        found: list[bytes] = []
+    def _pages(self, scan: Callable[[int], Any]) -> Iterator[list[Any]]:
+        """The items of each page of a cursor walk (one round trip a page), in order."""
         cursor = 0
         while True:
-            reply = node.scan(cursor, match=prefix + b"*", count=SCAN_STEP)
-            cursor, keys = cast(tuple[int, list[bytes]], reply)
             self.calls += 1
-            found += keys
+            cursor, items = cast(tuple[int, list[Any]], scan(cursor))
+            yield items
             if cursor == 0:
-                break
-        for start in range(0, len(found), BATCH):
-            self._read_rows(found[start : start + BATCH])
+                return
 
-    def _read_rows(self, chunk: list[bytes]) -> None:
-        """One pipeline of ``HMGET key state attempts``; the keys it was refused for are read
-        by TYPE only."""
+    def sets(self, odd: dict[SetName, str]) -> None:
+        """Each member and score of every set not in ``odd``, by ZSCAN (a set replaced by
+        another type mid-walk is left to the final census)."""
+        for name in (name for name in SET_NAMES if name not in odd):
+            zscan = partial(self.conn.zscan, keyspace.queue_key(self.queue, name), count=STEP)
+            try:
+                for pairs in self._pages(zscan):
+                    for member, score in pairs:
+                        held = self._of(member)
+                        self.members += not held.scores
+                        held.scores[name] = float(score)
+            except redis.ResponseError as exc:
+                if not _refused(exc):
+                    raise
+
+    def keys(self) -> None:
+        """Every row key of the queue (SCAN on its node), then each row's state and attempts."""
         prefix = self.prefix
-        pipe = self.conn.pipeline(transaction=False)
-        for key in chunk:
-            pipe.hmget(key, "state", "attempts")
-        replies: list[Any] = pipe.execute(raise_on_error=False)
-        self.calls += 1
-        odd = _refused_among(chunk, replies)
-        for key, reply in zip(chunk, replies, strict=True):
-            if key in odd:
-                continue
-            # (a key gone since the SCAN saw it reads as a row of neither field: a suspect,
-            # which the atomic re-read settles)
-            state, attempts = _fields(reply)
-            facts = self._of(key[len(prefix) :])
-            facts.kind, facts.state, facts.attempts = "hash", state, attempts
-            self.rows += 1
-        self.calls += bool(odd)
-        for key, kind in zip(odd, _kinds(self.conn, odd), strict=True):
-            self._of(key[len(prefix) :]).kind = kind
+        node = node_client(self.conn, prefix.decode())
+        scan = partial(node.scan, match=prefix + b"*", count=SCAN_STEP)
+        found: list[bytes] = [key for page in self._pages(scan) for key in page]
+        for start in range(0, len(found), BATCH):
+            chunk = found[start : start + BATCH]
+            pipe = self.conn.pipeline(transaction=False)
+            for key in chunk:
+                pipe.hmget(key, "state", "attempts")
+            replies: list[Any] = pipe.execute(raise_on_error=False)
+            self.calls += 1
+            odd = _refused_among(chunk, replies)
+            for key, reply in zip(chunk, replies, strict=True):
+                if key not in odd:  # (a key gone since SCAN: a suspect the re-read settles)
+                    self._of(key[len(prefix) :]).read_row(reply)
+                    self.rows += 1
+            for key, kind in self._typed(odd).items():
+                self._of(key[len(prefix) :]).kind = kind
 
     def suspects(self) -> list[bytes]:
         """The ids (and odd row keys' suffixes) whose walk-time facts show a drift."""
-        prefix = self.prefix
-        return [raw for raw in sorted(self.facts) if self.facts[raw].drifts(raw, prefix)]
+        return [raw for raw in sorted(self.facts) if self.facts[raw].drifts(raw, self.prefix)]
 
     def confirm(self, suspects: list[bytes]) -> tuple[list[Drift], int]:
-        """Re-read each suspect atomically; the drifts that hold, and how many settled."""
+        """Re-read each suspect atomically, :data:`CONFIRM` to a MULTI; the drifts that hold,
+        and how many suspects settled."""
         prefix = self.prefix
         set_keys = [keyspace.queue_key(self.queue, name) for name in SET_NAMES]
         held: list[Drift] = []
@@ -400,21 +299,20 @@ class _Walk:
                 pipe.hmget(prefix + raw, "state", "attempts")
             replies: list[Any] = pipe.execute(raise_on_error=False)
             self.calls += 1
-            read = [_Facts() for _ in chunk]
+            read = {raw: _Facts() for raw in chunk}
             odd: list[bytes] = []
-            for facts, raw, i in zip(read, chunk, range(0, 6 * len(chunk), 6), strict=True):
-                *scores, exists, fields = replies[i : i + 6]
+            for i, (raw, facts) in enumerate(read.items()):
+                *scores, exists, fields = replies[6 * i : 6 * i + 6]
                 # (a ZSCORE that is not a float: no member, or the set key is not a zset)
                 facts.scores = {n: s for n, s in zip(SET_NAMES, scores, strict=True)
                                 if isinstance(s, float)}  # fmt: skip
                 if _refused(fields):
                     odd.append(raw)
                 elif exists == 1:
-                    facts.kind = "hash"
-                    facts.state, facts.attempts = _fields(fields)
-            self.calls += bool(odd)
-            kinds = dict(zip(odd, _kinds(self.conn, [prefix + raw for raw in odd]), strict=True))
-            for facts, raw in zip(read, chunk, strict=True):
+                    facts.read_row(fields)
+            typed = self._typed([prefix + raw for raw in odd])
+            kinds = {key[len(prefix) :]: kind for key, kind in typed.items()}
+            for raw, facts in read.items():
                 facts.kind = kinds.get(raw, facts.kind)
                 # a key that turned back into a row (or went) since it was refused: settled
                 flipped = raw in kinds and facts.kind in ("hash", "none")
@@ -425,16 +323,10 @@ class _Walk:
 
 
 def check(conn: redis.Redis, queue: str) -> Report:
-    """Every drift in ``queue``, walked in short server commands; a :class:`Report`.
-
-    Each server command handles a bounded number of elements (:data:`STEP` members,
-    :data:`SCAN_STEP` keys examined, one key's TYPE or two row fields, or one transaction of
-    :data:`CONFIRM` suspects), so the server serves other clients between them. Odd data
-    (keys of the wrong type, malformed members, infinite scores, bad attempts, unknown states)
-    is listed as drift, never raised. A malformed queue name is refused before the wire; a
-    server that goes away mid-walk raises :class:`errors.ServerUnavailable`, and the check can
-    simply be run again.
-    """
+    """Every drift in ``queue``, walked in short server commands (at most :data:`STEP` members,
+    :data:`SCAN_STEP` keys, :data:`BATCH` rows or :data:`CONFIRM` suspects each). Odd data is
+    drift, never raised; a malformed queue name is refused before the wire; a server that goes
+    away raises :class:`errors.ServerUnavailable`, and the check can simply be run again."""
     keyspace.check_queue(queue)
     with reaching(conn):
         before, odd_before = _census(conn, queue)

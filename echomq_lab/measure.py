@@ -1,22 +1,9 @@
-"""Measure, on the lab's own server: the requests a client sends, and what a job cycle costs.
+"""Measure on the lab's own server: the requests a client sends, and what a job cycle costs.
 
-API (for page 06, its measure panel, the benchmarks and the tests)::
-
-    from echomq_lab import measure
-    with measure.counting() as calls:             # the one request counter
-        jobs.enqueue(conn, "q", job_id, b"{}")
-    calls                                         # ["EVALSHA"]: one entry a round trip
-    measure.commandstats(conn)                    # the one INFO commandstats reader
-    cycle = measure.job_cycles(conn, "lab-06", 300)   # cycle.jobs_per_s, .per_transition
-    measure.transition_calls(conn, "lab-06")      # every transition once, its requests
-    cost = measure.rq_cycles(conn, 100)           # python-rq on the same server
-    bench = measure.read_bench("notebooks")       # what `make bench` wrote for page 06
-
-:func:`counting` counts at the socket: each write of a command, or of a whole pipeline, is one
-request, as the server sees it. Only the requests of the thread that opened the block count, so
-a measurement running in the background leaves the notebook's own cells out, and theirs out of
-it. python-rq is driven the way ``benchmarks/run.py`` drives it (``rq.Queue.enqueue`` of a
-no-op job, then a ``SimpleWorker`` in burst mode), on the same connection as our cycle.
+:func:`counting` is the one request counter (at the socket: a command, or a whole pipeline, is
+one request; only the counting thread's requests count); :func:`commandstats` the one INFO
+commandstats reader; :func:`transition_calls` and :func:`job_cycles` page 06's live measure,
+:func:`rq_cycles` python-rq on the same server, :func:`read_bench` what ``make bench`` wrote.
 """
 
 from __future__ import annotations
@@ -42,8 +29,6 @@ from echomq_lab.connection import reaching
 if TYPE_CHECKING:
     from IPython.display import Image
 
-# -- the request counter -----------------------------------------------------------------------
-
 #: Commands whose name is two words on the wire (``SCRIPT LOAD``, ``CLIENT SETINFO``, ...).
 TWO_WORDS = frozenset(
     {b"SCRIPT", b"CLIENT", b"CONFIG", b"CLUSTER", b"OBJECT", b"MEMORY", b"SLOWLOG", b"FUNCTION",
@@ -52,8 +37,7 @@ TWO_WORDS = frozenset(
 
 
 def _commands(packed: bytes) -> list[str]:
-    """The name of every command in ``packed`` (RESP arrays of bulk strings, as redis-py
-    writes them), in order."""
+    """The name of every command in ``packed`` (RESP as redis-py writes it), in order."""
     names, at = [], 0
     while at < len(packed):
         end = packed.index(b"\r\n", at)
@@ -71,9 +55,8 @@ def _commands(packed: bytes) -> list[str]:
 
 
 def request_name(commands: Sequence[str]) -> str:
-    """One request as :func:`counting` records it: a command sent alone by its name
-    (``EVALSHA``); a pipeline as ``PIPELINE[n]``, or ``MULTI[n]`` when it is a transaction
-    (``n`` commands between MULTI and EXEC)."""
+    """One request's name: a lone command's (``EVALSHA``), else ``PIPELINE[n]``, or
+    ``MULTI[n]`` for a transaction of ``n`` commands."""
     if len(commands) == 1:
         return commands[0]
     if commands[0] == "MULTI" and commands[-1] == "EXEC":
@@ -82,8 +65,8 @@ def request_name(commands: Sequence[str]) -> str:
 
 
 class _Counters(threading.local):
-    """This thread's open :func:`counting` blocks, and whether a request or a new
-    connection's handshake is being written (what they write inside is not a request)."""
+    """This thread's open :func:`counting` blocks, and whether a request or a handshake is
+    being written (what they write inside is not a request)."""
 
     def __init__(self) -> None:
         self.open: list[list[str]] = []
@@ -104,42 +87,39 @@ def _joined(command: Any) -> bytes:
     return b"".join(c.encode() if isinstance(c, str) else bytes(c) for c in chunks)
 
 
-def _counted_write(self: AbstractConnection, command: Any, check_health: bool = True) -> Any:
-    original = _originals["send_packed_command"]
-    mine = _COUNTERS
-    if not mine.open or mine.busy:
-        return original(self, command, check_health)
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Inside, what this thread writes is not counted (a request's own write, a handshake)."""
+    was, _COUNTERS.busy = _COUNTERS.busy, True
     try:
-        name = request_name(_commands(_joined(command)))
-    except (ValueError, TypeError):  # not RESP as redis-py writes it: still one request
-        name = "?"
-    for calls in mine.open:
-        calls.append(name)
-    mine.busy = True
-    try:
-        return original(self, command, check_health)
+        yield
     finally:
-        mine.busy = False
+        _COUNTERS.busy = was
+
+
+def _counted_write(self: AbstractConnection, command: Any, check_health: bool = True) -> Any:
+    mine = _COUNTERS
+    if mine.open and not mine.busy:
+        try:
+            name = request_name(_commands(_joined(command)))
+        except (ValueError, TypeError):  # not RESP as redis-py writes it: still one request
+            name = "?"
+        for calls in mine.open:
+            calls.append(name)
+    with _quiet():
+        return _originals["send_packed_command"](self, command, check_health)
 
 
 def _uncounted_handshake(self: AbstractConnection, *args: Any, **kwargs: Any) -> Any:
-    mine, was = _COUNTERS, _COUNTERS.busy
-    mine.busy = True
-    try:
+    with _quiet():
         return _originals["on_connect_check_health"](self, *args, **kwargs)
-    finally:
-        mine.busy = was
 
 
 @contextmanager
 def counting() -> Iterator[list[str]]:
-    """Record every request this thread sends to any server inside the block, in order.
-
-    One entry a round trip: a command sent alone by its name, a pipeline once per flush
-    (:func:`request_name`). A resend after a lost connection is a second request and counts;
-    the handshake of a new connection does not. Blocks may nest, and other threads may count
-    at the same time; redis-py is left as it was when the last block ends, even on an error.
-    """
+    """Record every request this thread sends inside the block, one entry a round trip
+    (:func:`request_name`). A resend counts; a new connection's handshake does not. Blocks may
+    nest and threads may count at once; redis-py is restored when the last block ends."""
     calls: list[str] = []
     with _PATCH:
         if _users[0] == 0:
@@ -170,9 +150,6 @@ def calls_text(calls: Sequence[str]) -> str:
     return f"{len(calls)} requests: {', '.join(calls)}"
 
 
-# -- the commandstats reader -------------------------------------------------------------------
-
-
 class Stat(NamedTuple):
     """One command's counters on the server: how often it ran, and its microseconds."""
 
@@ -181,8 +158,8 @@ class Stat(NamedTuple):
 
 
 def commandstats(node: redis.Redis) -> dict[str, Stat]:
-    """``INFO commandstats`` of one server, by command name as the server spells it
-    (``evalsha``, ``script|load``). This read is itself one ``info`` call on the server."""
+    """``INFO commandstats`` of one server by command name (``evalsha``, ``script|load``);
+    the read is itself one ``info`` call."""
     with reaching(node):
         info = node.info("commandstats")
     return {
@@ -192,13 +169,11 @@ def commandstats(node: redis.Redis) -> dict[str, Stat]:
 
 
 def calls_delta(before: Mapping[str, Stat], after: Mapping[str, Stat]) -> dict[str, int]:
-    """The commands that ran between two :func:`commandstats` readings and how often, by
-    name, sorted; the ``info`` of the readings themselves is left out."""
+    """How often each command ran between two :func:`commandstats` readings, by name, sorted
+    (``info`` left out)."""
     delta = {k: v.calls - before[k].calls if k in before else v.calls for k, v in after.items()}
     return {k: v for k, v in sorted(delta.items()) if v and k != "info"}
 
-
-# -- one job through every transition ----------------------------------------------------------
 
 #: 2100-01-01 in Unix ms: a run-at time that is never due while the walk runs.
 FAR_FUTURE_MS = 4_102_444_800_000
@@ -232,17 +207,10 @@ Step = Callable[[str, Callable[[], Any]], Any]
 
 
 def walk(conn: redis.Redis, queue: str, step: Step) -> None:
-    """Walk one new job through every handle of the transitions on ``queue``, each call
-    made through ``step``.
-
-    The job is enqueued, claimed, its lease extended, failed and promoted back, claimed with a
-    1 ms lease that ``reap`` takes back, failed at the cap of three attempts (dead), reprocessed,
-    claimed a fourth time and completed; then two jobs are scheduled (``enqueue_in``,
-    ``enqueue_at``). A step is named by the handle it calls (a second call of one handle says
-    why in brackets). Waiting for the 1 ms lease reads the server's clock, outside every step.
-    RuntimeError when a reply is not the one the walk expects; errors.SomeoneElse when a claim
-    hands out another job.
-    """
+    """Walk one new job through every transition handle on ``queue``, each call made through
+    ``step(name, call)``: enqueue, claim, extend, retry, promote, a 1 ms claim that ``reap``
+    takes back, claim, retry at the cap (dead), reprocess, claim, complete; then
+    ``enqueue_in`` and ``enqueue_at``. RuntimeError when a reply is not the expected one."""
     first, later, fixed = branded.mint(), branded.mint(), branded.mint()
 
     def run(name: str, call: Callable[[], object], want: object) -> None:
@@ -251,9 +219,8 @@ def walk(conn: redis.Redis, queue: str, step: Step) -> None:
             raise RuntimeError(f"{name} on {queue!r} answered {reply!r}, expected {want!r}")
 
     def claim(lease_ms: int) -> jobs.Claimed:
-        got: jobs.Claimed = step("claim", lambda: queues.claim_expected(conn, queue, first,
-                                                                           lease_ms))
-        return got
+        return cast(jobs.Claimed,
+                    step("claim", lambda: queues.claim_expected(conn, queue, first, lease_ms)))
 
     run("enqueue", lambda: jobs.enqueue(conn, queue, first, b'{"n": 1}'), "enqueued")
     c = claim(LEASE_MS)
@@ -283,8 +250,8 @@ SHOWN: dict[str, Callable[[Any], str]] = {
 
 
 def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
-    """:func:`walk` one job through every transition on ``queue``, counting each call's
-    requests. The queue is emptied first and last; the script cache is warmed first."""
+    """:func:`walk` on ``queue``, counting each call's requests (queue emptied first and
+    last, scripts cached first)."""
     queues.reset(conn, queue)
     warm_up(conn)
     out: list[Traced] = []
@@ -302,29 +269,35 @@ def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
     return out
 
 
-# -- job cycles, timed -------------------------------------------------------------------------
-
 Progress = Callable[[int], None]
 
 
+class _PerJob:
+    """Rates of a run of ``jobs`` jobs that took ``seconds`` and ``requests`` round trips."""
+
+    jobs: int
+    seconds: float
+    requests: int
+
+    @property
+    def jobs_per_s(self) -> float:
+        """Jobs per second of the host's clock."""
+        return self.jobs / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def requests_per_job(self) -> float:
+        """Requests (round trips) per job."""
+        return self.requests / self.jobs
+
+
 @dataclass(frozen=True)
-class Cycle:
+class Cycle(_PerJob):
     """``jobs`` job cycles (enqueue, claim, complete) timed and counted on one connection."""
 
     jobs: int
     seconds: float
     per_transition: dict[str, tuple[str, ...]]
     requests: int
-
-    @property
-    def jobs_per_s(self) -> float:
-        """Job cycles per second of the host's clock."""
-        return self.jobs / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def requests_per_job(self) -> float:
-        """Requests (round trips) per job cycle, over every cycle measured."""
-        return self.requests / self.jobs
 
 
 def _count(n: object, name: str, low: int, high: int) -> int:
@@ -335,15 +308,11 @@ def _count(n: object, name: str, low: int, high: int) -> int:
     return n
 
 
-def job_cycles(
-    conn: redis.Redis, queue: str, n: int, progress: Progress | None = None, every: int = 25
-) -> Cycle:
-    """Run ``n`` job cycles through ``jobs.*`` on ``queue``, counting each call's requests.
-
-    The queue is emptied first and last and the scripts are cached first, so no call meets
-    NOSCRIPT. ``progress(done)`` is called every ``every`` jobs and at the end.
-    errors.SomeoneElse when a claim hands out another job than the one just enqueued.
-    """
+def job_cycles(conn: redis.Redis, queue: str, n: int, progress: Progress | None = None,
+               every: int = 25) -> Cycle:
+    """Run ``n`` job cycles (enqueue, claim, complete) on ``queue``, counting each call's
+    requests; the queue is emptied first and last, the scripts cached first.
+    ``progress(done)`` is called every ``every`` jobs and at the end."""
     _count(n, "jobs", 1, 100_000)
     queues.reset(conn, queue)
     warm_up(conn)
@@ -371,12 +340,8 @@ def job_cycles(
     return Cycle(n, seconds, per, requests)
 
 
-# -- python-rq ---------------------------------------------------------------------------------
-
-
 def noop() -> None:
     """The job python-rq's worker runs here: it does nothing, so the cost is the queue's."""
-    return None
 
 
 def rq_version() -> str | None:
@@ -389,24 +354,14 @@ def rq_version() -> str | None:
 
 
 @dataclass(frozen=True)
-class RqCost:
-    """python-rq on the same connection: ``jobs`` no-op jobs enqueued, then worked in one burst."""
+class RqCost(_PerJob):
+    """python-rq on the same connection: ``jobs`` no-op jobs enqueued, then worked."""
 
     version: str
     jobs: int
     seconds: float
     requests: int
     by_name: dict[str, int]
-
-    @property
-    def requests_per_job(self) -> float:
-        """Requests (round trips) per job, the worker's start and stop spread over the jobs."""
-        return self.requests / self.jobs
-
-    @property
-    def jobs_per_s(self) -> float:
-        """Jobs per second, enqueue and worker together, by the host's clock."""
-        return self.jobs / self.seconds if self.seconds > 0 else 0.0
 
     @property
     def busiest(self) -> list[tuple[str, float]]:
@@ -416,8 +371,7 @@ class RqCost:
 
 
 def _rq_cleanup(conn: redis.Redis, queue: str, job_ids: list[str], extra: list[str]) -> None:
-    """Delete the keys python-rq made for ``queue``, its jobs and its worker (``extra``), and
-    take the queue off rq's list of queues; nothing else of rq's is touched."""
+    """Delete the keys python-rq made for ``queue``, its jobs and ``extra``; nothing else."""
     with reaching(conn):
         found = list(conn.scan_iter(match=f"rq:*{queue}*", count=500))
         found += [f"rq:job:{j}" for j in job_ids] + [f"rq:results:{j}" for j in job_ids]
@@ -427,8 +381,8 @@ def _rq_cleanup(conn: redis.Redis, queue: str, job_ids: list[str], extra: list[s
 
 
 def _thread_worker(rq: Any) -> Any:
-    """python-rq's SimpleWorker made safe off the main thread: no signal handlers, and job
-    time limits kept by a timer thread instead of SIGALRM. It sends the same requests."""
+    """python-rq's SimpleWorker safe off the main thread (no signal handlers, a timer for
+    time limits); it sends the same requests."""
 
     class ThreadWorker(rq.SimpleWorker):  # type: ignore[misc]
         death_penalty_class = import_module("rq.timeouts").TimerDeathPenalty
@@ -439,12 +393,11 @@ def _thread_worker(rq: Any) -> Any:
     return ThreadWorker
 
 
-def rq_cycles(
-    conn: redis.Redis, n: int, progress: Progress | None = None, queue: str = "lab-rq"
-) -> RqCost:
-    """Enqueue ``n`` no-op jobs with python-rq on ``conn``'s server, then work them with one
-    ``SimpleWorker`` burst, counting every request. ImportError when python-rq is absent;
-    RuntimeError when it did not finish every job. rq's keys for ``queue`` are deleted after."""
+def rq_cycles(conn: redis.Redis, n: int, progress: Progress | None = None,
+              queue: str = "lab-rq") -> RqCost:
+    """Enqueue ``n`` no-op jobs with python-rq, then work them in one burst, counting every
+    request; rq's keys are deleted after. ImportError without python-rq; RuntimeError when
+    it did not finish every job."""
     _count(n, "jobs", 1, 100_000)
     rq: Any = import_module("rq")
     made: list[str] = []
@@ -471,21 +424,16 @@ def rq_cycles(
     return RqCost(str(rq.__version__), n, seconds, len(calls), dict(Counter(calls)))
 
 
-# -- what `make bench` wrote for page 06 -------------------------------------------------------
-
 #: The file ``make bench`` writes next to the notebooks for page 06 (charts beside it).
 BENCH_FILE = "bench-results.json"
-#: Longest line the page prints of it: wider lines wrap at a space, never inside a word.
+#: Longest line the page prints of it (wider prose wraps at a space).
 WIDTH = 96
 
 
 @dataclass(frozen=True)
 class Bench:
-    """What a benchmark run left for page 06: a header, tables by name, charts by name.
-
-    Read with :func:`read_bench`; when there was nothing to read, ``header`` says so in one
-    line and every table and chart is empty.
-    """
+    """What a benchmark run left for page 06: a header, tables and charts by name (empty,
+    with a header that says so, when there was nothing to read)."""
 
     header: str
     tables: dict[str, str] = field(default_factory=dict)
@@ -502,7 +450,7 @@ class Bench:
 
     def show(self, name: str) -> Image | None:
         """Print the table ``name`` and return the chart ``name`` (a cell shows it), whichever
-        the run has; nothing at all when there was no run (the header has said so)."""
+        the run has."""
         if name in self.tables:
             print(self.tables[name])
         if name not in self.charts:
@@ -514,8 +462,7 @@ class Bench:
 
 
 def _wrapped(text: str) -> str:
-    """``text`` with each long line of prose wrapped at a space; a table's rows (columns are
-    two spaces apart or more) are left whole."""
+    """``text`` with long prose lines wrapped at a space; table rows (with two spaces) whole."""
     return "\n".join(
         textwrap.fill(line, WIDTH, subsequent_indent="  ", break_long_words=False,
                       break_on_hyphens=False) if len(line) > WIDTH and "  " not in line
@@ -525,11 +472,8 @@ def _wrapped(text: str) -> str:
 
 
 def read_bench(folder: str | Path = ".") -> Bench:
-    """What ``make bench`` wrote in ``folder`` (:data:`BENCH_FILE` and its charts).
-
-    Never raises for a missing or unreadable file: the header then says, in one line, that
-    there is nothing to show and how to measure it.
-    """
+    """What ``make bench`` wrote in ``folder``; for a missing or unreadable file, a Bench
+    whose one-line header says so and how to measure it."""
     where = Path(folder) / BENCH_FILE
     how = "run `make bench` in the repository to measure it; the live counts work without it"
     try:
@@ -540,8 +484,5 @@ def read_bench(folder: str | Path = ".") -> Bench:
         return Bench(f"No benchmark run next to this page ({BENCH_FILE}): {how}.")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return Bench(f"{where.name} could not be read ({type(exc).__name__}): {how}.")
-    return Bench(
-        _wrapped(header),
-        {str(k): _wrapped(str(v)) for k, v in tables.items()},
-        {k: path for k, path in charts.items() if path.is_file()},
-    )
+    return Bench(_wrapped(header), {str(k): _wrapped(str(v)) for k, v in tables.items()},
+                 {k: path for k, path in charts.items() if path.is_file()})

@@ -1,25 +1,12 @@
-"""Looking at a queue: a bounded view for the panels, a whole read for small queues, drift facts.
+"""Looking at a queue in one atomic read of ``view.lua`` (one round trip), so a panel never
+shows a half-applied transition.
 
-Both reads are one run of ``view.lua`` (one round trip, one atomic moment on the server), so a
-panel never shows a half-applied transition:
-
-- :func:`view` is what a panel reads on every click. Its cost does not grow with the queue or
-  the keyspace: each set's size, the first ``window`` members of each set, the state of each of
-  those members, and the whole rows of the few jobs the caller follows (their keys declared by
-  the host). A set deeper than the window is *windowed*: ``snap.showing("pending")`` reads
-  "showing 10 of 100,000".
-- :func:`snapshot` reads the four sets whole with every member's row: the lab's small queues,
-  the tests and the simulation use it. Its cost grows with the queue.
-
-Neither can see a row that sits in no set unless the caller follows it (no script lists keys by
-pattern); :func:`check` walks the whole queue from the host, in bounded steps, and finds those
-too. :func:`drifts` lists the disagreements among the ids a snapshot read.
-
-Both tolerate what another client may write: the script checks the TYPE of every key before
-reading it (a key of another type is named in ``Snapshot.others``, never read), members that
-are not UTF-8 are shown by :func:`row.decoded`, and ``+inf``/``-inf`` scores read as
-±:data:`INFINITE`; :func:`drifts` lists each of these among the drifts (the kinds are
-:mod:`echomq_lab.drift`'s).
+:func:`view` is a panel's click: each set's size, its first ``window`` members with their
+states, and the whole rows of the few jobs followed; its cost does not grow with the queue.
+:func:`snapshot` reads the four sets whole with every row (small queues, tests, simulation).
+Neither sees a row that is in no set unless it is followed; :func:`check` walks the whole
+queue and finds those. Keys of another type are named in ``Snapshot.others`` and never read;
+:func:`drifts` lists the disagreements among the ids read (the kinds are :mod:`drift`'s).
 """
 
 from __future__ import annotations
@@ -54,16 +41,12 @@ MAX_WINDOW = 1000
 class Snapshot:
     """One queue at one instant on the server clock.
 
-    ``sets`` maps each set name to the (id, score) pairs read, lowest score first: the whole set
-    for :func:`snapshot`, its first members for :func:`view`. ``rows`` maps each id whose whole
-    row was read to that :class:`Row`. ``sizes`` is each set's true size (ZCARD) and
-    ``states`` the ``state`` field of every id looked at (None: a row without one), present
-    exactly when the row exists. ``scores`` holds, for each id looked at, its score in every set
-    that holds it, even beyond the window. ``followed`` names the jobs whose rows were asked
-    for; ``whole`` says the sets were read whole with every member's row. ``others`` maps each
-    key read that holds another type than the protocol keeps there (key text -> its TYPE, e.g.
-    a string at a row key) to that type; its content was never read. A member that is not
-    UTF-8 is its bytes repr (:func:`row.decoded`); an infinite score is ±:data:`INFINITE`.
+    ``sets``: each set's (id, score) pairs read, lowest score first (whole, or the window).
+    ``rows``: the whole rows read. ``sizes``: each set's true size. ``states``: the ``state``
+    of every id looked at whose row exists (None: a row without one). ``scores``: each id's
+    score in every set holding it, even beyond the window. ``followed``: the jobs whose rows
+    were asked for; ``whole``: the sets were read whole. ``others``: key -> its TYPE, for keys
+    holding another type than the protocol keeps there (never read).
     """
 
     queue: str
@@ -92,7 +75,6 @@ class Snapshot:
 
     @cached_property
     def _scores(self) -> dict[SetName, dict[str, int]]:
-        """Each set as {id: score} from the windows and the look-ups, built once."""
         out: dict[SetName, dict[str, int]] = {name: dict(self.sets[name]) for name in SET_NAMES}
         for job_id, held in self.scores.items():
             for name, score in held.items():
@@ -100,11 +82,8 @@ class Snapshot:
         return out
 
     def score(self, name: SetName, job_id: str) -> int | None:
-        """The score of ``job_id`` in set ``name``, or None if it is not a member.
-
-        On a windowed view this is exact for every id in :meth:`ids`; for any other id None
-        means only "not read".
-        """
+        """The score of ``job_id`` in set ``name``, or None if it is not a member (on a
+        windowed view, exact only for the ids in :meth:`ids`)."""
         return self._scores[name].get(job_id)
 
     def holders(self, job_id: str) -> list[SetName]:
@@ -123,47 +102,37 @@ class Snapshot:
         return job_id in self.states
 
     def knows_row(self, job_id: str) -> bool:
-        """True if this snapshot read ``job_id``'s whole row (or found it has none), so
-        ``rows.get(job_id)`` is the answer: a followed job, or any member of a whole read."""
+        """True if ``rows.get(job_id)`` is the answer: a followed job or a whole read's member."""
         if job_id in self.rows or job_id in self.followed:
             return True
-        return self.whole and any(self.score(name, job_id) is not None for name in SET_NAMES)
+        return self.whole and bool(self.holders(job_id))
 
     def windowed(self, name: SetName) -> bool:
         """True when set ``name`` holds more members than this snapshot read."""
         return self.sizes[name] > len(self.sets[name])
 
     def showing(self, name: SetName) -> str:
-        """How much of set ``name`` was read, in words: ``showing 10 of 100,000`` or ``all 3``."""
-        shown, size = len(self.sets[name]), self.sizes[name]
+        """How much of set ``name`` was read: ``showing 10 of 100,000`` or ``all 3``."""
         if self.windowed(name):
-            return f"showing {shown:,} of {size:,}"
-        return f"all {size:,}"
+            return f"showing {len(self.sets[name]):,} of {self.sizes[name]:,}"
+        return f"all {self.sizes[name]:,}"
 
 
 def _pairs(flat: list[Any]) -> list[tuple[str, int]]:
-    """A flat {member, score, ...} reply as (member text, int score) pairs: a member that is
-    not UTF-8 is its bytes repr (see :func:`row.decoded`), an infinite score ±INFINITE."""
+    """A flat [member, score, ...] reply as (decoded member, int score) pairs."""
     return [(decoded(flat[i]), score_of(flat[i + 1])) for i in range(0, len(flat), 2)]
-
-
-def _follow_keys(queue: str, follow: Iterable[str]) -> tuple[list[str], list[str]]:
-    """The followed ids (deduplicated, in order) and their row keys; ValueError when too many."""
-    ids = list(dict.fromkeys(follow))
-    if len(ids) > MAX_FOLLOW:
-        raise ValueError(f"a view follows at most {MAX_FOLLOW} jobs, got {len(ids)}")
-    return ids, [keyspace.job_key(queue, job_id) for job_id in ids]
 
 
 def _read(conn: redis.Redis, queue: str, follow: Iterable[str], window: str) -> Snapshot:
     """Run ``view.lua`` with ``window`` (a count or ``all``) and build the :class:`Snapshot`."""
+    ids = list(dict.fromkeys(follow))
+    if len(ids) > MAX_FOLLOW:
+        raise ValueError(f"a view follows at most {MAX_FOLLOW} jobs, got {len(ids)}")
     keys = [keyspace.queue_key(queue, name) for name in SET_NAMES]
-    ids, row_keys = _follow_keys(queue, follow)
+    keys += [keyspace.job_key(queue, job_id) for job_id in ids]
     args: list[Arg] = [keyspace.job_prefix(queue), window, *ids]
-    now, sizes, windows, seen, others_flat = load("view")(conn, keys + row_keys, args)
-    sets: dict[SetName, list[tuple[str, int]]] = {
-        name: _pairs(flat) for name, flat in zip(SET_NAMES, windows, strict=True)
-    }
+    now, sizes, windows, seen, others_flat = load("view")(conn, keys, args)
+    sets = {name: _pairs(flat) for name, flat in zip(SET_NAMES, windows, strict=True)}
     rows: dict[str, Row] = {}
     states: dict[str, str | None] = {}
     scores: dict[str, dict[SetName, int]] = {}
@@ -177,27 +146,19 @@ def _read(conn: redis.Redis, queue: str, follow: Iterable[str], window: str) -> 
         if row:
             rows[job_id] = Row({row[j]: row[j + 1] for j in range(0, len(row), 2)})
     size_of = {name: int(n) for name, n in zip(SET_NAMES, sizes, strict=True)}
-    others = {decoded(others_flat[i]): decoded(others_flat[i + 1])
-              for i in range(0, len(others_flat), 2)}  # fmt: skip
-    return Snapshot(
-        queue, int(now), sets, rows, size_of, states, scores, frozenset(ids), window == "all",
-        others,
-    )
+    flat = others_flat
+    others = {decoded(k): decoded(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
+    return Snapshot(queue, int(now), sets, rows, size_of, states, scores, frozenset(ids),
+                    window == "all", others)
 
 
-def view(
-    conn: redis.Redis, queue: str, follow: Iterable[str] = (), *, window: int = WINDOW
-) -> Snapshot:
-    """What a panel shows of ``queue``, in one script run whose cost is bounded.
-
-    Reads each set's size and its first ``window`` members (pending and dead by id, active and
-    schedule soonest first), each member's ``state`` and which sets hold it, and the whole rows
-    of the jobs in ``follow`` (at most :data:`MAX_FOLLOW`, their keys declared), with the four
-    sets' scores of each. The work is at most ``4 * window + len(follow)`` look-ups (each with
-    one TYPE of its row key) whatever the depth of the queue or the size of the keyspace. A
-    malformed queue name or followed id, too many follows, or a window outside
-    0..:data:`MAX_WINDOW` is refused before the wire. Keys of another type, infinite scores
-    and members that are not UTF-8 are read without failing (see the module docstring).
+def view(conn: redis.Redis, queue: str, follow: Iterable[str] = (), *,
+         window: int = WINDOW) -> Snapshot:
+    """What a panel shows of ``queue``, in one script run of at most ``4 * window +
+    len(follow)`` look-ups whatever the queue's depth: each set's size and first ``window``
+    members (pending and dead by id, active and schedule soonest first) with their states, and
+    the whole rows of the jobs in ``follow`` (at most :data:`MAX_FOLLOW`). A malformed name,
+    too many follows, or a window outside 0..:data:`MAX_WINDOW` is refused before the wire.
     """
     if not isinstance(window, int) or isinstance(window, bool):
         raise TypeError(f"window must be an int, not {type(window).__name__}")
@@ -207,23 +168,14 @@ def view(
 
 
 def snapshot(conn: redis.Redis, queue: str, follow: Iterable[str] = ()) -> Snapshot:
-    """Read the queue's four sets whole, every member's row and the server time, atomically.
-
-    One script run, for the lab's small queues, the tests and the simulation: its cost grows with
-    the queue (a panel uses :func:`view`). A row that is in no set is read only when it is in
-    ``follow``; :func:`check` finds every such row.
-    """
+    """The queue's four sets whole, every member's row and the server time, in one atomic read
+    whose cost grows with the queue; a row in no set is read only when it is in ``follow``."""
     return _read(conn, queue, follow, "all")
 
 
 def drifts(snap: Snapshot) -> list[Drift]:
-    """Every disagreement among the ids ``snap`` read; empty when each row's state names the one
-    set holding it. On a windowed view that is the ids shown and followed, nothing beyond.
-
-    Odd data another client wrote among what was read is listed too (the kinds are
-    :mod:`drift`'s): each key of the wrong type first, then per id a member that is not a
-    JOB id, an infinite score, a read row whose ``attempts`` is not a whole number, a state no
-    transition writes."""
+    """Every disagreement among the ids ``snap`` read (on a windowed view: those shown and
+    followed): each key of the wrong type first, then each id's drifts."""
     found = [wrong_type(key, kind) for key, kind in sorted(snap.others.items())]
     for job_id in snap.ids():
         scores = {name: s for name in SET_NAMES if (s := snap.score(name, job_id)) is not None}

@@ -33,7 +33,7 @@ TINY = bench.Sizes(
 
 def test_every_transition_is_one_evalsha_and_one_round_trip(valkey_url: str) -> None:
     counts = bench.commands_per_transition(valkey_url)
-    assert set(HANDLES) == {h.__name__ for t in transitions.TRANSITIONS for h in t.handles}
+    assert set(HANDLES) == {h for t in transitions.TRANSITIONS for h in t.handles}
     for name in HANDLES:
         assert counts[name]["evalsha"] == 1, (name, counts[name])
         assert counts[name]["round_trips"] == 1, (name, counts[name])

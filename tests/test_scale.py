@@ -33,11 +33,11 @@ def fill(conn: redis.Redis, queue: str, n: int) -> list[str]:
     script = load("enqueue")
     conn.script_load(script.source)
     made = [branded.mint() for _ in range(n)]
-    pending = keyspace.queue_key(queue, "pending")
+    sets = [keyspace.queue_key(queue, name) for name in keyspace.SET_NAMES]
     for start in range(0, n, FILL_BATCH):
         pipe = conn.pipeline(transaction=False)
         for job in made[start : start + FILL_BATCH]:
-            pipe.evalsha(script.sha, 2, keyspace.job_key(queue, job), pending, job, b"x")
+            pipe.evalsha(script.sha, 5, keyspace.job_key(queue, job), *sets, job, b"x")
         assert pipe.execute() == [1] * len(made[start : start + FILL_BATCH])
     return made
 

@@ -88,12 +88,12 @@ def enqueue_many(
     is sent (``ValueError``/``TypeError``/:class:`errors.KindRefused`).
     """
     check_batch(batch)
-    pending = keyspace.queue_key(queue, "pending")
+    sets = [keyspace.queue_key(queue, name) for name in keyspace.SET_NAMES]
     calls: list[Call] = []
     for job_id, payload in items:
         row = keyspace.job_key(queue, job_id)  # checks the id is a well-formed branded id
         if not job_id.startswith("JOB"):
             raise errors.KindRefused(f"{job_id} is not a JOB id")
-        calls.append(([row, pending], [job_id, check_payload(payload)]))
+        calls.append(([row, *sets], [job_id, check_payload(payload)]))
     replies = run_many(conn, load("enqueue"), calls, batch)
     return ["enqueued" if reply == 1 else "duplicate" for reply in replies]

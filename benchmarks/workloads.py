@@ -168,7 +168,8 @@ class BareCycle(Cycle):
             str(conn.script_load(load(n).source)) for n in ("enqueue", "claim", "complete")
         )
         self.prefix = keyspace.job_prefix(queue)
-        pending, active = keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active")
+        pending, active, schedule, dead = (keyspace.queue_key(queue, s) for s in keyspace.SET_NAMES)
+        self.sets = (pending, active, schedule, dead)
         self.shared: tuple[Callable[..., Any], str, str, str, str, str, str] = (
             conn.evalsha, enqueue, claim, complete, pending, active, self.prefix
         )
@@ -180,10 +181,11 @@ class BareCycle(Cycle):
 
     def run(self) -> None:
         evalsha, enqueue, claim, complete, pending, active, prefix = self.shared
+        sets = self.sets
         batch = self.jobs[self.cursor : self.cursor + self.ops]
         self.cursor += self.ops
         for job_id, row in batch:
-            evalsha(enqueue, 2, row, pending, job_id, b"{}")
+            evalsha(enqueue, 5, row, *sets, job_id, b"{}")
             reply = evalsha(claim, 2, pending, active, prefix, LEASE_MS)
             if evalsha(complete, 2, active, row, job_id, reply[2]) != 1:
                 raise RuntimeError(f"bare complete of {job_id} failed")

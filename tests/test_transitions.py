@@ -176,9 +176,16 @@ def test_transition_names_are_listed_in_the_registry_only() -> None:
     """No other module of the package spells three or more transition names in one literal."""
     names = set(transitions.NAMES)
     group = re.compile(r"[(\[{]([^()\[\]{}]*)[)\]}]")
+    # checks.Step is the words a question's story may use ("claim briefly", "retry stale"...):
+    # a grammar for questions.toml, checked at load, not a second registry of transitions.
+    vocabulary = re.compile(r"^Step = Literal\[.*?\]$", re.M | re.S)
     for path in sorted(PACKAGE.rglob("*.py")):
         if path.name == "transitions.py" and path.parent == PACKAGE:
             continue
-        for m in group.finditer(path.read_text(encoding="utf-8")):
+        text = path.read_text(encoding="utf-8")
+        if path.name == "checks.py":
+            assert vocabulary.search(text), "checks.Step moved: update this exemption"
+            text = vocabulary.sub("", text)
+        for m in group.finditer(text):
             quoted = set(re.findall(r"""["'](\w+)["']""", m.group(1)))
             assert len(quoted & names) < 3, f"{path.relative_to(PACKAGE)}: {m.group(0)[:80]}"

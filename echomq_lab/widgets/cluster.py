@@ -5,17 +5,16 @@ single server every slot's owner is ``the server``)."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import branded, errors, jobs, keyspace, placement
+from echomq_lab import branded, errors, jobs, keyspace, placement, transitions
 from echomq_lab import theme as style
 from echomq_lab.widgets.base import Panel
 
 _CELL = "padding:2px 8px;text-align:left;font-family:monospace"
-#: The transitions the panel offers, in the registry's order.
-ACTIONS = ("enqueue", "claim", "complete", "reap")
 
 
 class ClusterPanel(Panel):
@@ -62,21 +61,28 @@ class ClusterPanel(Panel):
         return f"{verb} on {queue!r} answered by {', '.join(answered) or 'no primary'}: {reply}"
 
     def _do(self, verb: str, queue: str) -> str:
-        """Run ``verb`` on ``queue``; the reply in a few words."""
-        if verb == "enqueue":
-            return jobs.enqueue(self.conn, queue, branded.mint("JOB"), b"work")
-        if verb == "reap":
-            return f"{jobs.reap(self.conn, queue)} returned"
-        if verb == "claim":
-            got = jobs.claim(self.conn, queue, 60_000)
-            if got is None:
-                return "nothing pending"
-            self.held = got
-            return f"token {got.token} for {got.id}"
+        """Run ``verb`` on ``queue`` (the method ``_<verb>``); the reply in a few words."""
+        act: Callable[[str], str] = getattr(self, f"_{verb}")
+        return act(queue)
+
+    def _enqueue(self, queue: str) -> str:
+        return jobs.enqueue(self.conn, queue, branded.mint("JOB"), b"work")
+
+    def _claim(self, queue: str) -> str:
+        got = jobs.claim(self.conn, queue, 60_000)
+        if got is None:
+            return "nothing pending"
+        self.held = got
+        return f"token {got.token} for {got.id}"
+
+    def _complete(self, queue: str) -> str:
         if self.held is None:
             raise ValueError("claim a job first: there is no token to complete with")
         held, self.held = self.held, None
         return f"{jobs.complete(self.conn, queue, held.id, held.token)} {held.id}"
+
+    def _reap(self, queue: str) -> str:
+        return f"{jobs.reap(self.conn, queue)} returned"
 
     def _table_html(self) -> str:
         head = "".join(f'<th style="{_CELL}">{h}</th>'
@@ -93,3 +99,9 @@ class ClusterPanel(Panel):
         """The table and the last message as plain text."""
         lines = [p.line() for p in self.places]
         return "\n".join(lines + ([self.last_message] if self.last_message else []))
+
+
+#: The transitions the panel offers (each has a ``_<name>`` method), in the registry's order.
+ACTIONS: tuple[str, ...] = tuple(
+    n for n in transitions.NAMES if callable(getattr(ClusterPanel, f"_{n}", None))
+)

@@ -1,16 +1,8 @@
 """The worked example in two beats: a Python handle's source, then its Lua script's body.
 
-API (for pages)::
-
-    two_beats(jobs.claim, "claim")                         # both beats, each redis.call glossed
-    two_beats(jobs.claim, "claim", mark=("HINCRBY",))      # and the page's lines marked ◀
-    two_beats(jobs.claim, "claim", fold=True)              # the file as stored, its header and
-                                                           # its includes in a fold
-    primer()                                               # the short Lua primer (page 00)
-
-Both beats are read from the library itself (``inspect.getsource`` and the ``.lua`` file),
-never retyped, so the notebook shows exactly what runs; the glosses (``-- HGET: ...``) are
-added for display only (:mod:`echomq_lab.lua_notes`).
+Both are read from the library itself (``inspect.getsource`` and the ``.lua`` file), never
+retyped; the glosses beside each ``redis.call`` are added for display only
+(:mod:`echomq_lab.lua_notes`). :func:`primer` shows the short Lua primer.
 """
 
 from __future__ import annotations
@@ -24,12 +16,7 @@ from typing import Any
 from IPython.display import Markdown
 
 from echomq_lab import lua_notes, scripts
-from echomq_lab.scripts import DIRECTIVE, include_text, load
-
-
-def handle_source(handle: Callable[..., Any]) -> str:
-    """The Python source of a library handle, e.g. ``jobs.claim``."""
-    return inspect.getsource(handle)
+from echomq_lab.scripts import DIRECTIVE, include_text, leading_comments, load
 
 
 def script_source(name: str) -> str:
@@ -41,17 +28,13 @@ def file_text(name: str) -> str:
     """The script file ``<name>.lua`` as stored: its ``--@include`` lines not expanded."""
     if name not in scripts.names():
         raise ValueError(f"no script named {name!r}")
-    path = resources.files(scripts.__name__).joinpath(f"{name}.lua")
-    return path.read_text(encoding="utf-8")
+    return resources.files(scripts.__name__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
 
 
 def lesson_body(name: str) -> str:
-    """The file ``<name>.lua`` without its header comment: the code a page reads, with each
-    ``--@include`` line left where it stands."""
+    """The file ``<name>.lua`` without its header comment, each ``--@include`` line kept."""
     text = file_text(name)
-    header = load(name).header
-    body = text[len(header):] if header and text.startswith(header) else text
-    return body.lstrip("\n")
+    return text[len(leading_comments(text)):].lstrip("\n")
 
 
 def _directives(text: str) -> list[str]:
@@ -97,8 +80,7 @@ def two_beats(
     ``mark`` names what the page is about (a command such as ``"HINCRBY"`` or any text of a
     line); those lines end in ◀, and a sentence under the script lists them. ValueError when
     a mark matches no line of the script. ``fold=True`` shows the file as stored without its
-    header (an ``--@include`` line stays a line) and puts the header and the includes in a
-    collapsed block under it (:func:`folded`).
+    header and puts the header and the includes in a collapsed block under it.
     """
     source = lesson_body(script) if fold else script_source(script)
     body = lua_notes.annotate(source, mark)
@@ -109,7 +91,7 @@ def two_beats(
         note = f"\nThe lines marked {lua_notes.MARK} are the ones this page is about: {shown}\n"
     return Markdown(
         f"**Beat one: the handle** `{handle.__module__}.{handle.__name__}`\n\n"
-        f"```python\n{handle_source(handle)}```\n\n"
+        f"```python\n{inspect.getsource(handle)}```\n\n"
         f"**Beat two: the script** `echomq_lab/scripts/{script}.lua` "
         f"(the `-- NAME: ...` notes beside each `redis.call` are ours, not in the file)\n\n"
         f"```lua\n{body}```\n{note}"

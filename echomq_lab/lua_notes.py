@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Sequence
+from importlib import resources
 
 #: What each Redis command a script may call does, in one line (our words).
 GLOSS: dict[str, str] = {
@@ -109,27 +110,4 @@ def marked_lines(source: str, mark: Sequence[str]) -> list[str]:
 
 
 #: Enough Lua to read the protocol's scripts (markdown; every example is from our scripts).
-PRIMER = """\
-**Reading the scripts: a little Lua.** Each transition is a short Lua program that the server
-runs in one piece, with no other client's command in between. Eight things are enough to
-read all of them:
-
-- **`KEYS` and `ARGV`** are the two lists the caller passes in: `KEYS` holds the names of the
-  keys the script may touch (a queue's sets, a job's row), `ARGV` every other argument (an id,
-  a token, a lease in ms). Lua counts from 1, so `KEYS[1]` is the first key. Every `ARGV`
-  value arrives as a string: the token `2` is the text `'2'`.
-- **`redis.call('HGET', KEYS[2], 'attempts')`** runs one Redis command from inside the script
-  and hands back its answer. Each script below notes, line by line, what its commands do.
-- **`redis.error_reply('EMQSTALE ...')`**, returned, makes the whole call fail with that text.
-  The first word is the wire class the host reads; a script that refuses returns before its
-  first write, so a refusal changes nothing.
-- **`redis.call('TIME')`** reads the server's own clock as `{seconds, microseconds}`; the
-  scripts turn it into milliseconds, so every lease is timed by one clock, the server's.
-- **`~=`** means *not equal* (`attempts ~= token`: the token does not match); `==` is equal.
-- **`..`** joins strings: `ARGV[1] .. id` is the row key, the queue's prefix followed by the id.
-- **`#t`** is the length of the list `t`: `#orphans + #malformed > 0` means the
-  script dropped something.
-- **`local x = ...`** names a value inside the script; `if not x then ... end` takes the branch
-  when `x` is missing (a field or member that is not there comes back as false), and
-  `tonumber` turns a string such as `'2'` into the number 2.
-"""
+PRIMER = resources.files(__package__).joinpath("primer.md").read_text(encoding="utf-8")

@@ -31,13 +31,6 @@ def show_value(value: bytes, limit: int = PAYLOAD_SHOWN) -> str:
     return f"{text[:limit]}… ({len(value)} bytes)" if len(text) > limit else text
 
 
-def changed_fields(before: Row | None, after: Row | None) -> set[bytes]:
-    """The fields of ``after`` that are new or hold a different value than in ``before``."""
-    if before is None or after is None:
-        return set()
-    return {f for f, v in after.items() if before.get(f) != v}
-
-
 class RecordView(Panel):
     """The row of one job in ``queue``, re-read on :meth:`refresh`.
 
@@ -73,8 +66,10 @@ class RecordView(Panel):
             return self.show(job_id or self.job_id, snap)
         before = self.row
         self.row = self._read(self.job_id, snap)
-        self.changed = changed_fields(before, self.row)
-        self.removed = set(before) - set(self.row) if before and self.row else set()
+        self.changed, self.removed = set(), set()
+        if before is not None and self.row is not None:
+            self.changed = {f for f, v in self.row.items() if before.get(f) != v}
+            self.removed = set(before) - set(self.row)
         self._render()
         return self.row
 

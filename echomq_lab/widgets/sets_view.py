@@ -72,18 +72,10 @@ class SetsView(Panel):
     """The four sorted sets of ``queue`` with members and scores, and the ``check()`` verdict;
     ``highlight`` marks one id (the job a story follows) in every set."""
 
-    def __init__(
-        self,
-        conn: redis.Redis,
-        queue: str,
-        highlight: str | None = None,
-        *,
-        window: int = snapshot_mod.WINDOW,
-    ) -> None:
+    def __init__(self, conn: redis.Redis, queue: str, highlight: str | None = None) -> None:
         self.conn = conn
         self.queue = queue
         self.highlight = highlight
-        self.window = window
         self.report: drift.Report | None = None
         self.full_check = W.Button(description="full check", icon="search")
         self.full_check.on_click(lambda _b: self.check_all())
@@ -106,7 +98,7 @@ class SetsView(Panel):
         if snap is None:
             ids = [*follow, *([self.highlight] if self.highlight else [])]
             try:
-                snap = snapshot_mod.view(self.conn, self.queue, ids, window=self.window)
+                snap = snapshot_mod.view(self.conn, self.queue, ids)
             except errors.EchoMQError as exc:
                 self.check_line.value = style.message_html(style.one_line(exc), ok=False)
                 return self.snap or Snapshot(self.queue, 0, {n: [] for n in SET_NAMES}, {})

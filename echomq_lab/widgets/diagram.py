@@ -69,10 +69,8 @@ EDGES: tuple[Edge, ...] = tuple(_drawn(name, edge) for name, edge in transitions
 
 def find_edge(name: str, source: str, target: str) -> Edge | None:
     """The drawn edge for transition ``name`` taken from ``source`` to ``target``, if any."""
-    for edge in EDGES:
-        if name in edge.names and edge.source == source and edge.target == target:
-            return edge
-    return None
+    ends = (source, target)
+    return next((e for e in EDGES if name in e.names and (e.source, e.target) == ends), None)
 
 
 def _marker(mid: str, colour: str, size: int) -> str:

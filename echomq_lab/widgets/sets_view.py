@@ -158,17 +158,13 @@ class SetsView(Panel):
         for job_id, score, when in self._members(name, snap):
             weight = "font-weight:bold;" if job_id == self.highlight else ""
             # a time is shown as the time left; the raw score (epoch ms) only as the tooltip
-            shown = (f'<span style="color:{style.SOFT}" title="score {score}">'
-                     f"{html.escape(when)}</span>" if when else
-                     f'<span style="color:{style.SOFT}">{score}</span>')
+            tip = f' title="score {score}"' if when else ""
+            shown = f'<span style="color:{style.SOFT}"{tip}>{html.escape(when) or score}</span>'
             items.append(
                 f'<li style="{weight}font-family:monospace">{html.escape(job_id)} {shown}</li>'
             )
-        body = (
-            f'<ul style="margin:2px 0;padding-left:16px">{"".join(items)}</ul>'
-            if items
-            else f'<div style="color:{style.SOFT};font-style:italic">empty</div>'
-        )
+        body = (f'<ul style="margin:2px 0;padding-left:16px">{"".join(items)}</ul>' if items
+                else f'<div style="color:{style.SOFT};font-style:italic">empty</div>')
         count = snap.showing(name) if snap.windowed(name) else str(snap.sizes[name])
         return (
             f'<div class="emq-set emq-set-{name}" style="border:2px solid {colour};'

@@ -1,8 +1,5 @@
-"""The worked example in two beats: a Python handle's source, then its Lua script's body.
-
-Both are read from the library itself (``inspect.getsource`` and the ``.lua`` file), never
-retyped; the glosses beside each ``redis.call`` are added for display only
-(:mod:`echomq_lab.lua_notes`). :func:`primer` shows the short Lua primer.
+"""The worked example in two beats: a Python handle's source, then its Lua script's body,
+both read from the library itself (never retyped) and glossed for display only.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""StateDiagram: the job lifecycle as an inline SVG, the transition just taken lit.
-
-The nodes are the four states a row can hold plus ``completed`` (the row is deleted), in the
-theme's colours; the edges are the registry's (:mod:`echomq_lab.transitions`), placed by
-:data:`LAYOUT`.
+"""StateDiagram: the job lifecycle as an inline SVG, the transition just taken lit. The edges
+are the registry's (:mod:`echomq_lab.transitions`), placed by :data:`LAYOUT`.
 """
 
 from __future__ import annotations
@@ -131,11 +128,8 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
 
 
 class StateDiagram(Panel):
-    """The lifecycle diagram. ``update(current, taken)`` rings the state and lights the edge.
-
-    ``taken`` is ``(transition, before, after)`` with states named as in :data:`NODES`
-    (``start`` before an enqueue, ``completed`` after a complete).
-    """
+    """The lifecycle diagram. ``update(current, taken)`` rings the state and lights the edge;
+    ``taken`` is ``(transition, before, after)`` (``start`` before an enqueue)."""
 
     def __init__(self, current: str | None = None) -> None:
         self.current: str | None = None

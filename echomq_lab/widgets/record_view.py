@@ -1,8 +1,5 @@
 """RecordView: one job's row as a table of fields, with what changed since the last look lit.
-
-The view only reads (``jobs.record``, or a row out of a snapshot the caller already took). A
-row that is gone is said in words; values are escaped, and shown as a bytes repr when they
-are not UTF-8.
+It only reads; a row that is gone is said in words; values are escaped (bytes repr if not UTF-8).
 """
 
 from __future__ import annotations
@@ -32,11 +29,8 @@ def show_value(value: bytes, limit: int = PAYLOAD_SHOWN) -> str:
 
 
 class RecordView(Panel):
-    """The row of one job in ``queue``, re-read on :meth:`refresh`.
-
-    Fields that changed since the previous render of the same job are lit
-    (``style.CHANGED_BG``); fields that disappeared are listed as removed.
-    """
+    """The row of one job in ``queue``, re-read on :meth:`refresh`: fields that changed since
+    the previous render of the same job are lit, fields that disappeared listed as removed."""
 
     def __init__(self, conn: redis.Redis, queue: str, job_id: str | None = None) -> None:
         self.conn = conn

@@ -1,9 +1,6 @@
-"""SetsView: a queue's four sorted sets and the drift verdict, all from one snapshot.
-
-Each refresh is one :func:`snapshot.view` (a window of each set, so the cost does not grow with
-the queue); a "full check" button runs :func:`drift.check` over a queue deeper than the window.
-Lease deadlines and run-at times are shown as time left on the SERVER clock; :meth:`tick`
-re-reads only that clock, so a panel's live clock shows a lease running out.
+"""SetsView: a queue's four sorted sets and the drift verdict, from one bounded snapshot (a
+"full check" button reads a deeper queue in short steps). Lease deadlines and run-at times are
+time left on the server's clock, re-read by :meth:`SetsView.tick` so a lease is seen running out.
 """
 
 from __future__ import annotations

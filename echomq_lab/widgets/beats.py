@@ -13,7 +13,7 @@ from typing import Any
 from IPython.display import Markdown
 
 from echomq_lab import lua_notes, scripts
-from echomq_lab.scripts import DIRECTIVE, include_text, leading_comments, load
+from echomq_lab.scripts import include_text, leading_comments, load
 
 
 def script_source(name: str) -> str:
@@ -34,20 +34,16 @@ def lesson_body(name: str) -> str:
     return text[len(leading_comments(text)):].lstrip("\n")
 
 
-def _directives(text: str) -> list[str]:
-    return [m.group(1) for line in text.splitlines() if (m := DIRECTIVE.match(line.strip()))]
-
-
 def includes(name: str) -> list[str]:
-    """The includes the file ``<name>.lua`` names, then those they name in turn, in order of
-    first mention (each once)."""
+    """The includes the file ``<name>.lua`` puts in, with those they name in turn, in the order
+    :func:`scripts.expand` puts them in (each once)."""
     found: list[str] = []
-    todo = _directives(file_text(name))
-    while todo:
-        inc = todo.pop(0)
-        if inc not in found:
-            found.append(inc)
-            todo += _directives(include_text(inc))
+
+    def read(inc: str) -> str:
+        found.append(inc)
+        return include_text(inc)
+
+    scripts.expand(file_text(name), f"{name}.lua", read)
     return found
 
 

@@ -1,8 +1,5 @@
-"""The server's clock: the only clock the scripts use for leases and run-at times.
-
-The host's clock is never trusted for protocol time; a wait here is only a pause between two
-reads of the server's ``TIME``.
-"""
+"""The server's clock, the only one leases and run-at times are kept on (never the host's): a
+wait here is only a pause between two reads of the server's ``TIME``."""
 
 from __future__ import annotations
 
@@ -26,9 +23,7 @@ def server_now_ms(conn: redis.Redis) -> int:
 
 def wait_for_server(conn: redis.Redis, until_ms: int, *, poll_s: float = 0.05) -> int:
     """Block until the server's clock reads at least ``until_ms``; return the server's now.
-
-    Raises TimeoutError if the server clock does not get there in time.
-    """
+    TimeoutError if the server's clock does not get there in time."""
     now = server_now_ms(conn)
     limit = time.monotonic() + max(0, until_ms - now) / 1000 + WAIT_SLACK_S
     while now < until_ms:
@@ -48,9 +43,7 @@ def lease_deadline(conn: redis.Redis, queue: str, job_id: str) -> int | None:
 
 def wait_out_lease(conn: redis.Redis, queue: str, job_id: str) -> int:
     """Wait until the job's lease has expired on the server clock; return the server's now.
-
-    Raises ValueError when the job holds no lease (nothing to wait for).
-    """
+    ValueError when the job holds no lease (nothing to wait for)."""
     deadline = lease_deadline(conn, queue, job_id)
     if deadline is None:
         raise ValueError(f"job {job_id} holds no lease in queue {queue!r}: nothing to wait for")

@@ -1,16 +1,6 @@
 """Reading the scripts: a gloss for every Redis command they call, and a short Lua primer.
 
-API (for pages and :mod:`echomq_lab.widgets.beats`)::
-
-    from echomq_lab import lua_notes
-    lua_notes.GLOSS["HINCRBY"]         # one line: what the command does
-    lua_notes.commands(source)         # the commands a script calls, in order of first use
-    lua_notes.annotate(source, mark=("HINCRBY",))   # the source, each redis.call glossed,
-                                                    # the marked lines flagged with ◀
-    lua_notes.PRIMER                   # markdown: what a reader needs to read the scripts
-
-Nothing here imports a widget or display library; :func:`echomq_lab.widgets.beats.primer`
-shows :data:`PRIMER` as markdown.
+No widget or display library here; :func:`echomq_lab.widgets.beats.primer` shows :data:`PRIMER`.
 """
 
 from __future__ import annotations
@@ -18,6 +8,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Sequence
+from importlib import resources
 
 #: What each Redis command a script may call does, in one line (our words).
 GLOSS: dict[str, str] = {
@@ -29,14 +20,11 @@ GLOSS: dict[str, str] = {
     "HMGET": "read several fields of the hash at once (false for each one missing)",
     "HINCRBY": "add to a field holding an integer; answer the new value",
     "HSET": "write one or more fields of the hash",
-    "KEYS": "every key name matching a pattern (walks the whole keyspace)",
     "TIME": "the server's clock: {seconds, microseconds}",
     "TYPE": "what kind of value the key holds (hash, zset, string, …, or none)",
     "ZADD": "put a member in the sorted set with a score (XX: only if already there)",
     "ZCARD": "how many members the sorted set holds",
-    "ZPOPMIN": "take out the member with the lowest score and answer it",
     "ZRANGE": "members in order: by rank, or BYSCORE between two scores",
-    "ZRANGEBYSCORE": "members whose score lies between two bounds",
     "ZREM": "take the member out of the sorted set",
     "ZSCORE": "the member's score, or false if it is not in the set",
 }
@@ -47,16 +35,14 @@ CALL = re.compile(r"redis\.call\(\s*'([A-Za-z]+)'")
 MARK = "◀"
 
 
+def _calls(line: str) -> list[str]:
+    """The commands a code line calls with ``redis.call``, upper-cased (none on a comment)."""
+    return [] if line.lstrip().startswith("--") else [n.upper() for n in CALL.findall(line)]
+
+
 def commands(source: str) -> list[str]:
     """The Redis commands ``source`` calls with ``redis.call``, upper-cased, first use first."""
-    seen: list[str] = []
-    for line in source.splitlines():
-        if line.lstrip().startswith("--"):
-            continue
-        for name in CALL.findall(line):
-            if name.upper() not in seen:
-                seen.append(name.upper())
-    return seen
+    return list(dict.fromkeys(name for line in source.splitlines() for name in _calls(line)))
 
 
 def unglossed(source: str) -> list[str]:
@@ -76,45 +62,37 @@ MAX_COLUMN = 50
 
 
 def annotate(source: str, mark: Sequence[str] = (), *, width: int = 0) -> str:
-    """``source`` with a gloss comment after each line that calls Redis, aligned.
+    """``source`` with a gloss comment after each line that calls Redis, every line kept.
 
-    A line containing one of the ``mark`` strings (e.g. ``"HINCRBY"``, ``"attempts ~="``)
-    ends in ``◀`` before its gloss. ValueError when a mark matches no code line (a typo would
-    otherwise mark nothing). ``width`` is the column the glosses start at (0: just past the
-    longest glossed line of at most :data:`MAX_COLUMN` characters). A gloss that would run past
-    :data:`WIDTH` is wrapped at word boundaries onto ``--`` lines under it, at its column; a
-    code line longer than the column has its gloss on ``--`` lines just above it instead. Every
-    line of ``source`` is kept as it is, in order.
+    Lines containing a ``mark`` string end in ``◀`` before their gloss; ValueError when a mark
+    matches no code line. Glosses start at column ``width`` (0: just past the longest glossed
+    line of at most :data:`MAX_COLUMN` characters) and wrap at words within :data:`WIDTH`; a
+    longer code line has its gloss on ``--`` lines just above it.
     """
     lines = source.rstrip("\n").splitlines()
     for m in mark:
-        if not any(_marked(line, (m,)) for line in lines):
+        if not marked_lines(source, (m,)):
             raise ValueError(f"nothing in the script matches the mark {m!r}")
     notes: list[str] = []
     for line in lines:
-        names = [] if line.lstrip().startswith("--") else [n.upper() for n in CALL.findall(line)]
-        gloss = "; ".join(f"{n}: {GLOSS.get(n, 'not explained here')}" for n in names)
+        gloss = "; ".join(f"{n}: {GLOSS.get(n, 'not explained here')}" for n in _calls(line))
         flag = MARK if _marked(line, mark) else ""
         notes.append(" ".join(p for p in (flag, gloss) if p))
-    longest = max((len(a) for a, n in zip(lines, notes, strict=True)
-                   if n and len(a) <= MAX_COLUMN), default=0)
-    column = width or longest
+    column = width or max((len(line) for line, note in zip(lines, notes, strict=True)
+                           if note and len(line) <= MAX_COLUMN), default=0)
     out = []
     for line, note in zip(lines, notes, strict=True):
         if not note:
             out.append(line)
-            continue
-        if len(line) > column:  # too long to carry a gloss: the gloss goes on lines above
+        elif len(line) > column:  # too long to carry a gloss: the gloss goes on lines above
             indent = line[: len(line) - len(line.lstrip())]
-            flagged = note.startswith(MARK)
             gloss = note.removeprefix(MARK).strip()
-            if gloss:
-                out.extend(f"{indent}-- {part}" for part in _wrap(gloss, WIDTH - len(indent) - 3))
-            out.append(f"{line}  -- {MARK}" if flagged else line)
-            continue
-        first, *rest = _wrap(note, WIDTH - column - 5)  # "  -- " is five characters
-        out.append(f"{line.ljust(column)}  -- {first}")
-        out.extend(f"{'':{column}}  -- {more}" for more in rest)
+            out += [f"{indent}-- {part}" for part in _wrap(gloss, WIDTH - len(indent) - 3)]
+            out.append(f"{line}  -- {MARK}" if note.startswith(MARK) else line)
+        else:
+            first, *rest = _wrap(note, WIDTH - column - 5)  # "  -- " is five characters
+            out.append(f"{line.ljust(column)}  -- {first}")
+            out += [f"{'':{column}}  -- {more}" for more in rest]
     return "\n".join(out) + "\n"
 
 
@@ -129,27 +107,4 @@ def marked_lines(source: str, mark: Sequence[str]) -> list[str]:
 
 
 #: Enough Lua to read the protocol's scripts (markdown; every example is from our scripts).
-PRIMER = """\
-**Reading the scripts: a little Lua.** Each transition is a short Lua program that the server
-runs in one piece, with no other client's command in between. Eight things are enough to
-read all of them:
-
-- **`KEYS` and `ARGV`** are the two lists the caller passes in: `KEYS` holds the names of the
-  keys the script may touch (a queue's sets, a job's row), `ARGV` every other argument (an id,
-  a token, a lease in ms). Lua counts from 1, so `KEYS[1]` is the first key. Every `ARGV`
-  value arrives as a string: the token `2` is the text `'2'`.
-- **`redis.call('HGET', KEYS[2], 'attempts')`** runs one Redis command from inside the script
-  and hands back its answer. Each script below notes, line by line, what its commands do.
-- **`redis.error_reply('EMQSTALE ...')`**, returned, makes the whole call fail with that text.
-  The first word is the wire class the host reads; a script that refuses returns before its
-  first write, so a refusal changes nothing.
-- **`redis.call('TIME')`** reads the server's own clock as `{seconds, microseconds}`; the
-  scripts turn it into milliseconds, so every lease is timed by one clock, the server's.
-- **`~=`** means *not equal* (`attempts ~= token`: the token does not match); `==` is equal.
-- **`..`** joins strings: `ARGV[1] .. id` is the row key, the queue's prefix followed by the id.
-- **`#t`** is the length of the list `t`: `#orphans + #malformed > 0` means the
-  script dropped something.
-- **`local x = ...`** names a value inside the script; `if not x then ... end` takes the branch
-  when `x` is missing (a field or member that is not there comes back as false), and
-  `tonumber` turns a string such as `'2'` into the number 2.
-"""
+PRIMER = resources.files(__package__).joinpath("primer.md").read_text(encoding="utf-8")

@@ -1,16 +1,5 @@
-"""The worked example in two beats: a Python handle's source, then its Lua script's body.
-
-API (for pages)::
-
-    two_beats(jobs.claim, "claim")                         # both beats, each redis.call glossed
-    two_beats(jobs.claim, "claim", mark=("HINCRBY",))      # and the page's lines marked ◀
-    two_beats(jobs.claim, "claim", fold=True)              # the file as stored, its header and
-                                                           # its includes in a fold
-    primer()                                               # the short Lua primer (page 00)
-
-Both beats are read from the library itself (``inspect.getsource`` and the ``.lua`` file),
-never retyped, so the notebook shows exactly what runs; the glosses (``-- HGET: ...``) are
-added for display only (:mod:`echomq_lab.lua_notes`).
+"""The worked example in two beats: a Python handle's source, then its Lua script's body,
+both read from the library itself (never retyped) and glossed for display only.
 """
 
 from __future__ import annotations
@@ -24,12 +13,7 @@ from typing import Any
 from IPython.display import Markdown
 
 from echomq_lab import lua_notes, scripts
-from echomq_lab.scripts import DIRECTIVE, include_text, load
-
-
-def handle_source(handle: Callable[..., Any]) -> str:
-    """The Python source of a library handle, e.g. ``jobs.claim``."""
-    return inspect.getsource(handle)
+from echomq_lab.scripts import include_text, leading_comments, load
 
 
 def script_source(name: str) -> str:
@@ -41,33 +25,25 @@ def file_text(name: str) -> str:
     """The script file ``<name>.lua`` as stored: its ``--@include`` lines not expanded."""
     if name not in scripts.names():
         raise ValueError(f"no script named {name!r}")
-    path = resources.files(scripts.__name__).joinpath(f"{name}.lua")
-    return path.read_text(encoding="utf-8")
+    return resources.files(scripts.__name__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
 
 
 def lesson_body(name: str) -> str:
-    """The file ``<name>.lua`` without its header comment: the code a page reads, with each
-    ``--@include`` line left where it stands."""
+    """The file ``<name>.lua`` without its header comment, each ``--@include`` line kept."""
     text = file_text(name)
-    header = load(name).header
-    body = text[len(header):] if header and text.startswith(header) else text
-    return body.lstrip("\n")
-
-
-def _directives(text: str) -> list[str]:
-    return [m.group(1) for line in text.splitlines() if (m := DIRECTIVE.match(line.strip()))]
+    return text[len(leading_comments(text)):].lstrip("\n")
 
 
 def includes(name: str) -> list[str]:
-    """The includes the file ``<name>.lua`` names, then those they name in turn, in order of
-    first mention (each once)."""
+    """The includes the file ``<name>.lua`` puts in, with those they name in turn, in the order
+    :func:`scripts.expand` puts them in (each once)."""
     found: list[str] = []
-    todo = _directives(file_text(name))
-    while todo:
-        inc = todo.pop(0)
-        if inc not in found:
-            found.append(inc)
-            todo += _directives(include_text(inc))
+
+    def read(inc: str) -> str:
+        found.append(inc)
+        return include_text(inc)
+
+    scripts.expand(file_text(name), f"{name}.lua", read)
     return found
 
 
@@ -97,8 +73,7 @@ def two_beats(
     ``mark`` names what the page is about (a command such as ``"HINCRBY"`` or any text of a
     line); those lines end in ◀, and a sentence under the script lists them. ValueError when
     a mark matches no line of the script. ``fold=True`` shows the file as stored without its
-    header (an ``--@include`` line stays a line) and puts the header and the includes in a
-    collapsed block under it (:func:`folded`).
+    header and puts the header and the includes in a collapsed block under it.
     """
     source = lesson_body(script) if fold else script_source(script)
     body = lua_notes.annotate(source, mark)
@@ -109,7 +84,7 @@ def two_beats(
         note = f"\nThe lines marked {lua_notes.MARK} are the ones this page is about: {shown}\n"
     return Markdown(
         f"**Beat one: the handle** `{handle.__module__}.{handle.__name__}`\n\n"
-        f"```python\n{handle_source(handle)}```\n\n"
+        f"```python\n{inspect.getsource(handle)}```\n\n"
         f"**Beat two: the script** `echomq_lab/scripts/{script}.lua` "
         f"(the `-- NAME: ...` notes beside each `redis.call` are ours, not in the file)\n\n"
         f"```lua\n{body}```\n{note}"

@@ -1,10 +1,5 @@
-"""StateDiagram: the job lifecycle as an inline SVG, the transition just taken lit.
-
-Nodes are the four states a row can hold (pending, active, scheduled, dead) plus ``completed``,
-the retired end where the row no longer exists; each is filled with its colour from
-:mod:`echomq_lab.theme`. The edges are the registry's (:mod:`echomq_lab.transitions`),
-each placed by the layout table here, and carry the transition names. :meth:`StateDiagram.update`
-marks the current state and lights the edge of the transition just taken.
+"""StateDiagram: the job lifecycle as an inline SVG, the transition just taken lit. The edges
+are the registry's (:mod:`echomq_lab.transitions`), placed by :data:`LAYOUT`.
 """
 
 from __future__ import annotations
@@ -28,43 +23,29 @@ NODES: dict[str, tuple[int, int]] = {
     "dead": (340, 270),
     RETIRED: (670, 160),
 }
-STATES = tuple(NODES)
-#: Resting and lit lines and labels: CSS from the theme's text colour, so they read in Light and
-#: Dark alike (the lit ones are the theme's strongest text colour).
+#: Resting and lit lines and labels, in the theme's text colours so they read in Light and Dark.
 DIM, LIT = style.SOFT, style.INK_ON_PAGE
 
-
-@dataclass(frozen=True)
-class Layout:
-    """Where one arrow is drawn: its SVG path and the point its label is centred on."""
-
-    path: str
-    label_at: tuple[int, int]
-
-
-#: The geometry of every arrow, keyed by the (source, target) states of a registry edge; a
-#: test checks that each edge of :data:`echomq_lab.transitions.EDGES` has exactly one entry.
-LAYOUT: dict[tuple[str, str], Layout] = {
-    (START, "pending"): Layout("M 50 160 L 133 160", (92, 150)),
-    (START, "scheduled"): Layout("M 47 152 L 283 56", (160, 96)),
-    ("pending", "active"): Layout("M 245 151 L 433 151", (339, 144)),
-    ("active", "pending"): Layout("M 435 170 L 247 170", (339, 186)),
-    ("active", "scheduled"): Layout("M 458 136 L 372 71", (432, 96)),
-    ("active", "dead"): Layout("M 458 184 L 372 249", (470, 226)),
-    ("scheduled", "pending"): Layout("M 310 68 L 220 139", (298, 114)),
-    ("dead", "pending"): Layout("M 308 252 L 220 182", (222, 232)),
-    ("active", RETIRED): Layout("M 551 160 L 612 160", (582, 150)),
-    ("active", "active"): Layout("M 500 135 C 485 90, 550 90, 532 133", (517, 88)),
+#: Each arrow's SVG path and the point its label is centred on, keyed by the (source, target)
+#: states of a registry edge.
+LAYOUT: dict[tuple[str, str], tuple[str, tuple[int, int]]] = {
+    (START, "pending"): ("M 50 160 L 133 160", (92, 150)),
+    (START, "scheduled"): ("M 47 152 L 283 56", (160, 96)),
+    ("pending", "active"): ("M 245 151 L 433 151", (339, 144)),
+    ("active", "pending"): ("M 435 170 L 247 170", (339, 186)),
+    ("active", "scheduled"): ("M 458 136 L 372 71", (432, 96)),
+    ("active", "dead"): ("M 458 184 L 372 249", (470, 226)),
+    ("scheduled", "pending"): ("M 310 68 L 220 139", (298, 114)),
+    ("dead", "pending"): ("M 308 252 L 220 182", (222, 232)),
+    ("active", RETIRED): ("M 551 160 L 612 160", (582, 150)),
+    ("active", "active"): ("M 500 135 C 485 90, 550 90, 532 133", (517, 88)),
 }
 
 
 @dataclass(frozen=True)
 class Edge:
-    """One drawn transition: the names it stands for, its ends, its label and its geometry.
-
-    ``names`` are the transition's name and its handles' names (``schedule`` is also drawn for
-    ``enqueue_in`` and ``enqueue_at``).
-    """
+    """One drawn transition: its label, the names it stands for (the transition's, then its
+    handles', e.g. ``schedule`` for ``enqueue_in``), its ends and its geometry."""
 
     label: str
     names: tuple[str, ...]
@@ -75,10 +56,8 @@ class Edge:
 
 
 def _drawn(name: str, edge: transitions.Edge) -> Edge:
-    """The registry's ``edge`` of transition ``name``, placed by :data:`LAYOUT`."""
     names = tuple(dict.fromkeys((name, *transitions.get(name).handle_names)))
-    where = LAYOUT[(edge.source, edge.target)]
-    return Edge(edge.label, names, edge.source, edge.target, where.path, where.label_at)
+    return Edge(edge.label, names, edge.source, edge.target, *LAYOUT[(edge.source, edge.target)])
 
 
 #: Every arrow the diagram draws, one per edge of the registry, in registry order.
@@ -87,36 +66,16 @@ EDGES: tuple[Edge, ...] = tuple(_drawn(name, edge) for name, edge in transitions
 
 def find_edge(name: str, source: str, target: str) -> Edge | None:
     """The drawn edge for transition ``name`` taken from ``source`` to ``target``, if any."""
-    for edge in EDGES:
-        if name in edge.names and edge.source == source and edge.target == target:
-            return edge
-    return None
+    ends = (source, target)
+    return next((e for e in EDGES if name in e.names and (e.source, e.target) == ends), None)
 
 
 def _marker(mid: str, colour: str, size: int) -> str:
     return (
         f'<marker id="{mid}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="{size}" '
         f'markerHeight="{size}" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
-        f'<path d="M 0 0 L 10 5 L 0 10 z" '
-        f'style="fill:{colour}"/></marker>'
+        f'<path d="M 0 0 L 10 5 L 0 10 z" style="fill:{colour}"/></marker>'
     )
-
-
-@dataclass(frozen=True)
-class _EdgeLook:
-    """How an edge and its label are drawn: lit (the transition just run) or dim."""
-
-    colour: str
-    width: float
-    marker: str
-    cls: str
-    label_cls: str
-    weight: str
-
-
-_LIT_LOOK = _EdgeLook(LIT, 3.5, "emq-arrow-lit", "emq-edge emq-edge-lit",
-                      "emq-edge-label emq-edge-label-lit", "bold")
-_DIM_LOOK = _EdgeLook(DIM, 1.5, "emq-arrow-dim", "emq-edge", "emq-edge-label", "normal")
 
 
 def render_svg(current: str | None, lit: Edge | None) -> str:
@@ -129,22 +88,25 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
         f'<text x="40" y="185" text-anchor="middle" style="fill:{style.SOFT}">new</text>',
     ]
     for edge in EDGES:
-        look = _LIT_LOOK if edge is lit else _DIM_LOOK
+        look, colour, width, weight = (
+            ("lit", LIT, 3.5, "bold") if edge is lit else ("dim", DIM, 1.5, "normal"))
+        lit_class = " emq-edge-lit" if edge is lit else ""
+        lit_label = " emq-edge-label-lit" if edge is lit else ""
+        label = html.escape(edge.label)
         parts.append(
-            f'<path class="{look.cls}" data-transition="{html.escape(edge.label)}" '
-            f'd="{edge.path}" fill="none" style="stroke:{look.colour}" '
-            f'stroke-width="{look.width}" marker-end="url(#{look.marker})"/>'
+            f'<path class="emq-edge{lit_class}" data-transition="{label}" d="{edge.path}" '
+            f'fill="none" style="stroke:{colour}" stroke-width="{width}" '
+            f'marker-end="url(#emq-arrow-{look})"/>'
         )
         x, y = edge.label_at
         turn = ' transform="rotate(-22 160 96)"' if edge.source == START and y < 150 else ""
         parts.append(
-            f'<text class="{look.label_cls}" x="{x}" y="{y}"{turn} text-anchor="middle" '
-            f'font-weight="{look.weight}" style="fill:{look.colour}">'
-            f"{html.escape(edge.label)}</text>"
+            f'<text class="emq-edge-label{lit_label}" x="{x}" '
+            f'y="{y}"{turn} text-anchor="middle" font-weight="{weight}" '
+            f'style="fill:{colour}">{label}</text>'
         )
     for state, (cx, cy) in NODES.items():
         x, y = cx - NODE_W // 2, cy - NODE_H // 2
-        colour = style.STATE_COLOURS[state]
         if state == current:
             parts.append(
                 f'<rect class="emq-current" x="{x - 6}" y="{y - 6}" width="{NODE_W + 12}" '
@@ -153,28 +115,21 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
             )
         parts.append(
             f'<rect class="emq-node emq-node-{state}" x="{x}" y="{y}" width="{NODE_W}" '
-            f'height="{NODE_H}" rx="8" fill="{colour}"/>'
-        )
-        parts.append(
+            f'height="{NODE_H}" rx="8" fill="{style.STATE_COLOURS[state]}"/>'
             f'<text x="{cx}" y="{cy + 4}" text-anchor="middle" fill="white" '
             f'font-family="monospace" font-size="13">{state}</text>'
         )
     cx, cy = NODES[RETIRED]
     parts.append(
         f'<text x="{cx}" y="{cy + NODE_H}" text-anchor="middle" style="fill:{style.SOFT}">'
-        "(the row is deleted)</text>"
+        "(the row is deleted)</text></svg>"
     )
-    parts.append("</svg>")
     return "".join(parts)
 
 
 class StateDiagram(Panel):
-    """The lifecycle diagram. ``update(current, taken)`` rings the state and lights the edge.
-
-    ``taken`` is ``(transition, before, after)`` with states named as in :data:`NODES`
-    (``start`` before an enqueue, ``completed`` after a complete); a transition that moved
-    nothing lights no edge.
-    """
+    """The lifecycle diagram. ``update(current, taken)`` rings the state and lights the edge;
+    ``taken`` is ``(transition, before, after)`` (``start`` before an enqueue)."""
 
     def __init__(self, current: str | None = None) -> None:
         self.current: str | None = None
@@ -188,8 +143,9 @@ class StateDiagram(Panel):
     def update(self, current: str | None, taken: tuple[str, str, str] | None = None) -> None:
         """Ring ``current`` (None: no job) and light the edge of ``taken`` if it is drawn.
 
-        A state the diagram does not know (another client wrote ``paused``, say) rings no node;
-        :meth:`text` names it. It never raises: a panel redraws whatever the row holds."""
+        A state the diagram does not know (another client wrote ``paused``, say) rings no node
+        and :meth:`text` names it; a transition that moved nothing lights no edge. Never raises.
+        """
         self.current = current
         self.taken = taken
         self.lit = find_edge(*taken) if taken is not None else None

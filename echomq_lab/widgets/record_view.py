@@ -1,9 +1,5 @@
 """RecordView: one job's row as a table of fields, with what changed since the last look lit.
-
-The view reads the row through the library (``jobs.record``, or a row out of a snapshot the
-caller already took) and renders it; it never writes. A row that is gone (completed, or never
-enqueued) is said in words. The payload is shown safely: escaped, and as a bytes repr when it
-is not UTF-8.
+It only reads; a row that is gone is said in words; values are escaped (bytes repr if not UTF-8).
 """
 
 from __future__ import annotations
@@ -22,33 +18,19 @@ from echomq_lab.widgets.base import Panel
 #: How many characters of a payload the view shows before it elides the rest.
 PAYLOAD_SHOWN = 120
 GONE = "no row (completed or never enqueued)"
+CELL = 'style="padding:2px 8px;font-family:monospace"'
 
 
 def show_value(value: bytes, limit: int = PAYLOAD_SHOWN) -> str:
-    """A field value as text: decoded when it is UTF-8, a bytes repr when it is not.
-
-    Long values are cut at ``limit`` characters with the total length said.
-    """
+    """A field value as text (a bytes repr when it is not UTF-8), cut at ``limit`` characters
+    with the total length said."""
     text = decoded(value)
-    if len(text) > limit:
-        text = f"{text[:limit]}… ({len(value)} bytes)"
-    return text
-
-
-def changed_fields(before: Row | None, after: Row | None) -> set[bytes]:
-    """The fields of ``after`` that are new or hold a different value than in ``before``."""
-    if before is None or after is None:
-        return set()
-    return {f for f, v in after.items() if before.get(f) != v}
+    return f"{text[:limit]}… ({len(value)} bytes)" if len(text) > limit else text
 
 
 class RecordView(Panel):
-    """The row of one job in ``queue``, re-read on :meth:`refresh`.
-
-    Fields that changed since the previous render of the same job are highlighted
-    (``style.CHANGED_BG``); fields that disappeared are listed as removed. :meth:`show` switches
-    to another job and starts a fresh comparison.
-    """
+    """The row of one job in ``queue``, re-read on :meth:`refresh`: fields that changed since
+    the previous render of the same job are lit, fields that disappeared listed as removed."""
 
     def __init__(self, conn: redis.Redis, queue: str, job_id: str | None = None) -> None:
         self.conn = conn
@@ -61,37 +43,27 @@ class RecordView(Panel):
         self.table = W.HTML()
         self.widget = W.VBox([self.title, self.table], layout=W.Layout(min_width="320px"))
         self.widget.add_class("emq-record-view")
-        if job_id is not None:
-            self.show(job_id)
-        else:
-            self._render()
+        self.show(job_id)
 
     def show(self, job_id: str | None, snap: Snapshot | None = None) -> Row | None:
-        """Switch to ``job_id`` (None: no job yet) and render it with nothing highlighted."""
+        """Switch to ``job_id`` (None: no job yet) and render it with nothing lit."""
         self.job_id = job_id
-        self.row = None
         self.changed, self.removed = set(), set()
-        if job_id is None:
-            self._render()
-            return None
-        self.row = self._read(job_id, snap)
+        self.row = None if job_id is None else self._read(job_id, snap)
         self._render()
         return self.row
 
     def refresh(self, job_id: str | None = None, snap: Snapshot | None = None) -> Row | None:
-        """Re-read the row (from ``snap`` when given) and light the fields that changed.
-
-        A different ``job_id`` switches job, like :meth:`show`.
-        """
-        if job_id is not None and job_id != self.job_id:
-            return self.show(job_id, snap)
-        if self.job_id is None:
-            self._render()
-            return None
+        """Re-read the row (from ``snap`` when given) and light the fields that changed; a
+        different ``job_id`` switches job, like :meth:`show`."""
+        if self.job_id is None or (job_id is not None and job_id != self.job_id):
+            return self.show(job_id or self.job_id, snap)
         before = self.row
         self.row = self._read(self.job_id, snap)
-        self.changed = changed_fields(before, self.row)
-        self.removed = set(before) - set(self.row) if before and self.row else set()
+        self.changed, self.removed = set(), set()
+        if before is not None and self.row is not None:
+            self.changed = {f for f, v in self.row.items() if before.get(f) != v}
+            self.removed = set(before) - set(self.row)
         self._render()
         return self.row
 
@@ -109,11 +81,7 @@ class RecordView(Panel):
     @property
     def state(self) -> str | None:
         """The row's state, or None when there is no row."""
-        if self.row is None:
-            return None
-        return self.row.state or ""
-
-    # -- rendering --------------------------------------------------------------------------
+        return None if self.row is None else self.row.state or ""
 
     def _render(self) -> None:
         if self.job_id is None:
@@ -133,34 +101,28 @@ class RecordView(Panel):
             return
         lines = []
         for name in self.row.field_order():
-            value = self.row[name]
-            lit = name in self.changed
-            bg = f"background:{style.CHANGED_BG};" if lit else ""
-            cell = html.escape(show_value(value))
             if name == b"state":
                 cell = style.state_badge(self.row.shown(name))
-            mark = ' <span class="emq-changed-mark" title="changed">●</span>' if lit else ""
-            cls = ' class="emq-changed"' if lit else ""
-            lines.append(
-                f'<tr{cls} style="{bg}">'
-                f'<td style="padding:2px 8px;font-family:monospace">'
-                f"{html.escape(show_value(name))}{mark}</td>"
-                f'<td style="padding:2px 8px;font-family:monospace">{cell}</td></tr>'
-            )
+            else:
+                cell = html.escape(show_value(self.row[name]))
+            label = html.escape(show_value(name))
+            if name in self.changed:
+                lines.append(f'<tr class="emq-changed" style="background:{style.CHANGED_BG};">'
+                             f'<td {CELL}>{label} <span class="emq-changed-mark" '
+                             f'title="changed">●</span></td><td {CELL}>{cell}</td></tr>')
+            else:
+                lines.append(f'<tr style=""><td {CELL}>{label}</td><td {CELL}>{cell}</td></tr>')
         for name in sorted(self.removed):
             lines.append(
-                f'<tr class="emq-removed" '
-                f'style="background:{style.CHANGED_BG};color:{style.SOFT}">'
-                f'<td style="padding:2px 8px;font-family:monospace">'
-                f"<s>{html.escape(show_value(name))}</s></td>"
+                f'<tr class="emq-removed" style="background:{style.CHANGED_BG};'
+                f'color:{style.SOFT}"><td {CELL}><s>{html.escape(show_value(name))}</s></td>'
                 '<td style="padding:2px 8px;font-style:italic">removed</td></tr>'
             )
         self.table.value = (
             '<table class="emq-row" style="border-collapse:collapse">'
             '<tr><th style="text-align:left;padding:2px 8px">field</th>'
             '<th style="text-align:left;padding:2px 8px">value</th></tr>'
-            + "".join(lines)
-            + "</table>"
+            + "".join(lines) + "</table>"
         )
 
     def text(self) -> str:
@@ -172,20 +134,11 @@ class RecordView(Panel):
             return f"{head}\n  {GONE}"
         out = [head]
         for name in self.row.field_order():
-            label = show_value(name)
+            raw = self.row[name]
+            value = show_value(raw)
+            if name == b"payload":  # quoted; the whole bytes repr when it is not UTF-8
+                value = repr(raw) if decoded(raw) == repr(raw) else repr(value)
             note = "  (changed)" if name in self.changed else ""
-            value = show_value(self.row[name])
-            if name == b"payload":
-                value = repr(self.row[name]) if _is_binary(self.row[name]) else repr(value)
-            out.append(f"  {label:<10} {value}{note}")
-        for name in sorted(self.removed):
-            out.append(f"  {show_value(name):<10} (removed)")
+            out.append(f"  {show_value(name):<10} {value}{note}")
+        out.extend(f"  {show_value(name):<10} (removed)" for name in sorted(self.removed))
         return "\n".join(out)
-
-
-def _is_binary(value: bytes) -> bool:
-    try:
-        value.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False

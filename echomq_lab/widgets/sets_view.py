@@ -1,17 +1,6 @@
-"""SetsView: a queue's four sorted sets and the drift verdict, all from one atomic view.
-
-Each refresh is one :func:`snapshot.view`: every set's size, its first members (a window of
-:data:`snapshot.WINDOW`, said on screen as "showing 10 of 100,000" when the set is deeper) and
-the row of the job the panel follows, at a cost that does not grow with the queue. On a queue
-deeper than the window the verdict covers what is shown, and a "full check" button runs
-:func:`drift.check` over the whole queue in short steps.
-
-Scores that are times are shown against the SERVER clock (first the clock of the snapshot,
-``snapshot.now_ms``): an active lease as "expires in 41 ms" / "expired 12 ms ago", a scheduled
-run-at as "due in 900 ms" / "was due 3 ms ago". The check verdict is computed from the very same
-snapshot (``snapshot.drifts``), so the sets and the verdict never describe two moments.
-:meth:`SetsView.tick` re-reads only the server's clock and redraws the time left, so a panel's
-live clock (:class:`echomq_lab.widgets.ticker.Ticker`) shows a lease running out.
+"""SetsView: a queue's four sorted sets and the drift verdict, from one bounded snapshot (a
+"full check" button reads a deeper queue in short steps). Lease deadlines and run-at times are
+time left on the server's clock, re-read by :meth:`SetsView.tick` so a lease is seen running out.
 """
 
 from __future__ import annotations
@@ -43,8 +32,7 @@ SCORE_MEANING: dict[SetName, str] = {
 
 
 def span(ms: int) -> str:
-    """A stretch of time for a reader: ``840 ms`` under ten seconds, then ``42 s``, then
-    ``9 min 58 s``."""
+    """A stretch of time: ``840 ms`` under ten seconds, then ``42 s``, then ``9 min 58 s``."""
     if ms < 10_000:
         return f"{ms} ms"
     seconds = ms // 1000
@@ -52,13 +40,13 @@ def span(ms: int) -> str:
 
 
 def lease_left(deadline_ms: int, now_ms: int) -> str:
-    """An active lease against the server's now: ``expires in N ms`` or ``expired N ms ago``."""
+    """``expires in N ms`` or ``expired N ms ago``."""
     left = deadline_ms - now_ms
     return f"expires in {span(left)}" if left > 0 else f"expired {span(-left)} ago"
 
 
 def due_left(run_at_ms: int, now_ms: int) -> str:
-    """A scheduled run-at against the server's now: ``due in N ms`` or ``was due N ms ago``."""
+    """``due in N ms`` or ``was due N ms ago``."""
     left = run_at_ms - now_ms
     return f"due in {span(left)}" if left > 0 else f"was due {span(-left)} ago"
 
@@ -69,37 +57,22 @@ def describe_member(name: SetName, score: int, now_ms: int) -> str:
         return "an infinite score, not a time"
     if name == "active":
         return lease_left(score, now_ms)
-    if name == "schedule":
-        return due_left(score, now_ms)
-    return ""
+    return due_left(score, now_ms) if name == "schedule" else ""
 
 
 def verdict(drift: list[Drift]) -> str:
-    """The check verdict as one line per drift, or ``no drift``."""
-    if not drift:
-        return "no drift"
-    return "; ".join(str(d) for d in drift)
+    """The drifts joined by ``; ``, or ``no drift``."""
+    return "; ".join(str(d) for d in drift) or "no drift"
 
 
 class SetsView(Panel):
-    """The four sorted sets of ``queue`` with members and scores, and the ``check()`` verdict.
+    """The four sorted sets of ``queue`` with members and scores, and the ``check()`` verdict;
+    ``highlight`` marks one id (the job a story follows) in every set."""
 
-    :meth:`refresh` takes one snapshot (or uses the one it is given) and renders everything
-    from it. ``highlight`` marks one id (the job a story follows) in every set.
-    """
-
-    def __init__(
-        self,
-        conn: redis.Redis,
-        queue: str,
-        highlight: str | None = None,
-        *,
-        window: int = snapshot_mod.WINDOW,
-    ) -> None:
+    def __init__(self, conn: redis.Redis, queue: str, highlight: str | None = None) -> None:
         self.conn = conn
         self.queue = queue
         self.highlight = highlight
-        self.window = window
         self.report: drift.Report | None = None
         self.full_check = W.Button(description="full check", icon="search")
         self.full_check.on_click(lambda _b: self.check_all())
@@ -109,29 +82,20 @@ class SetsView(Panel):
         self.drift: list[Drift] = []
         self.columns = {name: W.HTML() for name in SET_NAMES}
         self.check_line = W.HTML()
-        self.widget = W.VBox(
-            [
-                W.HBox(
-                    [self.columns[name] for name in SET_NAMES],
-                    layout=W.Layout(flex_flow="row wrap", grid_gap="8px"),
-                ),
-                self.check_line,
-            ]
-        )
+        row = W.HBox(list(self.columns.values()),
+                     layout=W.Layout(flex_flow="row wrap", grid_gap="8px"))
+        self.widget = W.VBox([row, self.check_line])
         self.widget.add_class("emq-sets-view")
         self.refresh()
 
     def refresh(self, snap: Snapshot | None = None, follow: Sequence[str] = ()) -> Snapshot:
         """Render from ``snap``, or from a fresh view following ``follow`` and the highlighted
-        job; return it.
-
-        If the server cannot be read, the verdict line says so in one line and the last
-        snapshot (or an empty one) is returned, so a panel's callback never ends in a traceback.
-        """
+        job; return it. If the server cannot be read, the verdict line says so and the last
+        snapshot (or an empty one) is returned."""
         if snap is None:
             ids = [*follow, *([self.highlight] if self.highlight else [])]
             try:
-                snap = snapshot_mod.view(self.conn, self.queue, ids, window=self.window)
+                snap = snapshot_mod.view(self.conn, self.queue, ids)
             except errors.EchoMQError as exc:
                 self.check_line.value = style.message_html(style.one_line(exc), ok=False)
                 return self.snap or Snapshot(self.queue, 0, {n: [] for n in SET_NAMES}, {})
@@ -139,9 +103,9 @@ class SetsView(Panel):
         self.drift = snapshot_mod.drifts(snap)
         for name in SET_NAMES:
             self.columns[name].value = self._column_html(name, snap)
-        ok = not self.drift
-        self.check_line.value = style.message_html(self._verdict_line(snap), ok)
-        self._offer_full_check(snap)
+        self.check_line.value = style.message_html(self._verdict_line(snap), not self.drift)
+        if _deep(snap) and self.full_check not in self.widget.children:
+            self.widget.children = (*self.widget.children, self.full_check)
         return snap
 
     def timed(self) -> bool:
@@ -149,8 +113,8 @@ class SetsView(Panel):
         return self.snap is not None and any(self.snap.sets[n] for n in ("active", "schedule"))
 
     def tick(self) -> bool:
-        """Redraw the time left of the leases and run-ats shown against the server's clock
-        read now (the members stay those of the last snapshot); True while any are shown."""
+        """Redraw the time left against the server's clock read now (the members stay those of
+        the last snapshot); True while any timed member is shown."""
         if not self.timed() or self.snap is None:
             return False
         self.now_ms = server_now_ms(self.conn)
@@ -159,19 +123,13 @@ class SetsView(Panel):
         return True
 
     def _verdict_line(self, snap: Snapshot) -> str:
-        if not any(snap.windowed(name) for name in SET_NAMES):
+        if not _deep(snap):
             return f"check(): {verdict(self.drift)}"
         return f"check() of the jobs shown: {verdict(self.drift)} · the full check reads them all"
 
-    def _offer_full_check(self, snap: Snapshot) -> None:
-        """Show the full-check button once a set is deeper than the window."""
-        deep = any(snap.windowed(name) for name in SET_NAMES)
-        if deep and self.full_check not in self.widget.children:
-            self.widget.children = (*self.widget.children, self.full_check)
-
     def check_all(self) -> drift.Report | None:
-        """Run the whole-queue check (short steps, never a long server command); show its
-        summary and drifts on the verdict line; return the report (None if it could not run)."""
+        """Run the whole-queue check in short steps and show its summary and first drifts on
+        the verdict line; return the report (None if it could not run)."""
         try:
             self.report = drift.check(self.conn, self.queue)
         except errors.EchoMQError as exc:
@@ -185,31 +143,31 @@ class SetsView(Panel):
         self.check_line.value = style.message_html(line, ok)
         return self.report
 
+    def _members(self, name: SetName, snap: Snapshot) -> list[tuple[str, int, str]]:
+        """Each member shown in set ``name``: its id, its score and its time left (or "")."""
+        now = self.now_ms or snap.now_ms
+        return [(job_id, score, describe_member(name, score, now))
+                for job_id, score in snap.sets[name]]
+
     def _column_html(self, name: SetName, snap: Snapshot) -> str:
         colour = style.SET_COLOURS[name]
         items = []
-        for job_id, score in snap.sets[name]:
-            when = describe_member(name, score, self.now_ms or snap.now_ms)
-            lit = job_id == self.highlight
-            weight = "font-weight:bold;" if lit else ""
-            # a time is shown as the time left on the server's clock; the raw score (epoch ms)
-            # only as the tooltip
-            shown = (f'<span style="color:{style.SOFT}" title="score {score}">'
-                     f"{html.escape(when)}</span>" if when else
-                     f'<span style="color:{style.SOFT}">{score}</span>')
+        for job_id, score, when in self._members(name, snap):
+            weight = "font-weight:bold;" if job_id == self.highlight else ""
+            # a time is shown as the time left; the raw score (epoch ms) only as the tooltip
+            tip = f' title="score {score}"' if when else ""
+            shown = f'<span style="color:{style.SOFT}"{tip}>{html.escape(when) or score}</span>'
             items.append(
                 f'<li style="{weight}font-family:monospace">{html.escape(job_id)} {shown}</li>'
             )
-        body = (
-            f'<ul style="margin:2px 0;padding-left:16px">{"".join(items)}</ul>'
-            if items
-            else f'<div style="color:{style.SOFT};font-style:italic">empty</div>'
-        )
+        body = (f'<ul style="margin:2px 0;padding-left:16px">{"".join(items)}</ul>' if items
+                else f'<div style="color:{style.SOFT};font-style:italic">empty</div>')
+        count = snap.showing(name) if snap.windowed(name) else str(snap.sizes[name])
         return (
             f'<div class="emq-set emq-set-{name}" style="border:2px solid {colour};'
             'border-radius:6px;padding:4px 8px;min-width:150px">'
             f'<div style="color:{style.on_page(colour)};font-weight:bold">{name} '
-            f'<span style="font-weight:normal">({_count(snap, name)})</span></div>'
+            f'<span style="font-weight:normal">({count})</span></div>'
             f'<div style="color:{style.SOFT};font-size:85%">{SCORE_MEANING[name]}</div>'
             f"{body}</div>"
         )
@@ -221,16 +179,14 @@ class SetsView(Panel):
             return "sets: not read yet"
         out = []
         for name in SET_NAMES:
-            members = []
-            for job_id, score in snap.sets[name]:
-                when = describe_member(name, score, self.now_ms or snap.now_ms)
-                members.append(f"{job_id} ({when})" if when else job_id)
+            members = [f"{job_id} ({when})" if when else job_id
+                       for job_id, _, when in self._members(name, snap)]
             more = f" ({snap.showing(name)})" if snap.windowed(name) else ""
-            out.append(f"{name + ':':<10}{', '.join(members) if members else '(empty)'}{more}")
+            out.append(f"{name + ':':<10}{', '.join(members) or '(empty)'}{more}")
         out.append(self._verdict_line(snap))
         return "\n".join(out)
 
 
-def _count(snap: Snapshot, name: SetName) -> str:
-    """A column's count: the size, or ``showing 10 of 100,000`` when the set is deeper."""
-    return snap.showing(name) if snap.windowed(name) else str(snap.sizes[name])
+def _deep(snap: Snapshot) -> bool:
+    """True when a set is deeper than the window the snapshot read."""
+    return any(snap.windowed(name) for name in SET_NAMES)

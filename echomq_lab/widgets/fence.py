@@ -1,21 +1,9 @@
 """FencePanel: the whole fence. Pick a verb, a token and the lease; the real script decides.
 
-API (for pages)::
-
-    fence = FencePanel(conn, queue)          # builds a sample row to look at (build=False: not)
-    fence.verb.value = "retry"               # complete | retry | extend
-    fence.token.value = 1                    # any token; 2 is the live one, 1 stale, 3 future
-    fence.lease.value = "reaped"             # held | reaped
-    fence.buttons["run"].click()             # a fresh sample row, then the verb with the token
-    fence.trial                              # fencing.Trial: .outcome, .untouched, .line()
-    fence.buttons["rebuild"].click()         # a fresh sample row, nothing presented
-    fence.text()
-
-Every run builds a fresh sample row by real transitions (:func:`echomq_lab.stories.sample_row`:
-enqueue, claim with a short lease, wait it out on the server clock, reap, claim again: the
-current token is 2, token 1 is stale), lets that lease run out and reaps it when the lease is
-set to "already reaped", then runs the verb's script. The logic is :mod:`echomq_lab.fencing`.
-``buttons["complete"]`` is the run button too (its older name).
+Each run builds a fresh sample row by real transitions (token 2 live, token 1 stale), reaps its
+lease first when the lease is set to "already reaped", then runs the verb's script with the
+token (:mod:`echomq_lab.fencing`); ``trial`` is what happened. ``buttons``: ``run`` (also
+under its older name ``complete``) and ``rebuild`` (a fresh sample row, nothing presented).
 """
 
 from __future__ import annotations
@@ -48,7 +36,8 @@ LEASE_TIPS = (
 
 
 class FencePanel(Panel):
-    """A verb picker, a token input and a lease picker over a fresh sample row each run."""
+    """A verb picker, a token input and a lease picker over a fresh sample row each run
+    (``build=False``: no sample row until the first click)."""
 
     def __init__(
         self, conn: redis.Redis, queue: str, *, lease_ms: int = 60, token: int = 1,
@@ -109,14 +98,8 @@ class FencePanel(Panel):
             self.ticker.start()
 
     def _tick(self) -> bool:
-        keep = False
-
-        def run() -> None:
-            nonlocal keep
-            keep = self.sets.tick()
-
-        self._guarded(run)()
-        return keep
+        """One beat of the live clock: redraw the time left; False once nothing is timed."""
+        return bool(self._attempt(self.message, self.sets.tick)[1])
 
     def _rebuild(self) -> None:
         def act() -> str:
@@ -131,6 +114,8 @@ class FencePanel(Panel):
         self._show(before=True)
 
     def _run(self) -> None:
+        """Prepare a fresh sample row and show it, then present the token and show the change;
+        a refusal is said as one red line."""
         verb, token, lease = self.verb.value, self.token.value, self.lease.value
 
         def prepare() -> str:
@@ -139,20 +124,16 @@ class FencePanel(Panel):
             self.sample = fencing.prepare(self.conn, self.queue, lease, lease_ms=self.lease_ms)
             return "prepared"
 
-        if not self._safely(self.message, prepare):
-            self._show(before=True)
-            return
+        ready = self._safely(self.message, prepare)
         self._show(before=True)
         sample = self.sample
-        if sample is None:  # prepare() sets it or raises; this keeps the types honest
+        if not ready or sample is None:
             return
-
-        def act() -> str:
-            self.trial = fencing.present(self.conn, self.queue, sample, verb, token, lease)
-            return self.trial.line()
-
-        if self._safely(self.message, act) and self.trial and not self.trial.outcome.accepted:
-            self._say(self.message, self.trial.line(), ok=False)  # the server said no
+        _, trial = self._attempt(self.message, lambda: fencing.present(
+            self.conn, self.queue, sample, verb, token, lease))
+        if isinstance(trial, fencing.Trial):
+            self.trial = trial
+            self._say(self.message, trial.line(), ok=trial.outcome.accepted)
         self._show(before=False)
 
     def _draw_header(self) -> None:
@@ -182,4 +163,3 @@ class FencePanel(Panel):
         msg = f"[{mark}] {self.last_message}" if self.last_message else "(nothing run yet)"
         return "\n".join([self.header_text(), self.choice_text(), msg, self.record.text(),
                           self.sets.text()])
-

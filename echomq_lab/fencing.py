@@ -1,10 +1,7 @@
 """The whole fence: every fenced verb, every kind of token, a lease held or already reaped.
 
-:func:`run` builds a fresh sample row by real transitions (:func:`stories.sample_row`: token 2
-is live, token 1 stale), lets its lease run out and reaps it when asked, then runs the verb's
-real script with the chosen token (a kind in :data:`TOKENS` or a number) and compares the queue's
-keys before and after: ``fencing.run(conn, queue, "retry", "stale", "held").line()``.
-:func:`attempt` turns any call into an :class:`Outcome`, accepted or refused.
+:func:`run` builds a fresh sample row (:func:`stories.sample_row`), reaps its lease when asked,
+runs the verb's real script with the chosen token and compares the queue before and after.
 """
 
 from __future__ import annotations
@@ -75,13 +72,6 @@ def token_of(sample: SampleRow, kind: str | int) -> int:
         raise TypeError(f"token must be an int or a kind, not {type(kind).__name__}")
     _offered("token kind", kind, TOKENS)
     return {"live": sample.token, "stale": sample.stale_token, "future": sample.token + 1}[kind]
-
-
-def kind_of(sample: SampleRow, token: int) -> str:
-    """What ``token`` is against ``sample``: live, stale (older) or future (newer)."""
-    if token == sample.token:
-        return "live"
-    return "stale" if token < sample.token else "future"
 
 
 def queue_keys(conn: redis.Redis, queue: str) -> dict[bytes, Any]:
@@ -159,7 +149,8 @@ def present(
     before = queue_keys(conn, queue)
     outcome = call_verb(conn, queue, verb, sample.job_id, token)
     after = queue_keys(conn, queue)
-    return Trial(verb, kind_of(sample, token), lease, sample, token, outcome, before == after,
+    kind = "live" if token == sample.token else "stale" if token < sample.token else "future"
+    return Trial(verb, kind, lease, sample, token, outcome, before == after,
                  _effect(before, after, row))
 
 

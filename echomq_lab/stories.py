@@ -1,9 +1,6 @@
-"""The stories the notebooks tell, built only from real transitions (:mod:`echomq_lab.jobs`).
-
-Time is always the server's clock (its ``TIME``), the clock the scripts use for leases and
-run-at. :func:`sample_row` builds the course's sample row (current token 2), :class:`Transitions`
-runs one named transition on the job it follows, :class:`Worker` holds at most one job (the
-free-play lab). The two-workers story is :mod:`echomq_lab.two_workers`.
+"""The stories the notebooks tell, built only from real transitions, timed on the server's
+clock: :func:`sample_row` (current token 2), :class:`Transitions` (one named transition at a
+time) and :class:`Worker` (free play). The two-workers story is :mod:`echomq_lab.two_workers`.
 """
 
 from __future__ import annotations
@@ -24,15 +21,11 @@ from echomq_lab.transitions import RETIRED, START
 DEFAULT_LEASE_MS = 1500
 #: The lease a story's second worker takes: long enough that nothing reaps it meanwhile.
 HOLD_MS = 600_000
+PAYLOAD = b'{"report": "march"}'
 
 
 def _state(row: Row | None) -> str:
     return RETIRED if row is None else row.state or "?"
-
-
-def _shown(value: bytes) -> str:
-    text = decoded(value)
-    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def wrote(before: Mapping[bytes, bytes] | None, after: Mapping[bytes, bytes] | None) -> str:
@@ -50,7 +43,8 @@ def wrote(before: Mapping[bytes, bytes] | None, after: Mapping[bytes, bytes] | N
         elif name == b"payload":
             parts.append(f"payload ({len(after[name])} bytes)")
         else:
-            parts.append(f"{decoded(name)}={_shown(after[name])}")
+            text = decoded(after[name])
+            parts.append(f"{decoded(name)}={text if len(text) <= 40 else text[:40] + '…'}")
     return ", ".join(parts) if parts else "nothing"
 
 
@@ -64,12 +58,7 @@ class SampleRow:
 
 
 def sample_row(
-    conn: redis.Redis,
-    queue: str,
-    *,
-    lease_ms: int = 300,
-    hold_ms: int = HOLD_MS,
-    payload: bytes | str = b'{"report": "march"}',
+    conn: redis.Redis, queue: str, *, lease_ms: int = 300, hold_ms: int = HOLD_MS
 ) -> SampleRow:
     """Empty the queue, then build the sample row: enqueue, claim (token 1, a lease of
     ``lease_ms``), wait that lease out on the server clock, reap, claim again (token 2, held
@@ -78,21 +67,13 @@ def sample_row(
     jobs.check_lease(hold_ms)
     reset(conn, queue)
     job_id = branded.mint("JOB")
-    jobs.enqueue(conn, queue, job_id, payload)
+    jobs.enqueue(conn, queue, job_id, PAYLOAD)
     first = claim_expected(conn, queue, job_id, lease_ms)
     wait_out_lease(conn, queue, job_id)
     if jobs.reap(conn, queue) != 1:
         raise errors.SomeoneElse(f"the reap in {queue!r} did not return {job_id}")
     second = claim_expected(conn, queue, job_id, hold_ms)
     return SampleRow(job_id, second.token, first.token)
-
-
-def _claimed_before(row: Row | None, token: int) -> Row | None:
-    """The row as it stood before the claim that minted ``token``: claim writes only ``state``
-    (pending to active) and ``attempts`` (one more), so those two are put back."""
-    if row is None:
-        return None
-    return Row({**row, b"state": b"pending", b"attempts": str(token - 1).encode()})
 
 
 def dropped_note(dropped: jobs.Dropped, shown: int = 3) -> str:
@@ -121,20 +102,15 @@ class Taken:
 
 @dataclass
 class Transitions:
-    """Run any transition on the job it follows, keeping that job's id and its last token.
-
-    ``enqueue`` and ``schedule`` mint a new job and follow it; ``claim`` follows whatever job it
-    took (the oldest pending) and keeps its token; ``complete``, ``retry`` and ``extend``
-    present that token; ``promote`` and ``reap`` act on the whole queue. Refusals propagate as
-    the library raises them, with nothing changed.
-    """
+    """Run any transition on the job it follows: a job enqueue or schedule minted, or whichever
+    job claim took, with its token, which the fenced verbs present. Refusals propagate as the
+    library raises them, with nothing changed."""
 
     conn: redis.Redis
     queue: str
     lease_ms: int = DEFAULT_LEASE_MS
     delay_ms: int = 1000
     max_attempts: int = 3
-    payload: bytes | str = b'{"report": "march"}'
     job_id: str | None = None
     token: int | None = None
 
@@ -176,9 +152,9 @@ class Transitions:
         if name in ("enqueue", "schedule"):
             new_id, due = branded.mint("JOB"), ""
             if name == "enqueue":
-                jobs.enqueue(conn, q, new_id, self.payload)
+                jobs.enqueue(conn, q, new_id, PAYLOAD)
             else:
-                jobs.enqueue_in(conn, q, new_id, self.payload, self.delay_ms)
+                jobs.enqueue_in(conn, q, new_id, PAYLOAD, self.delay_ms)
                 due = f", due in {self.delay_ms} ms (enqueue_in)"
             self.job_id, self.token = new_id, None
             row = self._row(new_id)
@@ -190,8 +166,9 @@ class Transitions:
                 return "claim found nothing pending (it returned None)" + dropped_note(dropped), old
             self.job_id, self.token = claimed.id, claimed.token
             row, note = self._row(claimed.id), ""
-            if claimed.id != followed:  # claim only wrote state and attempts on that row
-                old = _claimed_before(row, claimed.token)
+            if claimed.id != followed:  # claim wrote only state and attempts on that row
+                was = {b"state": b"pending", b"attempts": str(claimed.token - 1).encode()}
+                old = None if row is None else Row({**row, **was})
                 if followed:
                     note = f"; it took the oldest pending job, {claimed.id}, not the one followed"
                 note += f"; the panel follows {claimed.id} now"

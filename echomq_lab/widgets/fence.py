@@ -14,7 +14,6 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import fencing
-from echomq_lab import theme as style
 from echomq_lab.stories import SampleRow, sample_row
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.record_view import RecordView
@@ -81,21 +80,18 @@ class FencePanel(Panel):
         else:
             self._draw_header()
 
-    def _show(self, before: bool) -> None:
-        """Show the sample row: afresh (``before``) or as changed since it was last shown."""
-        if self.server_lost:  # a redraw would only wait on the lost server again
-            self._draw_header()
-            return
-        job_id = self.sample.job_id if self.sample else None
-        self.sets.highlight = job_id
-        snap = self.sets.refresh()
-        if before:
-            self.record.show(job_id, snap)
-        else:
-            self.record.refresh(snap=snap)
+    def _show(self) -> None:
+        """Show the sample row: afresh when it is a new one, else with what changed lit."""
+        if not self.server_lost:  # a redraw would only wait on the lost server again
+            job_id = self.sample.job_id if self.sample else None
+            self.sets.highlight = job_id
+            self.record.refresh(job_id, snap=self.sets.refresh())
+            if self.sets.timed():
+                self.ticker.start()
         self._draw_header()
-        if self.sets.timed():
-            self.ticker.start()
+
+    def _draw_header(self) -> None:
+        self.header.value = f"<b>the fence</b> · {html.escape(self.header_text())}"
 
     def _tick(self) -> bool:
         """One beat of the live clock: redraw the time left; False once nothing is timed."""
@@ -111,37 +107,24 @@ class FencePanel(Panel):
             )
 
         self._safely(self.message, act)
-        self._show(before=True)
+        self._show()
 
     def _run(self) -> None:
-        """Prepare a fresh sample row and show it, then present the token and show the change;
-        a refusal is said as one red line."""
+        """Build a fresh sample row and show it, present the token, show what changed; a refusal
+        is said as one red line."""
         verb, token, lease = self.verb.value, self.token.value, self.lease.value
 
-        def prepare() -> str:
+        def act() -> str:
             fencing.check_choice(verb, token, lease)
             self.trial = None
             self.sample = fencing.prepare(self.conn, self.queue, lease, lease_ms=self.lease_ms)
-            return "prepared"
+            self._show()
+            self.trial = fencing.present(self.conn, self.queue, self.sample, verb, token, lease)
+            return self.trial.line()
 
-        ready = self._safely(self.message, prepare)
-        self._show(before=True)
-        sample = self.sample
-        if not ready or sample is None:
-            return
-        _, trial = self._attempt(self.message, lambda: fencing.present(
-            self.conn, self.queue, sample, verb, token, lease))
-        if isinstance(trial, fencing.Trial):
-            self.trial = trial
-            self._say(self.message, trial.line(), ok=trial.outcome.accepted)
-        self._show(before=False)
-
-    def _draw_header(self) -> None:
-        self.header.value = (
-            f"<b>the fence</b> · {html.escape(self.header_text())}"
-            if self.sample is not None
-            else f'<span style="color:{style.SOFT}">no sample row yet</span>'
-        )
+        if self._safely(self.message, act) and self.trial and not self.trial.outcome.accepted:
+            self._say(self.message, self.trial.line(), ok=False)  # the server said no
+        self._show()
 
     def header_text(self) -> str:
         """Which row the panel fences and its current attempts (the live token), in words."""

@@ -1,13 +1,9 @@
-"""LabPanel: free play with two or three workers on one queue, the sets and the verdict in view.
+"""LabPanel: free play with one to three workers on one queue, the sets and the verdict in view.
 
-Each worker (:class:`echomq_lab.stories.Worker`) holds at most one job and its token and has
-claim / complete / retry / extend / drop buttons and its own lease slider. The queue has an
-enqueue button, a reaper and a promoter. After every press the four sets and the ``check()``
-verdict are redrawn from one snapshot, so a reader can try to make the row and the sets
-disagree, and see that no sequence of presses does. A row view shows the row of the job the
-last press touched (the job a worker took, settled or let go, or the one just enqueued), with
-the fields that press changed lit. While a lease or a run-at is on screen, a front-end clock
-(:class:`echomq_lab.widgets.ticker.Ticker`) redraws its time left.
+Each worker (:class:`echomq_lab.stories.Worker`) has claim / complete / retry / extend / drop
+buttons and its own lease slider; the queue has enqueue, a reaper and a promoter. After every
+press the sets, the ``check()`` verdict and the row of the job the press touched (its changed
+fields lit) are redrawn from one snapshot; a live clock redraws the time left on screen.
 """
 
 from __future__ import annotations
@@ -27,11 +23,8 @@ from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
 from echomq_lab.widgets.ticker import Ticker
 
-#: What a worker can do with the job it holds: the fenced transitions (they present its token),
-#: and drop (forget it, as a crash would).
+#: What a worker does with the job it holds: present its token, or drop it (as a crash would).
 HELD_ACTIONS: tuple[str, ...] = (*transitions.FENCED, "drop")
-#: Every button of a worker's card: claim first, then what it does with the job it holds.
-WORKER_ACTIONS: tuple[str, ...] = ("claim", *HELD_ACTIONS)
 
 
 class WorkerCard:
@@ -45,7 +38,7 @@ class WorkerCard:
         self.holding = W.HTML()
         self.buttons = {
             action: W.Button(description=action, layout=W.Layout(width="auto"))
-            for action in WORKER_ACTIONS
+            for action in ("claim", *HELD_ACTIONS)
         }
         self.widget = W.VBox(
             [W.HTML(f"<b>worker {html.escape(worker.name)}</b>"), self.holding, self.lease,
@@ -66,22 +59,16 @@ class WorkerCard:
 
 
 class LabPanel(Panel):
-    """Free play: ``workers`` (2 or 3 names) on one queue.
+    """Free play: ``workers`` (one to three names) on one queue.
 
-    ``buttons`` holds ``"enqueue"``, ``"reap"``, ``"promote"``, ``"refresh"`` and, for each
-    worker, ``"<name>.claim"``, ``"<name>.complete"``, ``"<name>.retry"``, ``"<name>.extend"``,
-    ``"<name>.drop"``. ``cards[name].lease`` is that worker's lease slider; ``delay`` and
-    ``max_attempts`` are what retry uses.
+    ``buttons`` holds ``enqueue``, ``reap``, ``promote``, ``refresh`` and, for each worker and
+    action of its card, ``"<name>.<action>"``; ``cards[name].lease`` is that worker's lease
+    slider; ``delay`` and ``max_attempts`` are what retry uses.
     """
 
     def __init__(
-        self,
-        conn: redis.Redis,
-        queue: str,
-        *,
-        workers: Sequence[str] = ("A", "B"),
-        lease_ms: int = DEFAULT_LEASE_MS,
-        payload: str = '{"report": "march"}',
+        self, conn: redis.Redis, queue: str, *, workers: Sequence[str] = ("A", "B"),
+        lease_ms: int = DEFAULT_LEASE_MS, payload: str = '{"report": "march"}',
     ) -> None:
         if not 1 <= len(workers) <= 3 or len(set(workers)) != len(workers):
             raise ValueError(f"give one to three distinct worker names, not {list(workers)!r}")
@@ -114,23 +101,16 @@ class LabPanel(Panel):
         self.sets = SetsView(conn, queue)
         self.record = RecordView(conn, queue)
         self.ticker = Ticker(self._tick)
-        self.widget = W.VBox(
-            [
-                W.HBox([self.buttons["enqueue"], self.payload, self.ticker.widget],
-                       layout=W.Layout(flex_flow="row wrap", align_items="center")),
-                W.HBox([self.buttons["reap"], self.buttons["promote"], self.buttons["refresh"],
-                        self.delay, self.max_attempts], layout=W.Layout(flex_flow="row wrap")),
-                W.HBox([c.widget for c in self.cards.values()],
-                       layout=W.Layout(flex_flow="row wrap")),
-                self.message,
-                self.sets.widget,
-                self.record.widget,
-            ]
-        )
+        self.widget = W.VBox([
+            W.HBox([self.buttons["enqueue"], self.payload, self.ticker.widget],
+                   layout=W.Layout(flex_flow="row wrap", align_items="center")),
+            W.HBox([self.buttons["reap"], self.buttons["promote"], self.buttons["refresh"],
+                    self.delay, self.max_attempts], layout=W.Layout(flex_flow="row wrap")),
+            W.HBox([c.widget for c in self.cards.values()], layout=W.Layout(flex_flow="row wrap")),
+            self.message, self.sets.widget, self.record.widget,
+        ])  # fmt: skip
         self.widget.add_class("emq-lab-panel")
         self._draw()
-
-    # -- actions -----------------------------------------------------------------------------
 
     def _enqueue(self) -> str:
         job_id = branded.mint("JOB")
@@ -145,34 +125,25 @@ class LabPanel(Panel):
         count = jobs.promote(self.conn, self.queue)
         return f"the promoter moved {count} due job(s) to pending"
 
-    def _worker_action(self, card: WorkerCard, action: str) -> Callable[[], str]:
-        worker = card.worker
-
-        def run() -> str:
-            try:
-                return act()
-            finally:  # the job the worker held before, or took now, is the one to show
-                held = worker.held or before
-                if held is not None:
-                    self.touched = held.id
-
-        before = worker.held
-
-        def act() -> str:
-            if action == "claim":
-                return worker.claim(card.lease.value)
-            if action == "complete":
-                return worker.complete()
-            if action == "retry":
-                return worker.retry(self.delay.value, self.max_attempts.value)
-            if action == "extend":
-                return worker.extend(card.lease.value)
-            return worker.drop()
-
-        return run
-
     def _act_on(self, card: WorkerCard, action: str) -> None:
-        self._act(self._worker_action(card, action))
+        self._act(functools.partial(self._press, card, action))
+
+    def _press(self, card: WorkerCard, action: str) -> str:
+        """Run a worker's ``action``; the row view follows the job it held, or the one it took."""
+        worker = card.worker
+        if worker.held is not None:
+            self.touched = worker.held.id
+        if action == "claim":
+            said = worker.claim(card.lease.value)
+            self.touched = worker.held.id if worker.held else self.touched
+            return said
+        if action == "complete":
+            return worker.complete()
+        if action == "retry":
+            return worker.retry(self.delay.value, self.max_attempts.value)
+        if action == "extend":
+            return worker.extend(card.lease.value)
+        return worker.drop()
 
     def _act(self, action: Callable[[], str]) -> None:
         self._safely(self.message, action)
@@ -191,20 +162,13 @@ class LabPanel(Panel):
         self.record.refresh(self.touched, snap=snap)
 
     def _tick(self) -> bool:
-        keep = False
-
-        def run() -> None:
-            nonlocal keep
-            keep = self.sets.tick()
-
-        self._guarded(run)()
-        return keep
+        """One beat of the live clock: redraw the time left; False once nothing is timed."""
+        return bool(self._attempt(self.message, self.sets.tick)[1])
 
     def text(self) -> str:
         """Each worker's holding, the last message, the sets and the verdict, as plain text."""
         lines = [f"worker {n}: {c.worker.holding()}" for n, c in self.cards.items()]
         if self.last_message:
             lines.append(f"[{'ok' if self.last_ok else 'refused'}] {self.last_message}")
-        lines.append(self.sets.text())
-        lines.append(self.record.text())
+        lines += [self.sets.text(), self.record.text()]
         return "\n".join(lines)

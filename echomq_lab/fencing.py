@@ -39,7 +39,6 @@ class Outcome:
 
     @property
     def accepted(self) -> bool:
-        """True when the server carried the call out."""
         return self.kind == "accepted"
 
     def words(self) -> str:
@@ -79,8 +78,7 @@ def queue_keys(conn: redis.Redis, queue: str) -> dict[bytes, Any]:
     out: dict[bytes, Any] = {}
     with reaching(conn):
         for key in sorted(cast(list[bytes], list(conn.scan_iter(keyspace.base(queue) + "*")))):
-            kind = cast(bytes, conn.type(key))
-            if kind == b"hash":
+            if conn.type(key) == b"hash":
                 out[key] = dict(cast(dict[bytes, bytes], conn.hgetall(key)))
             else:
                 out[key] = conn.zrange(key, 0, -1, withscores=True)

@@ -123,17 +123,6 @@ class Transitions:
             return None
         return Row.from_record(jobs.record(self.conn, self.queue, job_id))
 
-    def _need_job(self) -> str:
-        if self.job_id is None:
-            raise ValueError("no job yet: run enqueue (or schedule) first")
-        return self.job_id
-
-    def _need_token(self) -> tuple[str, int]:
-        job_id = self._need_job()
-        if self.token is None:
-            raise ValueError(f"no token held for {job_id}: run claim first")
-        return job_id, self.token
-
     def run(self, name: str) -> Taken:
         """Run transition ``name``; return what happened. Unknown names raise ValueError."""
         transitions.get(name)  # ValueError naming the choices for a name the registry lacks
@@ -185,11 +174,15 @@ class Transitions:
             elif count == 0:
                 message += self._why_nothing(name)
             return message + dropped_note(dropped), row
+        job_id, token = self.job_id, self.token
+        if job_id is None:
+            raise ValueError("no job yet: run enqueue (or schedule) first")
         if name == "reprocess":
-            jobs.reprocess(conn, q, self._need_job())
-            row = self._row(self.job_id)
+            jobs.reprocess(conn, q, job_id)
+            row = self._row(job_id)
             return f"reprocess wrote {wrote(old, row)}", row
-        job_id, token = self._need_token()
+        if token is None:
+            raise ValueError(f"no token held for {job_id}: run claim first")
         if name == "complete":
             jobs.complete(conn, q, job_id, token)
             return f"complete with token {token} deleted the row: the job is retired", None
@@ -220,11 +213,8 @@ class Transitions:
 
 @dataclass
 class Worker:
-    """A worker that holds at most one job and the token its claim minted.
-
-    Its methods call the handles and return a one-line account. A refusal propagates (nothing
-    changes on the server); a stale or gone job is then let go, the way a real worker would.
-    """
+    """A worker that holds at most one job and its token. Each method calls a handle and says
+    what happened in one line; a refusal propagates, and a stale or gone job is let go."""
 
     conn: redis.Redis
     queue: str

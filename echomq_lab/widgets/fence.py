@@ -1,10 +1,4 @@
-"""FencePanel: the whole fence. Pick a verb, a token and the lease; the real script decides.
-
-Each run builds a fresh sample row by real transitions (token 2 live, token 1 stale), reaps its
-lease first when the lease is set to "already reaped", then runs the verb's script with the
-token (:mod:`echomq_lab.fencing`); ``trial`` is what happened. ``buttons``: ``run`` (also
-under its older name ``complete``) and ``rebuild`` (a fresh sample row, nothing presented).
-"""
+"""FencePanel: the whole fence. Pick a verb, a token and the lease; the real script decides."""
 
 from __future__ import annotations
 
@@ -35,8 +29,10 @@ LEASE_TIPS = (
 
 
 class FencePanel(Panel):
-    """A verb picker, a token input and a lease picker over a fresh sample row each run
-    (``build=False``: no sample row until the first click)."""
+    """``buttons["run"]`` (also ``"complete"``, its older name) builds a fresh sample row (token 2
+    live, token 1 stale), reaps its lease if ``lease`` says so, then runs ``verb`` with ``token``
+    (:mod:`echomq_lab.fencing`); ``trial`` is what happened. ``buttons["rebuild"]``: a fresh
+    sample row, nothing presented; ``build=False``: no sample row until the first click."""
 
     def __init__(
         self, conn: redis.Redis, queue: str, *, lease_ms: int = 60, token: int = 1,

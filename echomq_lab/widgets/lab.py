@@ -1,9 +1,4 @@
 """LabPanel: free play with one to three workers on one queue, the sets and the verdict in view.
-
-Each worker (:class:`echomq_lab.stories.Worker`) has claim / complete / retry / extend / drop
-buttons and its own lease slider; the queue has enqueue, a reaper and a promoter. After every
-press the sets, the ``check()`` verdict and the row of the job the press touched (its changed
-fields lit) are redrawn from one snapshot; a live clock redraws the time left on screen.
 """
 
 from __future__ import annotations
@@ -50,21 +45,17 @@ class WorkerCard:
 
     def draw(self) -> None:
         held = self.worker.held
-        self.holding.value = (
-            f"<span style='font-family:monospace'>{html.escape(self.worker.holding())}</span>"
-            if held else f"<span style='color:{style.SOFT}'>holds nothing</span>"
-        )
+        look = "font-family:monospace" if held else f"color:{style.SOFT}"
+        self.holding.value = f"<span style='{look}'>{html.escape(self.worker.holding())}</span>"
         for action in HELD_ACTIONS:
             self.buttons[action].disabled = held is None
 
 
 class LabPanel(Panel):
-    """Free play: ``workers`` (one to three names) on one queue.
-
-    ``buttons`` holds ``enqueue``, ``reap``, ``promote``, ``refresh`` and, for each worker and
-    action of its card, ``"<name>.<action>"``; ``cards[name].lease`` is that worker's lease
-    slider; ``delay`` and ``max_attempts`` are what retry uses.
-    """
+    """Free play for ``workers`` (:class:`echomq_lab.stories.Worker`). ``buttons``: ``enqueue``,
+    ``reap``, ``promote``, ``refresh`` and ``"<worker>.<action>"``; ``cards[name].lease`` is a
+    worker's lease, ``delay`` and ``max_attempts`` what retry uses. After each press the sets,
+    the verdict and the row the press touched (changes lit) are redrawn from one snapshot."""
 
     def __init__(
         self, conn: redis.Redis, queue: str, *, workers: Sequence[str] = ("A", "B"),
@@ -96,7 +87,8 @@ class LabPanel(Panel):
         for name, card in self.cards.items():
             for action, button in card.buttons.items():
                 self.buttons[f"{name}.{action}"] = button
-                self._on(button, functools.partial(self._act_on, card, action))
+                press = functools.partial(self._press, card, action)
+                self._on(button, functools.partial(self._act, press))
         self.message = W.HTML()
         self.sets = SetsView(conn, queue)
         self.record = RecordView(conn, queue)
@@ -124,9 +116,6 @@ class LabPanel(Panel):
     def _promote(self) -> str:
         count = jobs.promote(self.conn, self.queue)
         return f"the promoter moved {count} due job(s) to pending"
-
-    def _act_on(self, card: WorkerCard, action: str) -> None:
-        self._act(functools.partial(self._press, card, action))
 
     def _press(self, card: WorkerCard, action: str) -> str:
         """Run a worker's ``action``; the row view follows the job it held, or the one it took."""

@@ -1,9 +1,4 @@
 """TransitionPanel: pick a transition, run the real script, and watch the row, sets and diagram.
-
-The panel follows one job (the one enqueue or schedule made, or whichever job claim took) and
-its last token; :class:`echomq_lab.stories.Transitions` does the work. After each run the row,
-the sets and the state diagram are redrawn from one snapshot and a message line says what the
-script wrote. **empty the queue** starts afresh; a live clock redraws the time left on screen.
 """
 
 from __future__ import annotations
@@ -25,12 +20,10 @@ from echomq_lab.widgets.ticker import Ticker
 
 
 class TransitionPanel(Panel):
-    """A transition picker with a Run button over a record view, a sets view and a diagram.
-
-    ``picker.value`` names the transition; ``buttons["run"].click()`` runs it. ``lease``,
-    ``delay`` and ``max_attempts`` are the integer inputs the transitions read (a bad value is
-    refused by the library and shown as one line; nothing changes).
-    """
+    """``picker.value`` names the transition, ``buttons["run"]`` runs it on the job the panel
+    follows (:class:`echomq_lab.stories.Transitions`) with the ``lease``, ``delay`` and
+    ``max_attempts`` inputs; the row, the sets (with a live clock) and the diagram are redrawn
+    from one snapshot. ``buttons["empty"]`` empties the queue for a fresh start."""
 
     def __init__(
         self, conn: redis.Redis, queue: str, *, lease_ms: int = DEFAULT_LEASE_MS,

@@ -1,7 +1,5 @@
-"""The whole fence: every fenced verb, every kind of token, a lease held or already reaped.
-
-:func:`run` builds a fresh sample row (:func:`stories.sample_row`), reaps its lease when asked,
-runs the verb's real script with the chosen token and compares the queue before and after.
+"""The whole fence: every fenced verb, every kind of token, a lease held or already reaped,
+each run on a fresh sample row (:func:`stories.sample_row`) comparing the queue around the call.
 """
 
 from __future__ import annotations
@@ -93,8 +91,7 @@ def call_verb(conn: redis.Redis, queue: str, verb: str, job_id: str, token: int)
         return attempt(lambda: jobs.complete(conn, queue, job_id, token))
     if verb == "retry":
         return attempt(lambda: jobs.retry(conn, queue, job_id, token, 0, 5, "it failed"))
-    longer = 2 * HOLD_MS
-    return attempt(lambda: f"new deadline {jobs.extend(conn, queue, job_id, token, longer)}")
+    return attempt(lambda: f"new deadline {jobs.extend(conn, queue, job_id, token, 2 * HOLD_MS)}")
 
 
 @dataclass(frozen=True)
@@ -160,8 +157,7 @@ def check_choice(verb: str, token: str | int, lease: str) -> None:
 
 
 def run(
-    conn: redis.Redis, queue: str, verb: str, token: str | int, lease: str, *,
-    lease_ms: int = 60,
+    conn: redis.Redis, queue: str, verb: str, token: str | int, lease: str, *, lease_ms: int = 60
 ) -> Trial:
     """Empty the queue, build a fresh sample row, put its lease in state ``lease``, present
     ``token`` (a kind or a number). A choice not offered raises before anything is written."""

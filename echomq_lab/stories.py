@@ -60,9 +60,8 @@ class SampleRow:
 def sample_row(
     conn: redis.Redis, queue: str, *, lease_ms: int = 300, hold_ms: int = HOLD_MS
 ) -> SampleRow:
-    """Empty the queue, then build the sample row: enqueue, claim (token 1, a lease of
-    ``lease_ms``), wait that lease out on the server clock, reap, claim again (token 2, held
-    for ``hold_ms``)."""
+    """Empty the queue, then enqueue, claim (token 1, for ``lease_ms``), wait that lease out on
+    the server clock, reap, and claim again (token 2, held for ``hold_ms``)."""
     jobs.check_lease(lease_ms)
     jobs.check_lease(hold_ms)
     reset(conn, queue)
@@ -249,9 +248,8 @@ class Worker:
 
     def claim(self, lease_ms: int) -> str:
         if self.held is not None:
-            raise ValueError(
-                f"worker {self.name} already holds {self.held.id}; complete, retry or drop it first"
-            )
+            raise ValueError(f"worker {self.name} already holds {self.held.id}; complete, retry or "
+                             "drop it first")
         claimed = jobs.claim(self.conn, self.queue, lease_ms)
         if claimed is None:
             return f"worker {self.name}: nothing pending"

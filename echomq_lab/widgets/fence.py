@@ -43,14 +43,10 @@ class FencePanel(Panel):
         self.trial: fencing.Trial | None = None
         self.verb = W.ToggleButtons(options=list(VERB_TIPS), value="complete",
                                     description="verb", tooltips=list(VERB_TIPS.values()))
-        self.token = W.IntText(
-            value=token, description="token", layout=W.Layout(width="160px"),
-            tooltip="The token the worker presents (the sample row's attempts is 2)",
-        )
-        self.lease = W.ToggleButtons(
-            options=[("still held", "held"), ("already reaped", "reaped")], value="held",
-            description="lease", tooltips=list(LEASE_TIPS),
-        )
+        self.token = W.IntText(value=token, description="token", layout=W.Layout(width="160px"),
+                               tooltip="The token to present (the sample row's attempts is 2)")
+        self.lease = W.ToggleButtons(options=[("still held", "held"), ("already reaped", "reaped")],
+                                     value="held", description="lease", tooltips=list(LEASE_TIPS))
         run = W.Button(description="run it", button_style="primary", icon="play",
                        tooltip="Build a fresh sample row (attempts 2), set up the lease, "
                                "then run the verb's script with this token")
@@ -65,11 +61,9 @@ class FencePanel(Panel):
         self.message = W.HTML()
         self.record = RecordView(conn, queue)
         self.sets = SetsView(conn, queue)
-        self.widget = W.VBox([
-            self.header, self.verb, W.HBox([self.token, self.lease]),
-            W.HBox([run, rebuild, self.ticker.widget]), self.message, self.record.widget,
-            self.sets.widget,
-        ])  # fmt: skip
+        self.widget = W.VBox([self.header, self.verb, W.HBox([self.token, self.lease]),
+                              W.HBox([run, rebuild, self.ticker.widget]), self.message,
+                              self.record.widget, self.sets.widget])
         self.widget.add_class("emq-fence-panel")
         if build:
             self._rebuild()
@@ -97,17 +91,14 @@ class FencePanel(Panel):
         def act() -> str:
             self.trial = None
             self.sample = sample_row(self.conn, self.queue, lease_ms=self.lease_ms)
-            return (
-                f"built {self.sample.job_id}: claimed (token {self.sample.stale_token}), lease "
-                f"expired, reaped, claimed again (token {self.sample.token})"
-            )
+            return (f"built {self.sample.job_id}: claimed (token {self.sample.stale_token}), lease "
+                    f"expired, reaped, claimed again (token {self.sample.token})")
 
         self._safely(self.message, act)
         self._show()
 
     def _run(self) -> None:
-        """Build a fresh sample row and show it, present the token, show what changed; a refusal
-        is said as one red line."""
+        """A fresh sample row, shown; then the token presented and what changed shown."""
         verb, token, lease = self.verb.value, self.token.value, self.lease.value
 
         def act() -> str:
@@ -127,18 +118,12 @@ class FencePanel(Panel):
         if self.sample is None:
             return "no sample row yet"
         row = self.record.row
-        att = row.shown(b"attempts", "?") if row else None
-        now = f"the row's attempts is {att}" if att else "the row is gone"
+        now = f"the row's attempts is {row.shown(b'attempts', '?')}" if row else "the row is gone"
         return f"sample row {self.sample.job_id}: {now}"
-
-    def choice_text(self) -> str:
-        """The reader's three choices in words."""
-        lease = dict(held="still held", reaped="already reaped").get(self.lease.value, "?")
-        return f"verb {self.verb.value}, token {self.token.value}, lease {lease}"
 
     def text(self) -> str:
         """The header, the choices, the message line, the row and the sets, as plain text."""
         mark = "ok" if self.last_ok else "refused"
         msg = f"[{mark}] {self.last_message}" if self.last_message else "(nothing run yet)"
-        return "\n".join([self.header_text(), self.choice_text(), msg, self.record.text(),
-                          self.sets.text()])
+        choice = f"verb {self.verb.value}, token {self.token.value}, lease {self.lease.label}"
+        return "\n".join([self.header_text(), choice, msg, self.record.text(), self.sets.text()])

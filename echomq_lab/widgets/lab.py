@@ -1,5 +1,4 @@
-"""LabPanel: free play with one to three workers on one queue, the sets and the verdict in view.
-"""
+"""LabPanel: free play with one to three workers on one queue, the sets and verdict in view."""
 
 from __future__ import annotations
 
@@ -31,10 +30,8 @@ class WorkerCard:
                                  description="lease ms", continuous_update=False,
                                  layout=W.Layout(width="95%"))
         self.holding = W.HTML()
-        self.buttons = {
-            action: W.Button(description=action, layout=W.Layout(width="auto"))
-            for action in ("claim", *HELD_ACTIONS)
-        }
+        self.buttons = {action: W.Button(description=action, layout=W.Layout(width="auto"))
+                        for action in ("claim", *HELD_ACTIONS)}
         self.widget = W.VBox(
             [W.HTML(f"<b>worker {html.escape(worker.name)}</b>"), self.holding, self.lease,
              W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap"))],
@@ -68,10 +65,9 @@ class LabPanel(Panel):
         self.touched: str | None = None
         self.cards = {name: WorkerCard(Worker(conn, queue, name), lease_ms) for name in workers}
         self.payload = W.Text(value=payload, description="payload")
-        self.delay = W.IntText(value=1000, description="retry delay",
-                               layout=W.Layout(width="190px"))
-        self.max_attempts = W.IntText(value=3, description="max tries",
-                                      layout=W.Layout(width="190px"))
+        small = {"width": "190px"}
+        self.delay = W.IntText(value=1000, description="retry delay", layout=small)
+        self.max_attempts = W.IntText(value=3, description="max tries", layout=small)
         self.buttons: dict[str, W.Button] = {
             "enqueue": W.Button(description="enqueue", icon="plus", button_style="primary"),
             "reap": W.Button(description="reaper: reap", icon="undo"),

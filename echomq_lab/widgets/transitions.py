@@ -1,5 +1,4 @@
-"""TransitionPanel: pick a transition, run the real script, and watch the row, sets and diagram.
-"""
+"""TransitionPanel: pick a transition, run its real script, watch the row, sets and diagram."""
 
 from __future__ import annotations
 

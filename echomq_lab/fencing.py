@@ -17,7 +17,6 @@ from echomq_lab.stories import HOLD_MS, SampleRow, sample_row, wrote
 
 TOKENS: tuple[str, ...] = ("live", "stale", "future")
 LEASES: tuple[str, ...] = ("held", "reaped")
-#: The fenced verbs, as the registry lists them.
 VERBS: tuple[str, ...] = transitions.FENCED
 
 
@@ -136,9 +135,8 @@ def _effect(before: dict[bytes, Any], after: dict[bytes, Any], row: bytes) -> st
     return "it deleted the row and its lease" if after.get(row) is None else f"it wrote {written}"
 
 
-def present(
-    conn: redis.Redis, queue: str, sample: SampleRow, verb: str, token: int, lease: str
-) -> Trial:
+def present(conn: redis.Redis, queue: str, sample: SampleRow, verb: str, token: int,
+            lease: str) -> Trial:
     """Run ``verb`` with ``token`` on the prepared ``sample``; compare the queue around it."""
     row = keyspace.job_key(queue, sample.job_id).encode()
     before = queue_keys(conn, queue)
@@ -156,9 +154,8 @@ def check_choice(verb: str, token: str | int, lease: str) -> None:
     token_of(SampleRow("", 2, 1), token)
 
 
-def run(
-    conn: redis.Redis, queue: str, verb: str, token: str | int, lease: str, *, lease_ms: int = 60
-) -> Trial:
+def run(conn: redis.Redis, queue: str, verb: str, token: str | int, lease: str, *,
+        lease_ms: int = 60) -> Trial:
     """Empty the queue, build a fresh sample row, put its lease in state ``lease``, present
     ``token`` (a kind or a number). A choice not offered raises before anything is written."""
     check_choice(verb, token, lease)

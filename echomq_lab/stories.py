@@ -57,9 +57,8 @@ class SampleRow:
     stale_token: int
 
 
-def sample_row(
-    conn: redis.Redis, queue: str, *, lease_ms: int = 300, hold_ms: int = HOLD_MS
-) -> SampleRow:
+def sample_row(conn: redis.Redis, queue: str, *, lease_ms: int = 300,
+               hold_ms: int = HOLD_MS) -> SampleRow:
     """Empty the queue, then enqueue, claim (token 1, for ``lease_ms``), wait that lease out on
     the server clock, reap, and claim again (token 2, held for ``hold_ms``)."""
     jobs.check_lease(lease_ms)
@@ -222,18 +221,16 @@ class Worker:
 
     def holding(self) -> str:
         """What the worker holds, e.g. ``holds JOB… with token 2`` or ``holds nothing``."""
-        if self.held is None:
-            return "holds nothing"
-        return f"holds {self.held.id} with token {self.held.token}"
+        held = self.held
+        return "holds nothing" if held is None else f"holds {held.id} with token {held.token}"
 
     def _need(self) -> jobs.Claimed:
         if self.held is None:
             raise ValueError(f"worker {self.name} holds no job: claim first")
         return self.held
 
-    def _present(
-        self, handle: Callable[..., object], *args: object, keep: bool = False
-    ) -> tuple[jobs.Claimed, object]:
+    def _present(self, handle: Callable[..., object], *args: object,
+                 keep: bool = False) -> tuple[jobs.Claimed, object]:
         """Call ``handle`` with the held job's id and token, then ``args``; the job is let go
         afterwards unless ``keep``, and always when the server finds it stale or gone."""
         held = self._need()

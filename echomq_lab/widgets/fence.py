@@ -16,8 +16,7 @@ from echomq_lab.widgets.ticker import Ticker
 
 #: The verbs in the order the page names them, each with its tooltip.
 VERB_TIPS: dict[str, str] = {
-    "complete": "complete: retire the job (its row and lease are deleted) if the token holds "
-                "the lease",
+    "complete": "complete: retire the job (delete its row and lease) if the token holds the lease",
     "retry": "retry: give the lease back after a failure; the job is scheduled again",
     "extend": "extend: push the lease's deadline later, if the token holds the lease",
 }
@@ -29,10 +28,9 @@ LEASE_TIPS = (
 
 
 class FencePanel(Panel):
-    """``buttons["run"]`` (also ``"complete"``, its older name) builds a fresh sample row (token 2
-    live, token 1 stale), reaps its lease if ``lease`` says so, then runs ``verb`` with ``token``
-    (:mod:`echomq_lab.fencing`); ``trial`` is what happened. ``buttons["rebuild"]``: a fresh
-    sample row, nothing presented; ``build=False``: no sample row until the first click."""
+    """``buttons["run"]`` (or ``"complete"``) builds a fresh sample row, reaps its lease if
+    ``lease`` says so and runs ``verb`` with ``token`` (:mod:`echomq_lab.fencing`) into ``trial``;
+    ``buttons["rebuild"]`` only builds; ``build=False``: no sample row until the first click."""
 
     def __init__(
         self, conn: redis.Redis, queue: str, *, lease_ms: int = 60, token: int = 1,
@@ -56,7 +54,7 @@ class FencePanel(Panel):
         self._on(run, self._run)
         self._on(rebuild, self._rebuild)
         self.buttons = {"run": run, "complete": run, "rebuild": rebuild}
-        self.header = W.HTML()
+        self.header = W.HTML("<b>the fence</b> · no sample row yet")
         self.ticker = Ticker(self._tick)
         self.message = W.HTML()
         self.record = RecordView(conn, queue)
@@ -67,8 +65,6 @@ class FencePanel(Panel):
         self.widget.add_class("emq-fence-panel")
         if build:
             self._rebuild()
-        else:
-            self._draw_header()
 
     def _show(self) -> None:
         """Show the sample row: afresh when it is a new one, else with what changed lit."""
@@ -78,9 +74,6 @@ class FencePanel(Panel):
             self.record.refresh(job_id, snap=self.sets.refresh())
             if self.sets.timed():
                 self.ticker.start()
-        self._draw_header()
-
-    def _draw_header(self) -> None:
         self.header.value = f"<b>the fence</b> · {html.escape(self.header_text())}"
 
     def _tick(self) -> bool:

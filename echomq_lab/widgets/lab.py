@@ -49,10 +49,9 @@ class WorkerCard:
 
 
 class LabPanel(Panel):
-    """Free play for ``workers`` (:class:`echomq_lab.stories.Worker`). ``buttons``: ``enqueue``,
-    ``reap``, ``promote``, ``refresh`` and ``"<worker>.<action>"``; ``cards[name].lease`` is a
-    worker's lease, ``delay`` and ``max_attempts`` what retry uses. After each press the sets,
-    the verdict and the row the press touched (changes lit) are redrawn from one snapshot."""
+    """Free play for ``workers`` (:class:`echomq_lab.stories.Worker`), pressing ``enqueue``,
+    ``reap``, ``promote``, ``refresh`` or ``"<worker>.<action>"`` in ``buttons``; each press
+    redraws the sets, the verdict and the row it touched (changes lit) from one snapshot."""
 
     def __init__(
         self, conn: redis.Redis, queue: str, *, workers: Sequence[str] = ("A", "B"),
@@ -110,8 +109,7 @@ class LabPanel(Panel):
         return f"the reaper returned {jobs.reap(self.conn, self.queue)} expired lease(s) to pending"
 
     def _promote(self) -> str:
-        count = jobs.promote(self.conn, self.queue)
-        return f"the promoter moved {count} due job(s) to pending"
+        return f"the promoter moved {jobs.promote(self.conn, self.queue)} due job(s) to pending"
 
     def _press(self, card: WorkerCard, action: str) -> str:
         """Run a worker's ``action``; the row view follows the job it held, or the one it took."""

@@ -19,10 +19,9 @@ from echomq_lab.widgets.ticker import Ticker
 
 
 class TransitionPanel(Panel):
-    """``picker.value`` names the transition, ``buttons["run"]`` runs it on the job the panel
-    follows (:class:`echomq_lab.stories.Transitions`) with the ``lease``, ``delay`` and
-    ``max_attempts`` inputs; the row, the sets (with a live clock) and the diagram are redrawn
-    from one snapshot. ``buttons["empty"]`` empties the queue for a fresh start."""
+    """``buttons["run"]`` runs the ``picker``'s transition on the job the panel follows
+    (:class:`echomq_lab.stories.Transitions`), then redraws the row, the sets (a live clock) and
+    the diagram from one snapshot; ``buttons["empty"]`` empties the queue for a fresh start."""
 
     def __init__(
         self, conn: redis.Redis, queue: str, *, lease_ms: int = DEFAULT_LEASE_MS,
@@ -30,10 +29,8 @@ class TransitionPanel(Panel):
     ) -> None:
         self.conn, self.queue = conn, queue
         self.runner = Transitions(conn, queue)
-        self.picker = W.ToggleButtons(
-            options=list(transitions.NAMES), value=transitions.NAMES[0], description="transition",
-            style={"button_width": "96px"},
-        )
+        self.picker = W.ToggleButtons(options=list(transitions.NAMES), value=transitions.NAMES[0],
+                                      description="transition", style={"button_width": "96px"})
         small = {"width": "190px"}
         self.lease = W.IntText(value=lease_ms, description="lease ms", layout=small)
         self.delay = W.IntText(value=delay_ms, description="delay ms", layout=small)
@@ -116,10 +113,9 @@ class TransitionPanel(Panel):
             current = None
         self.diagram.update(current, taken)
         words = html.escape(self.following_text())
-        self.following.value = (
-            f"{words} · state {style.state_badge(current)}" if current
-            else f'<span style="color:{style.SOFT}">{words}</span>'
-        )
+        look = "" if current else f' style="color:{style.SOFT}"'
+        badge = f" · state {style.state_badge(current)}" if current else ""
+        self.following.value = f"<span{look}>{words}</span>{badge}"
 
     def following_text(self) -> str:
         """Which job the panel follows and the token it holds, in words."""

@@ -123,7 +123,7 @@ def prepare(conn: redis.Redis, queue: str, lease: str, *, lease_ms: int = 60) ->
     sample = sample_row(conn, queue, lease_ms=lease_ms, hold_ms=lease_ms)
     wait_out_lease(conn, queue, sample.job_id)
     if jobs.reap(conn, queue) != 1:
-        raise RuntimeError(f"the reap in {queue!r} did not return {sample.job_id}")
+        raise errors.SomeoneElse(f"the reap in {queue!r} did not return {sample.job_id}")
     return sample
 
 

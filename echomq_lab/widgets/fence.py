@@ -1,22 +1,4 @@
-"""FencePanel: the whole fence. Pick a verb, a token and the lease; the real script decides.
-
-API (for pages)::
-
-    fence = FencePanel(conn, queue)          # builds a sample row to look at (build=False: not)
-    fence.verb.value = "retry"               # complete | retry | extend
-    fence.token.value = 1                    # any token; 2 is the live one, 1 stale, 3 future
-    fence.lease.value = "reaped"             # held | reaped
-    fence.buttons["run"].click()             # a fresh sample row, then the verb with the token
-    fence.trial                              # fencing.Trial: .outcome, .untouched, .line()
-    fence.buttons["rebuild"].click()         # a fresh sample row, nothing presented
-    fence.text()
-
-Every run builds a fresh sample row by real transitions (:func:`echomq_lab.stories.sample_row`:
-enqueue, claim with a short lease, wait it out on the server clock, reap, claim again: the
-current token is 2, token 1 is stale), lets that lease run out and reaps it when the lease is
-set to "already reaped", then runs the verb's script. The logic is :mod:`echomq_lab.fencing`.
-``buttons["complete"]`` is the run button too (its older name).
-"""
+"""FencePanel: the whole fence. Pick a verb, a token and the lease; the real script decides."""
 
 from __future__ import annotations
 
@@ -26,7 +8,6 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import fencing
-from echomq_lab import theme as style
 from echomq_lab.stories import SampleRow, sample_row
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.record_view import RecordView
@@ -35,8 +16,7 @@ from echomq_lab.widgets.ticker import Ticker
 
 #: The verbs in the order the page names them, each with its tooltip.
 VERB_TIPS: dict[str, str] = {
-    "complete": "complete: retire the job (its row and lease are deleted) if the token holds "
-                "the lease",
+    "complete": "complete: retire the job (delete its row and lease) if the token holds the lease",
     "retry": "retry: give the lease back after a failure; the job is scheduled again",
     "extend": "extend: push the lease's deadline later, if the token holds the lease",
 }
@@ -48,7 +28,9 @@ LEASE_TIPS = (
 
 
 class FencePanel(Panel):
-    """A verb picker, a token input and a lease picker over a fresh sample row each run."""
+    """``buttons["run"]`` (or ``"complete"``) builds a fresh sample row, reaps its lease if
+    ``lease`` says so and runs ``verb`` with ``token`` (:mod:`echomq_lab.fencing`) into ``trial``;
+    ``buttons["rebuild"]`` only builds; ``build=False``: no sample row until the first click."""
 
     def __init__(
         self, conn: redis.Redis, queue: str, *, lease_ms: int = 60, token: int = 1,
@@ -59,14 +41,10 @@ class FencePanel(Panel):
         self.trial: fencing.Trial | None = None
         self.verb = W.ToggleButtons(options=list(VERB_TIPS), value="complete",
                                     description="verb", tooltips=list(VERB_TIPS.values()))
-        self.token = W.IntText(
-            value=token, description="token", layout=W.Layout(width="160px"),
-            tooltip="The token the worker presents (the sample row's attempts is 2)",
-        )
-        self.lease = W.ToggleButtons(
-            options=[("still held", "held"), ("already reaped", "reaped")], value="held",
-            description="lease", tooltips=list(LEASE_TIPS),
-        )
+        self.token = W.IntText(value=token, description="token", layout=W.Layout(width="160px"),
+                               tooltip="The token to present (the sample row's attempts is 2)")
+        self.lease = W.ToggleButtons(options=[("still held", "held"), ("already reaped", "reaped")],
+                                     value="held", description="lease", tooltips=list(LEASE_TIPS))
         run = W.Button(description="run it", button_style="primary", icon="play",
                        tooltip="Build a fresh sample row (attempts 2), set up the lease, "
                                "then run the verb's script with this token")
@@ -76,110 +54,69 @@ class FencePanel(Panel):
         self._on(run, self._run)
         self._on(rebuild, self._rebuild)
         self.buttons = {"run": run, "complete": run, "rebuild": rebuild}
-        self.header = W.HTML()
+        self.header = W.HTML("<b>the fence</b> · no sample row yet")
         self.ticker = Ticker(self._tick)
         self.message = W.HTML()
         self.record = RecordView(conn, queue)
         self.sets = SetsView(conn, queue)
-        self.widget = W.VBox([
-            self.header, self.verb, W.HBox([self.token, self.lease]),
-            W.HBox([run, rebuild, self.ticker.widget]), self.message, self.record.widget,
-            self.sets.widget,
-        ])  # fmt: skip
+        self.widget = W.VBox([self.header, self.verb, W.HBox([self.token, self.lease]),
+                              W.HBox([run, rebuild, self.ticker.widget]), self.message,
+                              self.record.widget, self.sets.widget])
         self.widget.add_class("emq-fence-panel")
         if build:
             self._rebuild()
-        else:
-            self._draw_header()
 
-    def _show(self, before: bool) -> None:
-        """Show the sample row: afresh (``before``) or as changed since it was last shown."""
-        if self.server_lost:  # a redraw would only wait on the lost server again
-            self._draw_header()
-            return
-        job_id = self.sample.job_id if self.sample else None
-        self.sets.highlight = job_id
-        snap = self.sets.refresh()
-        if before:
-            self.record.show(job_id, snap)
-        else:
-            self.record.refresh(snap=snap)
-        self._draw_header()
-        if self.sets.timed():
-            self.ticker.start()
+    def _show(self) -> None:
+        """Show the sample row: afresh when it is a new one, else with what changed lit."""
+        if not self.server_lost:  # a redraw would only wait on the lost server again
+            job_id = self.sample.job_id if self.sample else None
+            self.sets.highlight = job_id
+            self.record.refresh(job_id, snap=self.sets.refresh())
+            if self.sets.timed():
+                self.ticker.start()
+        self.header.value = f"<b>the fence</b> · {html.escape(self.header_text())}"
 
     def _tick(self) -> bool:
-        keep = False
-
-        def run() -> None:
-            nonlocal keep
-            keep = self.sets.tick()
-
-        self._guarded(run)()
-        return keep
+        """One beat of the live clock: redraw the time left; False once nothing is timed."""
+        return bool(self._attempt(self.message, self.sets.tick)[1])
 
     def _rebuild(self) -> None:
         def act() -> str:
             self.trial = None
             self.sample = sample_row(self.conn, self.queue, lease_ms=self.lease_ms)
-            return (
-                f"built {self.sample.job_id}: claimed (token {self.sample.stale_token}), lease "
-                f"expired, reaped, claimed again (token {self.sample.token})"
-            )
+            return (f"built {self.sample.job_id}: claimed (token {self.sample.stale_token}), lease "
+                    f"expired, reaped, claimed again (token {self.sample.token})")
 
         self._safely(self.message, act)
-        self._show(before=True)
+        self._show()
 
     def _run(self) -> None:
+        """A fresh sample row, shown; then the token presented and what changed shown."""
         verb, token, lease = self.verb.value, self.token.value, self.lease.value
 
-        def prepare() -> str:
+        def act() -> str:
             fencing.check_choice(verb, token, lease)
             self.trial = None
             self.sample = fencing.prepare(self.conn, self.queue, lease, lease_ms=self.lease_ms)
-            return "prepared"
-
-        if not self._safely(self.message, prepare):
-            self._show(before=True)
-            return
-        self._show(before=True)
-        sample = self.sample
-        if sample is None:  # prepare() sets it or raises; this keeps the types honest
-            return
-
-        def act() -> str:
-            self.trial = fencing.present(self.conn, self.queue, sample, verb, token, lease)
+            self._show()
+            self.trial = fencing.present(self.conn, self.queue, self.sample, verb, token, lease)
             return self.trial.line()
 
         if self._safely(self.message, act) and self.trial and not self.trial.outcome.accepted:
             self._say(self.message, self.trial.line(), ok=False)  # the server said no
-        self._show(before=False)
-
-    def _draw_header(self) -> None:
-        self.header.value = (
-            f"<b>the fence</b> · {html.escape(self.header_text())}"
-            if self.sample is not None
-            else f'<span style="color:{style.SOFT}">no sample row yet</span>'
-        )
+        self._show()
 
     def header_text(self) -> str:
         """Which row the panel fences and its current attempts (the live token), in words."""
         if self.sample is None:
             return "no sample row yet"
         row = self.record.row
-        att = row.shown(b"attempts", "?") if row else None
-        now = f"the row's attempts is {att}" if att else "the row is gone"
+        now = f"the row's attempts is {row.shown(b'attempts', '?')}" if row else "the row is gone"
         return f"sample row {self.sample.job_id}: {now}"
-
-    def choice_text(self) -> str:
-        """The reader's three choices in words."""
-        lease = dict(held="still held", reaped="already reaped").get(self.lease.value, "?")
-        return f"verb {self.verb.value}, token {self.token.value}, lease {lease}"
 
     def text(self) -> str:
         """The header, the choices, the message line, the row and the sets, as plain text."""
         mark = "ok" if self.last_ok else "refused"
         msg = f"[{mark}] {self.last_message}" if self.last_message else "(nothing run yet)"
-        return "\n".join([self.header_text(), self.choice_text(), msg, self.record.text(),
-                          self.sets.text()])
-
+        choice = f"verb {self.verb.value}, token {self.token.value}, lease {self.lease.label}"
+        return "\n".join([self.header_text(), choice, msg, self.record.text(), self.sets.text()])

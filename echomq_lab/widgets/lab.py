@@ -1,14 +1,4 @@
-"""LabPanel: free play with two or three workers on one queue, the sets and the verdict in view.
-
-Each worker (:class:`echomq_lab.stories.Worker`) holds at most one job and its token and has
-claim / complete / retry / extend / drop buttons and its own lease slider. The queue has an
-enqueue button, a reaper and a promoter. After every press the four sets and the ``check()``
-verdict are redrawn from one snapshot, so a reader can try to make the row and the sets
-disagree, and see that no sequence of presses does. A row view shows the row of the job the
-last press touched (the job a worker took, settled or let go, or the one just enqueued), with
-the fields that press changed lit. While a lease or a run-at is on screen, a front-end clock
-(:class:`echomq_lab.widgets.ticker.Ticker`) redraws its time left.
-"""
+"""LabPanel: free play with one to three workers on one queue, the sets and verdict in view."""
 
 from __future__ import annotations
 
@@ -27,11 +17,8 @@ from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
 from echomq_lab.widgets.ticker import Ticker
 
-#: What a worker can do with the job it holds: the fenced transitions (they present its token),
-#: and drop (forget it, as a crash would).
+#: What a worker does with the job it holds: present its token, or drop it (as a crash would).
 HELD_ACTIONS: tuple[str, ...] = (*transitions.FENCED, "drop")
-#: Every button of a worker's card: claim first, then what it does with the job it holds.
-WORKER_ACTIONS: tuple[str, ...] = ("claim", *HELD_ACTIONS)
 
 
 class WorkerCard:
@@ -43,10 +30,8 @@ class WorkerCard:
                                  description="lease ms", continuous_update=False,
                                  layout=W.Layout(width="95%"))
         self.holding = W.HTML()
-        self.buttons = {
-            action: W.Button(description=action, layout=W.Layout(width="auto"))
-            for action in WORKER_ACTIONS
-        }
+        self.buttons = {action: W.Button(description=action, layout=W.Layout(width="auto"))
+                        for action in ("claim", *HELD_ACTIONS)}
         self.widget = W.VBox(
             [W.HTML(f"<b>worker {html.escape(worker.name)}</b>"), self.holding, self.lease,
              W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap"))],
@@ -57,31 +42,20 @@ class WorkerCard:
 
     def draw(self) -> None:
         held = self.worker.held
-        self.holding.value = (
-            f"<span style='font-family:monospace'>{html.escape(self.worker.holding())}</span>"
-            if held else f"<span style='color:{style.SOFT}'>holds nothing</span>"
-        )
+        look = "font-family:monospace" if held else f"color:{style.SOFT}"
+        self.holding.value = f"<span style='{look}'>{html.escape(self.worker.holding())}</span>"
         for action in HELD_ACTIONS:
             self.buttons[action].disabled = held is None
 
 
 class LabPanel(Panel):
-    """Free play: ``workers`` (2 or 3 names) on one queue.
-
-    ``buttons`` holds ``"enqueue"``, ``"reap"``, ``"promote"``, ``"refresh"`` and, for each
-    worker, ``"<name>.claim"``, ``"<name>.complete"``, ``"<name>.retry"``, ``"<name>.extend"``,
-    ``"<name>.drop"``. ``cards[name].lease`` is that worker's lease slider; ``delay`` and
-    ``max_attempts`` are what retry uses.
-    """
+    """Free play for ``workers`` (:class:`echomq_lab.stories.Worker`), pressing ``enqueue``,
+    ``reap``, ``promote``, ``refresh`` or ``"<worker>.<action>"`` in ``buttons``; each press
+    redraws the sets, the verdict and the row it touched (changes lit) from one snapshot."""
 
     def __init__(
-        self,
-        conn: redis.Redis,
-        queue: str,
-        *,
-        workers: Sequence[str] = ("A", "B"),
-        lease_ms: int = DEFAULT_LEASE_MS,
-        payload: str = '{"report": "march"}',
+        self, conn: redis.Redis, queue: str, *, workers: Sequence[str] = ("A", "B"),
+        lease_ms: int = DEFAULT_LEASE_MS, payload: str = '{"report": "march"}',
     ) -> None:
         if not 1 <= len(workers) <= 3 or len(set(workers)) != len(workers):
             raise ValueError(f"give one to three distinct worker names, not {list(workers)!r}")
@@ -90,10 +64,9 @@ class LabPanel(Panel):
         self.touched: str | None = None
         self.cards = {name: WorkerCard(Worker(conn, queue, name), lease_ms) for name in workers}
         self.payload = W.Text(value=payload, description="payload")
-        self.delay = W.IntText(value=1000, description="retry delay",
-                               layout=W.Layout(width="190px"))
-        self.max_attempts = W.IntText(value=3, description="max tries",
-                                      layout=W.Layout(width="190px"))
+        small = {"width": "190px"}
+        self.delay = W.IntText(value=1000, description="retry delay", layout=small)
+        self.max_attempts = W.IntText(value=3, description="max tries", layout=small)
         self.buttons: dict[str, W.Button] = {
             "enqueue": W.Button(description="enqueue", icon="plus", button_style="primary"),
             "reap": W.Button(description="reaper: reap", icon="undo"),
@@ -109,28 +82,22 @@ class LabPanel(Panel):
         for name, card in self.cards.items():
             for action, button in card.buttons.items():
                 self.buttons[f"{name}.{action}"] = button
-                self._on(button, functools.partial(self._act_on, card, action))
+                press = functools.partial(self._press, card, action)
+                self._on(button, functools.partial(self._act, press))
         self.message = W.HTML()
         self.sets = SetsView(conn, queue)
         self.record = RecordView(conn, queue)
         self.ticker = Ticker(self._tick)
-        self.widget = W.VBox(
-            [
-                W.HBox([self.buttons["enqueue"], self.payload, self.ticker.widget],
-                       layout=W.Layout(flex_flow="row wrap", align_items="center")),
-                W.HBox([self.buttons["reap"], self.buttons["promote"], self.buttons["refresh"],
-                        self.delay, self.max_attempts], layout=W.Layout(flex_flow="row wrap")),
-                W.HBox([c.widget for c in self.cards.values()],
-                       layout=W.Layout(flex_flow="row wrap")),
-                self.message,
-                self.sets.widget,
-                self.record.widget,
-            ]
-        )
+        self.widget = W.VBox([
+            W.HBox([self.buttons["enqueue"], self.payload, self.ticker.widget],
+                   layout=W.Layout(flex_flow="row wrap", align_items="center")),
+            W.HBox([self.buttons["reap"], self.buttons["promote"], self.buttons["refresh"],
+                    self.delay, self.max_attempts], layout=W.Layout(flex_flow="row wrap")),
+            W.HBox([c.widget for c in self.cards.values()], layout=W.Layout(flex_flow="row wrap")),
+            self.message, self.sets.widget, self.record.widget,
+        ])  # fmt: skip
         self.widget.add_class("emq-lab-panel")
         self._draw()
-
-    # -- actions -----------------------------------------------------------------------------
 
     def _enqueue(self) -> str:
         job_id = branded.mint("JOB")
@@ -142,37 +109,24 @@ class LabPanel(Panel):
         return f"the reaper returned {jobs.reap(self.conn, self.queue)} expired lease(s) to pending"
 
     def _promote(self) -> str:
-        count = jobs.promote(self.conn, self.queue)
-        return f"the promoter moved {count} due job(s) to pending"
+        return f"the promoter moved {jobs.promote(self.conn, self.queue)} due job(s) to pending"
 
-    def _worker_action(self, card: WorkerCard, action: str) -> Callable[[], str]:
+    def _press(self, card: WorkerCard, action: str) -> str:
+        """Run a worker's ``action``; the row view follows the job it held, or the one it took."""
         worker = card.worker
-
-        def run() -> str:
-            try:
-                return act()
-            finally:  # the job the worker held before, or took now, is the one to show
-                held = worker.held or before
-                if held is not None:
-                    self.touched = held.id
-
-        before = worker.held
-
-        def act() -> str:
-            if action == "claim":
-                return worker.claim(card.lease.value)
-            if action == "complete":
-                return worker.complete()
-            if action == "retry":
-                return worker.retry(self.delay.value, self.max_attempts.value)
-            if action == "extend":
-                return worker.extend(card.lease.value)
-            return worker.drop()
-
-        return run
-
-    def _act_on(self, card: WorkerCard, action: str) -> None:
-        self._act(self._worker_action(card, action))
+        if worker.held is not None:
+            self.touched = worker.held.id
+        if action == "claim":
+            said = worker.claim(card.lease.value)
+            self.touched = worker.held.id if worker.held else self.touched
+            return said
+        if action == "complete":
+            return worker.complete()
+        if action == "retry":
+            return worker.retry(self.delay.value, self.max_attempts.value)
+        if action == "extend":
+            return worker.extend(card.lease.value)
+        return worker.drop()
 
     def _act(self, action: Callable[[], str]) -> None:
         self._safely(self.message, action)
@@ -191,20 +145,13 @@ class LabPanel(Panel):
         self.record.refresh(self.touched, snap=snap)
 
     def _tick(self) -> bool:
-        keep = False
-
-        def run() -> None:
-            nonlocal keep
-            keep = self.sets.tick()
-
-        self._guarded(run)()
-        return keep
+        """One beat of the live clock: redraw the time left; False once nothing is timed."""
+        return bool(self._attempt(self.message, self.sets.tick)[1])
 
     def text(self) -> str:
         """Each worker's holding, the last message, the sets and the verdict, as plain text."""
         lines = [f"worker {n}: {c.worker.holding()}" for n, c in self.cards.items()]
         if self.last_message:
             lines.append(f"[{'ok' if self.last_ok else 'refused'}] {self.last_message}")
-        lines.append(self.sets.text())
-        lines.append(self.record.text())
+        lines += [self.sets.text(), self.record.text()]
         return "\n".join(lines)

@@ -1,13 +1,4 @@
-"""TransitionPanel: pick a transition, run the real script, and watch the row, sets and diagram.
-
-The panel follows one job (the one enqueue or schedule made, or whichever job claim took) and
-keeps the token its last claim minted; :class:`echomq_lab.stories.Transitions` does the work.
-After each run the record view, the sets view and the state diagram are redrawn from one
-snapshot, and a message line says what the script wrote (and when the panel switched to
-another job). **empty the queue** deletes the queue's keys and follows no job, for a fresh
-start. While a lease or a run-at is on screen, a front-end clock
-(:class:`echomq_lab.widgets.ticker.Ticker`) redraws its time left.
-"""
+"""TransitionPanel: pick a transition, run its real script, watch the row, sets and diagram."""
 
 from __future__ import annotations
 
@@ -18,7 +9,7 @@ import redis
 
 from echomq_lab import queues, transitions
 from echomq_lab import theme as style
-from echomq_lab.stories import DEFAULT_LEASE_MS, Transitions
+from echomq_lab.stories import DEFAULT_LEASE_MS, Taken, Transitions
 from echomq_lab.transitions import RETIRED
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.diagram import StateDiagram
@@ -28,32 +19,22 @@ from echomq_lab.widgets.ticker import Ticker
 
 
 class TransitionPanel(Panel):
-    """A transition picker with a Run button over a record view, a sets view and a diagram.
-
-    ``picker.value`` names the transition; ``buttons["run"].click()`` runs it. ``lease``,
-    ``delay`` and ``max_attempts`` are the integer inputs the transitions read (a bad value is
-    refused by the library and shown as one line; nothing changes).
-    """
+    """``buttons["run"]`` runs the ``picker``'s transition on the job the panel follows
+    (:class:`echomq_lab.stories.Transitions`), then redraws the row, the sets (a live clock) and
+    the diagram from one snapshot; ``buttons["empty"]`` empties the queue for a fresh start."""
 
     def __init__(
-        self,
-        conn: redis.Redis,
-        queue: str,
-        *,
-        lease_ms: int = DEFAULT_LEASE_MS,
-        delay_ms: int = 1000,
-        max_attempts: int = 3,
+        self, conn: redis.Redis, queue: str, *, lease_ms: int = DEFAULT_LEASE_MS,
+        delay_ms: int = 1000, max_attempts: int = 3,
     ) -> None:
         self.conn, self.queue = conn, queue
         self.runner = Transitions(conn, queue)
-        self.picker = W.ToggleButtons(
-            options=list(transitions.NAMES), value=transitions.NAMES[0], description="transition",
-            style={"button_width": "96px"},
-        )
-        self.lease = W.IntText(value=lease_ms, description="lease ms", layout=_small())
-        self.delay = W.IntText(value=delay_ms, description="delay ms", layout=_small())
-        self.max_attempts = W.IntText(value=max_attempts, description="max tries",
-                                      layout=_small())
+        self.picker = W.ToggleButtons(options=list(transitions.NAMES), value=transitions.NAMES[0],
+                                      description="transition", style={"button_width": "96px"})
+        small = {"width": "190px"}
+        self.lease = W.IntText(value=lease_ms, description="lease ms", layout=small)
+        self.delay = W.IntText(value=delay_ms, description="delay ms", layout=small)
+        self.max_attempts = W.IntText(value=max_attempts, description="max tries", layout=small)
         self.buttons = {"run": W.Button(description="Run", button_style="primary", icon="play",
                                         tooltip="run the chosen transition's script")}
         self._on(self.buttons["run"], self._run)
@@ -67,19 +48,15 @@ class TransitionPanel(Panel):
         self.record = RecordView(conn, queue)
         self.sets = SetsView(conn, queue)
         self.diagram = StateDiagram()
-        self.widget = W.VBox(
-            [
-                self.picker,
-                W.HBox([self.lease, self.delay, self.max_attempts, self.buttons["run"],
-                        self.buttons["empty"], self.ticker.widget],
-                       layout=W.Layout(flex_flow="row wrap", align_items="center")),
-                self.message,
-                self.following,
-                self.sets.widget,
-                W.HBox([self.diagram.widget, self.record.widget],
-                       layout=W.Layout(flex_flow="row wrap", align_items="flex-start")),
-            ]
-        )
+        self.widget = W.VBox([
+            self.picker,
+            W.HBox([self.lease, self.delay, self.max_attempts, self.buttons["run"],
+                    self.buttons["empty"], self.ticker.widget],
+                   layout=W.Layout(flex_flow="row wrap", align_items="center")),
+            self.message, self.following, self.sets.widget,
+            W.HBox([self.diagram.widget, self.record.widget],
+                   layout=W.Layout(flex_flow="row wrap", align_items="flex-start")),
+        ])  # fmt: skip
         # small enough that Run, the sets, the diagram and the row fit one screen
         self.diagram.widget.layout.max_width = "470px"
         self.widget.add_class("emq-transition-panel")
@@ -96,16 +73,11 @@ class TransitionPanel(Panel):
         self.runner.lease_ms = self.lease.value
         self.runner.delay_ms = self.delay.value
         self.runner.max_attempts = self.max_attempts.value
-        taken = None
-
-        def act() -> str:
-            nonlocal taken
-            taken = self.runner.run(name)
-            return taken.message
-
         followed = self.runner.job_id
-        self._safely(self.message, act)
-        if taken is not None:
+        self.last_error = None
+        _, taken = self._attempt(self.message, lambda: self.runner.run(name))
+        if isinstance(taken, Taken):
+            self._say(self.message, taken.message, ok=True)
             self._draw((taken.name, taken.before, taken.after))
             if taken.name == "claim" and followed not in (None, taken.job_id):
                 self.record.mark({b"state", b"attempts"})  # what the claim wrote on that job
@@ -126,14 +98,8 @@ class TransitionPanel(Panel):
             self._draw()
 
     def _tick(self) -> bool:
-        keep = False
-
-        def run() -> None:
-            nonlocal keep
-            keep = self.sets.tick()
-
-        self._guarded(run)()
-        return keep
+        """One beat of the live clock: redraw the time left; False once nothing is timed."""
+        return bool(self._attempt(self.message, self.sets.tick)[1])
 
     def _draw(self, taken: tuple[str, str, str] | None = None) -> None:
         job_id = self.runner.job_id
@@ -146,15 +112,10 @@ class TransitionPanel(Panel):
             self.record.show(None)
             current = None
         self.diagram.update(current, taken)
-        token = self.runner.token
-        if job_id is None:
-            self.following.value = f'<span style="color:{style.SOFT}">following no job yet</span>'
-        else:
-            held = f"token {token}" if token is not None else "no token yet"
-            self.following.value = (
-                f"following <code>{html.escape(job_id)}</code> · {html.escape(held)} · state "
-                f"{style.state_badge(current or RETIRED)}"
-            )
+        words = html.escape(self.following_text())
+        look = "" if current else f' style="color:{style.SOFT}"'
+        badge = f" · state {style.state_badge(current)}" if current else ""
+        self.following.value = f"<span{look}>{words}</span>{badge}"
 
     def following_text(self) -> str:
         """Which job the panel follows and the token it holds, in words."""
@@ -168,11 +129,5 @@ class TransitionPanel(Panel):
         """The message line, the job followed, the row, the diagram and the sets."""
         mark = "ok" if self.last_ok else "refused"
         head = f"[{mark}] {self.last_message}" if self.last_message else "(nothing run yet)"
-        return "\n".join(
-            [head, self.following_text(), self.record.text(), self.diagram.text(),
-             self.sets.text()]
-        )
-
-
-def _small() -> W.Layout:
-    return W.Layout(width="190px")
+        return "\n".join([head, self.following_text(), self.record.text(), self.diagram.text(),
+                          self.sets.text()])

@@ -1,26 +1,18 @@
-"""The two-workers-one-job story as a step machine, built only from real transitions.
-
-A claims the story's job with a short lease and stalls past it; the reaper returns the job;
-B claims it; A wakes and completes with its old token; B completes. Before B's claim and A's
-late complete the reader commits to a prediction (:data:`PREDICTIONS`), graded by the server.
-With ``fence=False`` A's late complete goes through the unfenced demonstration script
-(:mod:`echomq_lab.unfenced`): it is accepted, and B finds the job gone.
-
-Starting again forgets only the story's own previous job. A step whose job someone else took
-raises :class:`echomq_lab.errors.SomeoneElse`, and one that could not reach the server raises
-its error: either way the step is not taken and can be pressed again.
+"""Two workers, one job: a step machine built from real transitions, with a prediction (B's
+token, the answer to A's late complete) before the steps that reveal one. ``fence=False`` sends
+A's late complete through the unfenced demonstration script: it is accepted and B's work is lost.
+A step that fails (someone else took the job, the server is unreachable) is not taken.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import redis
 
 from echomq_lab import branded, errors, jobs, unfenced
 from echomq_lab.clock import lease_deadline, server_now_ms, wait_out_lease
-from echomq_lab.queues import claim_expected, forget
+from echomq_lab.queues import forget
 from echomq_lab.row import Row
 from echomq_lab.stories import DEFAULT_LEASE_MS, HOLD_MS
 from echomq_lab.transitions import RETIRED
@@ -54,13 +46,12 @@ class Prediction:
     choices: tuple[str, ...]
 
 
-PREDICTIONS: dict[str, Prediction] = {
-    "b_claims": Prediction("b_claims", "B claims the job now. Which token does B get?",
-                           ("1", "2", "0")),
-    "a_completes": Prediction("a_completes",
-                              "A wakes up and calls complete with its token. "
-                              "What does the server say?", (ACCEPTED, STALE, GONE)),
-}
+#: The predictions, by the step they come before.
+PREDICTIONS: dict[str, Prediction] = {ask.step: ask for ask in (
+    Prediction("b_claims", "B claims the job now. Which token does B get?", ("1", "2", "0")),
+    Prediction("a_completes", "A wakes up and calls complete with its token. What does the "
+               "server say?", (ACCEPTED, STALE, GONE)),
+)}
 #: The answers a program gives when it plays the whole story (it expects the fence).
 PROGRAM_GUESSES: dict[str, str] = {"b_claims": "2", "a_completes": STALE}
 
@@ -92,7 +83,6 @@ class TwoWorkersStory:
     conn: redis.Redis
     queue: str
     lease_ms: int = DEFAULT_LEASE_MS
-    payload: bytes | str = b'{"report": "march"}'
     fence: bool = field(default=True, kw_only=True)
     job_id: str = ""
     token_a: int | None = None
@@ -108,7 +98,7 @@ class TwoWorkersStory:
         if self.job_id:
             forget(self.conn, self.queue, self.job_id)
         self.job_id = branded.mint("JOB")
-        jobs.enqueue(self.conn, self.queue, self.job_id, self.payload)
+        jobs.enqueue(self.conn, self.queue, self.job_id, b'{"report": "march"}')
         self.started_ms = server_now_ms(self.conn)
         self.token_a = self.token_b = self.deadline_a = None
         self.done, self.predicted = [], {}
@@ -124,8 +114,8 @@ class TwoWorkersStory:
     @property
     def waiting_for(self) -> Prediction | None:
         """The prediction the reader owes before the next step, or None."""
-        ask = PREDICTIONS.get(self.next_step or "")
-        return ask if ask is not None and ask.step not in self.predicted else None
+        nxt = self.next_step or ""
+        return None if nxt in self.predicted else PREDICTIONS.get(nxt)
 
     def predict(self, step: str, choice: str) -> None:
         """Commit to ``choice`` before ``step`` (it must be next and ask for a prediction)."""
@@ -157,22 +147,29 @@ class TwoWorkersStory:
         self.done.append(result)
         return result
 
-    def run_through(self, guesses: Mapping[str, str] | None = None) -> str:
-        """Play the whole story from a fresh job, predictions answered by ``guesses`` (by
-        default :data:`PROGRAM_GUESSES`); return :meth:`log_text`."""
-        answers = {**PROGRAM_GUESSES, **(guesses or {})}
+    def run_through(self) -> str:
+        """Play the whole story from a fresh job, predicting :data:`PROGRAM_GUESSES`; return
+        :meth:`log_text`."""
         self.start()
         for name in STEP_NAMES:
-            if name in PREDICTIONS:
-                self.predict(name, answers[name])
+            if name in PROGRAM_GUESSES:
+                self.predict(name, PROGRAM_GUESSES[name])
             self.step(name)
         return self.log_text()
+
+    def server_view(self) -> tuple[Row | None, int | None, int]:
+        """The story's row, its lease deadline and the server's now (no job yet: no row)."""
+        now = server_now_ms(self.conn)
+        if not self.job_id:
+            return None, None, now
+        row = Row.from_record(jobs.record(self.conn, self.queue, self.job_id))
+        return row, lease_deadline(self.conn, self.queue, self.job_id), now
 
     def lease_left_ms(self) -> int | None:
         """Time left on the job's lease on the server's clock (negative once it ran out), or
         None when the job holds no lease."""
-        deadline = lease_deadline(self.conn, self.queue, self.job_id) if self.job_id else None
-        return None if deadline is None else deadline - server_now_ms(self.conn)
+        _, deadline, now = self.server_view()
+        return None if deadline is None else deadline - now
 
     def believes(self, who: str) -> str:
         """What worker ``who`` ("A" or "B") believes, in one line."""
@@ -186,11 +183,9 @@ class TwoWorkersStory:
             return f"{who} was told its work does not count ({settle[0].outcome})"
         return f"{who} thinks its work counted: the job is done"
 
-    # -- the steps, against the server ---------------------------------------------------------
-
     def _where(self) -> tuple[Row | None, str]:
         """The story's row and its state (``retired`` when there is none)."""
-        row = Row.from_record(jobs.record(self.conn, self.queue, self.job_id))
+        row = self.server_view()[0]
         return row, RETIRED if row is None else (row.state or "?")
 
     def _take(self, name: str, wait: bool) -> tuple[str, bool, str]:
@@ -220,17 +215,15 @@ class TwoWorkersStory:
 
     def _claim(self, who: str, lease_ms: int) -> int:
         """Claim for ``who``; :class:`SomeoneElse` (one line) unless it took the story's job."""
-        try:
-            return claim_expected(self.conn, self.queue, self.job_id, lease_ms).token
-        except errors.SomeoneElse as exc:
-            where = self._where()[1]
-            if "handed out nothing" in str(exc):
-                raise errors.SomeoneElse(
-                    f"{who}'s claim found nothing pending: someone else took this story's job "
-                    f"{self.job_id} (it is {where} now); start again") from None
-            raise errors.SomeoneElse(
-                f"{who}'s claim: {exc}, this story's job (it is {where}): someone else uses "
-                f"queue {self.queue!r}; start again") from None
+        claimed = jobs.claim(self.conn, self.queue, lease_ms)
+        if claimed is not None and claimed.id == self.job_id:
+            return claimed.token
+        ours = f"this story's job {self.job_id} (it is {self._where()[1]} now)"
+        if claimed is None:
+            raise errors.SomeoneElse(f"{who}'s claim found nothing pending: someone else took "
+                                     f"{ours}; start again")
+        raise errors.SomeoneElse(f"{who}'s claim took {claimed.id}, not {ours}: someone else "
+                                 f"uses queue {self.queue!r}; start again")
 
     def _complete(self, who: str) -> tuple[str, bool, str]:
         """``who`` completes with its token; A's late call is unfenced when the fence is off."""
@@ -255,13 +248,10 @@ class TwoWorkersStory:
         done = f"{who} completed with token {token}: the row and the lease are gone"
         return done, False, ACCEPTED
 
-    # -- the log --------------------------------------------------------------------------------
-
     def heading(self) -> str:
         """Which complete A's late call goes through, in one line."""
-        if self.fence:
-            return "fence on: complete checks the token and the lease"
-        return f"fence off: A's late complete goes through the {unfenced.LABEL}"
+        return ("fence on: complete checks the token and the lease" if self.fence
+                else f"fence off: A's late complete goes through the {unfenced.LABEL}")
 
     def log_text(self) -> str:
         """The story as plain text: each step taken with its outcome, preceded by the

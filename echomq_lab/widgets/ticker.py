@@ -1,8 +1,5 @@
-"""Ticker: a clock that ticks in the browser, so a panel can redraw while time passes.
-
-The beat is an ipywidgets ``Play``: its timer runs in the front end and each tick reaches the
-kernel as a change of ``value``, so no kernel thread is started (it runs in Voilà too). A tick
-draws what the server's clock says, never the browser's.
+"""Ticker: a clock that ticks in the browser (an ipywidgets ``Play``: each tick reaches the
+kernel as a change of ``value``), so a panel redraws while time passes with no kernel thread.
 """
 
 from __future__ import annotations

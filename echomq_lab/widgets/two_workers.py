@@ -1,25 +1,23 @@
-"""TwoWorkersStory: the story of :mod:`echomq_lab.two_workers` as an explorable panel.
-
-A and B are lanes; A's lease is a bar that drains on the server's clock, redrawn by a front-end
-timer (:class:`echomq_lab.widgets.ticker.Ticker`), beside what A and B believe and what the
-server holds. Only the next step is offered, and a step that asks for a prediction hides its
-outcome until the reader picks one. A fence switch replays the story with A's late complete
-unfenced; the last finished run of each setting is shown side by side.
+"""TwoWorkersStory: :mod:`echomq_lab.two_workers` as an explorable. A and B are lanes, A's lease
+a bar that drains on a front-end clock (:mod:`~echomq_lab.widgets.ticker`), beside what each
+believes and what the server holds; only the next step is offered, after its prediction. The
+fence switch replays the story unfenced; each setting's last run is shown side by side.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import re
+from collections.abc import Callable
 
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import jobs, unfenced
 from echomq_lab import theme as style
 from echomq_lab import two_workers as tw
-from echomq_lab.clock import lease_deadline, server_now_ms
+from echomq_lab import unfenced
 from echomq_lab.row import Row
 from echomq_lab.stories import DEFAULT_LEASE_MS, HOLD_MS
 from echomq_lab.widgets.base import Panel
@@ -92,30 +90,20 @@ class TwoWorkersStory(Panel):
     ``choices[<step>]`` the answers of a prediction; ``fence`` is the on/off switch.
     """
 
-    def __init__(
-        self, conn: redis.Redis, queue: str, *, lease_ms: int = DEFAULT_LEASE_MS,
-        fence: bool = True,
-    ) -> None:
-        self.conn, self.queue = conn, queue
+    def __init__(self, conn: redis.Redis, queue: str, *, lease_ms: int = DEFAULT_LEASE_MS,
+                 fence: bool = True) -> None:
         self.story = tw.TwoWorkersStory(conn, queue, lease_ms=lease_ms, fence=fence)
         self.runs: dict[bool, str] = {}  # the last finished log of each fence setting
-        auto = W.Layout(width="auto")
-        self.buttons: dict[str, W.Button] = {}
-        for step, title in tw.STEPS:
-            self.buttons[step] = W.Button(description=BUTTON_LABELS[step], tooltip=title,
-                                          button_style="primary", layout=auto)
-            self._on(self.buttons[step], functools.partial(self._step, step))
-        self.buttons["restart"] = W.Button(description="start again", icon="refresh", layout=auto)
-        self._on(self.buttons["restart"], self._restart)
-        self.buttons["other"] = W.Button(description="play the other setting for me",
-                                         icon="forward", layout=auto)
-        self._on(self.buttons["other"], self._play_other)
-        self.choices: dict[str, list[W.Button]] = {}
-        for step, ask in tw.PREDICTIONS.items():
-            self.choices[step] = [W.Button(description=choice, layout=auto)
-                                  for choice in ask.choices]
-            for button in self.choices[step]:
-                self._on(button, functools.partial(self._predict, step, button.description))
+        self.buttons: dict[str, W.Button] = {
+            step: self._button(BUTTON_LABELS[step], functools.partial(self._step, step),
+                               tooltip=title, button_style="primary")
+            for step, title in tw.STEPS}
+        self.buttons["restart"] = self._button("start again", self._restart, icon="refresh")
+        self.buttons["other"] = self._button("play the other setting for me", self._play_other,
+                                             icon="forward")
+        self.choices: dict[str, list[W.Button]] = {
+            step: [self._button(c, functools.partial(self._predict, step, c)) for c in ask.choices]
+            for step, ask in tw.PREDICTIONS.items()}
         self.fence = W.ToggleButtons(
             options=[("fence on", True), ("fence off (demonstration)", False)], value=fence,
             description="complete:", tooltips=[
@@ -125,7 +113,7 @@ class TwoWorkersStory(Panel):
         self.fence.observe(self._on_fence, names="value")
         self.ticker = Ticker(self._guarded_tick)
         self.heading, self.prompt, self.message = W.HTML(), W.HTML(), W.HTML()
-        self.log, self.side_by_side = W.HTML(), W.HTML()
+        self.log, self.side_by_side, self.clock_note = W.HTML(), W.HTML(), W.HTML()
         self.lanes = W.HTML(layout=W.Layout(flex="1 1 540px"))
         self.beliefs = W.HTML(layout=W.Layout(flex="1 1 300px"))
         self.next_box = W.HBox(layout=W.Layout(flex_flow="row wrap", align_items="center"))
@@ -140,7 +128,11 @@ class TwoWorkersStory(Panel):
         self.widget.add_class("emq-two-workers")
         self._restart()
 
-    # -- actions --------------------------------------------------------------------------------
+    def _button(self, description: str, action: Callable[[], object], **look: str) -> W.Button:
+        """A button that runs ``action`` (guarded) when clicked."""
+        button = W.Button(description=description, layout=W.Layout(width="auto"), **look)
+        self._on(button, action)
+        return button
 
     def _restart(self) -> None:
         self._safely(self.message, lambda: f"the story's job {self.story.start()} is pending")
@@ -173,12 +165,10 @@ class TwoWorkersStory(Panel):
     def press(self, step: str, choice: str | None = None) -> str:
         """Take ``step`` as a reader would: if it awaits a prediction, click ``choice`` (by
         default :data:`~echomq_lab.two_workers.PROGRAM_GUESSES`) first; return the message."""
-        ask = self.story.waiting_for
-        if ask is not None and ask.step == step:
+        if self.story.waiting_for is not None and self.story.next_step == step:
             wanted = tw.PROGRAM_GUESSES[step] if choice is None else choice
-            for button in self.choices[step]:
-                if button.description == wanted:
-                    button.click()
+            for button in (b for b in self.choices[step] if b.description == wanted):
+                button.click()
         self.buttons[step].click()
         return self.last_message
 
@@ -187,7 +177,7 @@ class TwoWorkersStory(Panel):
         setting = "on" if other else "off"
 
         def act() -> str:
-            story = tw.TwoWorkersStory(self.conn, f"{self.queue}-{setting}",
+            story = tw.TwoWorkersStory(self.story.conn, f"{self.story.queue}-{setting}",
                                        lease_ms=min(self.story.lease_ms, 1000), fence=other)
             self.runs[other] = story.run_through()
             return f"played the story with the fence {setting}, beside yours"
@@ -203,17 +193,12 @@ class TwoWorkersStory(Panel):
         """One beat of the live clock: take the stall once A's deadline has passed on the
         server's clock, and redraw; False when nothing is left to watch."""
         if self.story.next_step == "a_stalls":
-            try:
-                self.story.step("a_stalls", wait=False)
-                self._say(self.message, self.story.done[-1].message, ok=True)
-            except tw.NotYet:
-                pass
+            with contextlib.suppress(tw.NotYet):
+                self._say(self.message, self.story.step("a_stalls", wait=False).message, ok=True)
             self._draw()
         else:
             self._draw_live()
         return self.story.next_step is not None and self.story.token_a is not None
-
-    # -- drawing --------------------------------------------------------------------------------
 
     def _draw(self) -> None:
         story, nxt, ask = self.story, self.story.next_step, self.story.waiting_for
@@ -227,86 +212,74 @@ class TwoWorkersStory(Panel):
             self.prompt.value = (f"{html.escape(PROMPTS[nxt])} <b>Predict first:</b> "
                                  f"{html.escape(ask.question)}")
             self.next_box.children = tuple(self.choices[nxt])
-        elif nxt == "a_stalls":
-            self.prompt.value = html.escape(PROMPTS[nxt])
-            paused = "" if self.ticker.running else " (the live clock is paused: press ▶)"
-            self.next_box.children = (W.HTML(
-                f'<i style="color:{style.SOFT}">nothing to press: the server\'s clock '
-                f"is running{paused}</i>"),)
         else:
             self.prompt.value = html.escape(PROMPTS[nxt])
-            self.next_box.children = (self.buttons[nxt],)
+            paused = "" if self.ticker.running else " (the live clock is paused: press ▶)"
+            self.clock_note.value = (f'<i style="color:{style.SOFT}">nothing to press: the '
+                                     f"server's clock is running{paused}</i>")
+            self.next_box.children = (self.clock_note if nxt == "a_stalls" else self.buttons[nxt],)
         for step in tw.STEP_NAMES:
             self.buttons[step].disabled = step != nxt or ask is not None
         self.log.value = self._log_html()
         self._draw_live()
         self._draw_side_by_side()
 
-    def _server_view(self) -> tuple[Row | None, int | None, int]:
-        """The story's row, its lease deadline and the server's now."""
-        job_id = self.story.job_id
-        if not job_id:
-            return None, None, server_now_ms(self.conn)
-        row = Row.from_record(jobs.record(self.conn, self.queue, job_id))
-        return row, lease_deadline(self.conn, self.queue, job_id), server_now_ms(self.conn)
-
     def _draw_live(self) -> None:
         """The lanes and what each side holds, against the server's clock read now."""
         if self.server_lost:
             return
-        row, deadline, now = self._server_view()
+        row, deadline, now = self.story.server_view()
         empty = f'<span style="color:{style.SOFT}">…</span>'
         rows = [f'<tr><th style="text-align:left;padding:4px 8px 4px 0;vertical-align:middle">'
                 f'{who}</th><td style="padding:4px 0">{"".join(parts) or empty}</td></tr>'
                 for who, parts in self._lane_parts(now, deadline).items()]
         self.lanes.value = ('<table class="emq-lanes" style="border-collapse:collapse">'
                             + "".join(rows) + "</table>")
-        sides = [(f"what {who} believes", self.story.believes(who)) for who in "AB"]
-        sides.append(("what the server holds", self._server_text(row, deadline, now)))
         self.beliefs.value = (f'<div style="border-left:3px solid {style.SOFT};padding-left:8px">'
                               + "<br>".join(f"<b>{head}</b><br>{html.escape(body)}"
-                                            for head, body in sides) + "</div>")
+                                            for head, body in self._sides(row, deadline, now))
+                              + "</div>")
 
     def _lane_parts(self, now: int, deadline: int | None) -> dict[str, list[str]]:
-        """The chips and lease bars of each lane (A, the reaper, B)."""
-        story, done = self.story, {r.step: r for r in self.story.done}
+        """The chips and lease bars of each lane (A, the reaper, B), in the order taken."""
+        story = self.story
         lanes: dict[str, list[str]] = {"A": [], "reaper": [], "B": []}
-
-        def at(step: str) -> str:
-            return f"t+{(done[step].at_ms - story.started_ms) / 1000:.1f} s"
-
-        if "a_claims" in done:
-            lanes["A"].append(_chip(f"claims, token {story.token_a} · {at('a_claims')}"))
-            a_deadline = now if story.deadline_a is None else story.deadline_a
-            lanes["A"].append(_bar(a_deadline - now, story.lease_ms))
-        if "reaper_returns" in done:
-            lanes["reaper"].append(_chip(f"returns the job to pending · {at('reaper_returns')}"))
-        if "b_claims" in done:
-            lanes["B"].append(_chip(f"claims, token {story.token_b} · {at('b_claims')}"))
-            b_left = None if deadline is None or "b_completes" in done else deadline - now
-            lanes["B"].append(_bar(b_left, HOLD_MS, gone="its lease is gone"))
-        for who in "AB":
-            result = done.get(f"{who.lower()}_completes")
-            if result is not None:
+        for result in story.done:
+            at = f" · t+{(result.at_ms - story.started_ms) / 1000:.1f} s"
+            if result.step == "a_claims":
+                lanes["A"] += [_chip(f"claims, token {story.token_a}{at}"),
+                               _bar((story.deadline_a or now) - now, story.lease_ms)]
+            elif result.step == "reaper_returns":
+                lanes["reaper"].append(_chip(f"returns the job to pending{at}"))
+            elif result.step == "b_claims":
+                b_left = None if deadline is None else deadline - now
+                lanes["B"] += [_chip(f"claims, token {story.token_b}{at}"),
+                               _bar(b_left, HOLD_MS, gone="its lease is gone")]
+            elif result.step.endswith("_completes"):
                 what = COMPLETE_SAID.get(result.outcome, "complete")
-                lanes[who].append(_chip(f"{what} · {at(result.step)}", ok=not result.refused))
+                lanes[result.step[0].upper()].append(_chip(f"{what}{at}", ok=not result.refused))
         return lanes
 
-    def _server_text(self, row: Row | None, deadline: int | None, now: int) -> str:
+    def _sides(self, row: Row | None, deadline: int | None, now: int) -> list[tuple[str, str]]:
+        """What A and B believe and what the server holds, each in one line."""
         if not self.story.job_id:
-            return "no job yet"
-        if row is None:
-            return "no row: the job is retired"
-        lease = "no lease" if deadline is None else (
-            f"a lease with {span(deadline - now)} left" if deadline > now
-            else f"a lease that ran out {span(now - deadline)} ago")
-        return f"state {row.shown(b'state', '?')}, attempts {row.shown(b'attempts', '?')}, {lease}"
+            held = "no job yet"
+        elif row is None:
+            held = "no row: the job is retired"
+        else:
+            lease = "no lease" if deadline is None else (
+                f"a lease with {span(deadline - now)} left" if deadline > now
+                else f"a lease that ran out {span(now - deadline)} ago")
+            state, attempts = row.shown(b"state", "?"), row.shown(b"attempts", "?")
+            held = f"state {state}, attempts {attempts}, {lease}"
+        believe = [(f"{who} believes", self.story.believes(who)) for who in "AB"]
+        return [*believe, ("the server holds", held)]
 
     def _log_html(self) -> str:
         items = []
         for result in self.story.done:
-            colour = style.REFUSED_TEXT if result.refused else style.OK_TEXT
-            mark = "✗ refused" if result.refused else "✓"
+            colour, mark = ((style.REFUSED_TEXT, "✗ refused") if result.refused
+                            else (style.OK_TEXT, "✓"))
             said = ""
             if result.predicted:
                 right = "as you said" if result.prediction_right else "not what you said"
@@ -328,8 +301,6 @@ class TwoWorkersStory(Panel):
         self.side_by_side.value = (f'<div style="display:flex;flex-wrap:wrap;gap:12px">'
                                    f"{''.join(cols)}</div>" if self.runs else "")
 
-    # -- text -----------------------------------------------------------------------------------
-
     def log_text(self) -> str:
         """The story's log (see :meth:`echomq_lab.two_workers.TwoWorkersStory.log_text`)."""
         return self.story.log_text()
@@ -344,7 +315,7 @@ class TwoWorkersStory(Panel):
 
     def text(self) -> str:
         """The message, the lanes, what each side holds and the log, as plain text."""
-        row, deadline, now = (None, None, 0) if self.server_lost else self._server_view()
+        row, deadline, now = (None, None, 0) if self.server_lost else self.story.server_view()
         lanes = [f"{who}: {' | '.join(_plain(p) for p in parts) or '…'}"
                  for who, parts in self._lane_parts(now, deadline).items()]
         ask, nxt = self.story.waiting_for, self.story.next_step
@@ -352,8 +323,6 @@ class TwoWorkersStory(Panel):
                 f"to do: {PROMPTS[nxt]}" if nxt else "")
         return "\n".join([
             f"[{'ok' if self.last_ok else 'refused'}] {self.last_message}", *lanes,
-            f"A believes: {self.story.believes('A')}",
-            f"B believes: {self.story.believes('B')}",
-            f"the server holds: {self._server_text(row, deadline, now)}",
+            *(f"{head}: {body}" for head, body in self._sides(row, deadline, now)),
             self.log_text(), todo,
         ]).rstrip()

@@ -130,9 +130,8 @@ class TwoWorkersStory:
         self.predicted[step] = choice
 
     def step(self, name: str, *, wait: bool = True) -> StepResult:
-        """Run step ``name``: it must be :attr:`next_step` and its prediction made (ValueError
-        otherwise). ``wait=False``: ``a_stalls`` raises :class:`NotYet` while A's lease has
-        time left, instead of waiting for the server's clock."""
+        """Run step ``name``, the next one, its prediction made (ValueError otherwise). With
+        ``wait=False`` ``a_stalls`` raises :class:`NotYet` while A's lease has time left."""
         if name not in STEP_NAMES:
             raise ValueError(f"unknown step {name!r}: the steps are {', '.join(STEP_NAMES)}")
         if name != self.next_step:
@@ -148,8 +147,7 @@ class TwoWorkersStory:
         return result
 
     def run_through(self) -> str:
-        """Play the whole story from a fresh job, predicting :data:`PROGRAM_GUESSES`; return
-        :meth:`log_text`."""
+        """Play the whole story on a fresh job with :data:`PROGRAM_GUESSES`; return its log."""
         self.start()
         for name in STEP_NAMES:
             if name in PROGRAM_GUESSES:
@@ -166,8 +164,7 @@ class TwoWorkersStory:
         return row, lease_deadline(self.conn, self.queue, self.job_id), now
 
     def lease_left_ms(self) -> int | None:
-        """Time left on the job's lease on the server's clock (negative once it ran out), or
-        None when the job holds no lease."""
+        """Time left on the lease by the server's clock (below 0 once run out; None: no lease)."""
         _, deadline, now = self.server_view()
         return None if deadline is None else deadline - now
 
@@ -230,11 +227,9 @@ class TwoWorkersStory:
         token = self.token_a if who == "A" else self.token_b
         assert token is not None
         unfenced_call = who == "A" and not self.fence
+        settle = unfenced.complete_unfenced if unfenced_call else jobs.complete
         try:
-            if unfenced_call:
-                unfenced.complete_unfenced(self.conn, self.queue, self.job_id, token)
-            else:
-                jobs.complete(self.conn, self.queue, self.job_id, token)
+            settle(self.conn, self.queue, self.job_id, token)
         except errors.StaleToken as exc:  # the server's answer, not a lost call
             return f"{who} refused: {exc} (the row is untouched)", True, STALE
         except errors.JobGone as exc:
@@ -265,11 +260,8 @@ class TwoWorkersStory:
             mark = "refused" if result.refused else "done"
             out.append(f"{i + 1}. {result.title} [{mark}] {result.message}")
         nxt = self.next_step
-        if nxt is not None:
-            out.append(f"next: {dict(STEPS)[nxt]}")
-        elif self.done:
-            out.append(self.verdict())
-        return "\n".join(out)
+        out.append(f"next: {dict(STEPS)[nxt]}" if nxt else self.verdict())
+        return "\n".join(out).rstrip()
 
     def verdict(self) -> str:
         """What the finished story comes to, in one line (empty while it is not over)."""

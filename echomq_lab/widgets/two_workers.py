@@ -83,12 +83,8 @@ def _plain(part: str) -> str:
 
 
 class TwoWorkersStory(Panel):
-    """The two-workers story as a panel; construction enqueues the story's job.
-
-    ``buttons`` hold a button per step (the live clock takes ``a_stalls``; a program pressing
-    it waits for A's deadline), ``"restart"`` and ``"other"`` (plays the other fence setting);
-    ``choices[<step>]`` the answers of a prediction; ``fence`` is the on/off switch.
-    """
+    """The story as a panel (construction enqueues its job): ``buttons`` per step, "restart"
+    and "other" (plays the other fence setting), ``choices[step]`` per prediction, ``fence``."""
 
     def __init__(self, conn: redis.Redis, queue: str, *, lease_ms: int = DEFAULT_LEASE_MS,
                  fence: bool = True) -> None:
@@ -158,8 +154,6 @@ class TwoWorkersStory(Panel):
                 self._say(self.message, result.message, ok=False)
             if step == "a_claims":
                 self.ticker.start()
-            if self.story.next_step is None:
-                self.runs[self.story.fence] = self.story.log_text()
         self._draw()
 
     def press(self, step: str, choice: str | None = None) -> str:
@@ -220,6 +214,8 @@ class TwoWorkersStory(Panel):
             self.next_box.children = (self.clock_note if nxt == "a_stalls" else self.buttons[nxt],)
         for step in tw.STEP_NAMES:
             self.buttons[step].disabled = step != nxt or ask is not None
+        if story.done and nxt is None:
+            self.runs[story.fence] = story.log_text()
         self.log.value = self._log_html()
         self._draw_live()
         self._draw_side_by_side()
@@ -308,7 +304,6 @@ class TwoWorkersStory(Panel):
     def run_through(self) -> str:
         """Play the whole story with the program's predictions, redraw, and return its log."""
         text = self.story.run_through()
-        self.runs[self.story.fence] = text
         self._say(self.message, self.story.verdict(), ok=True)
         self._draw()
         return text

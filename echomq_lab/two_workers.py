@@ -1,8 +1,6 @@
-"""Two workers, one job: a step machine built from real transitions, with a prediction (B's
-token, the answer to A's late complete) before the steps that reveal one. ``fence=False`` sends
-A's late complete through the unfenced demonstration script: it is accepted and B's work is lost.
-A step that fails (someone else took the job, the server is unreachable) is not taken.
-"""
+"""Two workers, one job: a step machine of real transitions, the reader predicting B's token and
+the answer to A's late complete first. ``fence=False`` sends that complete through the unfenced
+demonstration script. A step that fails (job taken by someone else, no server) is not taken."""
 
 from __future__ import annotations
 
@@ -107,9 +105,7 @@ class TwoWorkersStory:
     @property
     def next_step(self) -> str | None:
         """The step that may run now, or None when the story is over (or not started)."""
-        if not self.job_id or len(self.done) == len(STEPS):
-            return None
-        return STEP_NAMES[len(self.done)]
+        return STEP_NAMES[len(self.done)] if self.job_id and len(self.done) < len(STEPS) else None
 
     @property
     def waiting_for(self) -> Prediction | None:
@@ -137,8 +133,7 @@ class TwoWorkersStory:
         if name != self.next_step:
             nxt = self.next_step or "none (the story is over: start again)"
             raise ValueError(f"step {name!r} is not next; the next step is {nxt}")
-        ask = self.waiting_for
-        if ask is not None:
+        if (ask := self.waiting_for) is not None:
             raise ValueError(f"predict first: {ask.question} ({' / '.join(ask.choices)})")
         message, refused, outcome = self._take(name, wait)
         result = StepResult(name, dict(STEPS)[name], message, refused, outcome,
@@ -180,11 +175,6 @@ class TwoWorkersStory:
             return f"{who} was told its work does not count ({settle[0].outcome})"
         return f"{who} thinks its work counted: the job is done"
 
-    def _where(self) -> tuple[Row | None, str]:
-        """The story's row and its state (``retired`` when there is none)."""
-        row = self.server_view()[0]
-        return row, RETIRED if row is None else (row.state or "?")
-
     def _take(self, name: str, wait: bool) -> tuple[str, bool, str]:
         """Run step ``name`` on the server: (message, refused, outcome)."""
         if name == "a_claims":
@@ -200,7 +190,8 @@ class TwoWorkersStory:
                     False, "")
         if name == "reaper_returns":
             count = jobs.reap(self.conn, self.queue)
-            row, state = self._where()
+            row = self.server_view()[0]
+            state = row.shown(b"state", "?") if row else RETIRED
             attempts = row.shown(b"attempts", "?") if row else "?"
             return (f"reap returned {count} job to pending; state={state}, attempts={attempts} "
                     "(untouched)", False, "")
@@ -215,7 +206,9 @@ class TwoWorkersStory:
         claimed = jobs.claim(self.conn, self.queue, lease_ms)
         if claimed is not None and claimed.id == self.job_id:
             return claimed.token
-        ours = f"this story's job {self.job_id} (it is {self._where()[1]} now)"
+        row = self.server_view()[0]
+        state = row.shown(b"state", "?") if row else RETIRED
+        ours = f"this story's job {self.job_id} (it is {state} now)"
         if claimed is None:
             raise errors.SomeoneElse(f"{who}'s claim found nothing pending: someone else took "
                                      f"{ours}; start again")

@@ -1,8 +1,6 @@
-"""TwoWorkersStory: :mod:`echomq_lab.two_workers` as an explorable. A and B are lanes, A's lease
-a bar that drains on a front-end clock (:mod:`~echomq_lab.widgets.ticker`), beside what each
-believes and what the server holds; only the next step is offered, after its prediction. The
-fence switch replays the story unfenced; each setting's last run is shown side by side.
-"""
+"""TwoWorkersStory: :mod:`echomq_lab.two_workers` as an explorable: lanes for A and B, A's lease
+draining on a front-end clock, what each believes beside what the server holds, the next step
+only (after its prediction), and the fence switch's two runs side by side."""
 
 from __future__ import annotations
 
@@ -297,10 +295,6 @@ class TwoWorkersStory(Panel):
         self.side_by_side.value = (f'<div style="display:flex;flex-wrap:wrap;gap:12px">'
                                    f"{''.join(cols)}</div>" if self.runs else "")
 
-    def log_text(self) -> str:
-        """The story's log (see :meth:`echomq_lab.two_workers.TwoWorkersStory.log_text`)."""
-        return self.story.log_text()
-
     def run_through(self) -> str:
         """Play the whole story with the program's predictions, redraw, and return its log."""
         text = self.story.run_through()
@@ -319,5 +313,5 @@ class TwoWorkersStory(Panel):
         return "\n".join([
             f"[{'ok' if self.last_ok else 'refused'}] {self.last_message}", *lanes,
             *(f"{head}: {body}" for head, body in self._sides(row, deadline, now)),
-            self.log_text(), todo,
+            self.story.log_text(), todo,
         ]).rstrip()

@@ -56,8 +56,7 @@ PROGRAM_GUESSES: dict[str, str] = {"b_claims": "2", "a_completes": STALE}
 
 @dataclass(frozen=True)
 class StepResult:
-    """One step taken: the server's answer, whether it refused, the choice of the step's
-    prediction the answer matches (``outcome``) and the reader's choice (``predicted``)."""
+    """One step taken; ``outcome`` is the choice of its prediction the server's answer matches."""
 
     step: str
     title: str
@@ -75,8 +74,7 @@ class StepResult:
 
 @dataclass
 class TwoWorkersStory:
-    """Two workers, one job: :meth:`start`, then :meth:`predict` where asked and :meth:`step`
-    for each step in order, or :meth:`run_through`. A's lease is ``lease_ms``; B's is long."""
+    """Two workers, one job (A's lease is ``lease_ms``, B's long): :meth:`start`, then steps."""
 
     conn: redis.Redis
     queue: str
@@ -117,8 +115,7 @@ class TwoWorkersStory:
         """Commit to ``choice`` before ``step`` (it must be next and ask for a prediction)."""
         ask = PREDICTIONS.get(step)
         if ask is None:
-            raise ValueError(f"step {step!r} asks for no prediction: only "
-                             f"{', '.join(PREDICTIONS)} do")
+            raise ValueError(f"step {step!r} asks for no prediction; {', '.join(PREDICTIONS)} do")
         if step != self.next_step:
             raise ValueError(f"step {step!r} is not next; the next step is {self.next_step}")
         if choice not in ask.choices:
@@ -135,8 +132,7 @@ class TwoWorkersStory:
             raise ValueError(f"step {name!r} is not next; the next step is {nxt}")
         if (ask := self.waiting_for) is not None:
             raise ValueError(f"predict first: {ask.question} ({' / '.join(ask.choices)})")
-        message, refused, outcome = self._take(name, wait)
-        result = StepResult(name, dict(STEPS)[name], message, refused, outcome,
+        result = StepResult(name, dict(STEPS)[name], *self._take(name, wait),
                             self.predicted.get(name, ""), server_now_ms(self.conn))
         self.done.append(result)
         return result

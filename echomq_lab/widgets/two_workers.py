@@ -25,8 +25,7 @@ from echomq_lab.widgets.ticker import Ticker
 #: The label of each step's button (the stall's is never shown: the live clock takes it).
 BUTTON_LABELS: dict[str, str] = {
     "a_claims": "A claims", "a_stalls": "A stalls", "reaper_returns": "run the reaper",
-    "b_claims": "B claims", "a_completes": "A completes", "b_completes": "B completes",
-}
+    "b_claims": "B claims", "a_completes": "A completes", "b_completes": "B completes"}
 #: The prompt beside the next step: what to do or watch, never what will happen.
 PROMPTS: dict[str, str] = {
     "a_claims": "One job is pending. A takes it with a short lease.",
@@ -104,7 +103,7 @@ class TwoWorkersStory(Panel):
                 "complete checks the token and the lease (the protocol)",
                 f"A's late complete goes through the {unfenced.LABEL}"],
             style={"button_width": "auto"})
-        self.fence.observe(self._on_fence, names="value")
+        self.fence.observe(self._guarded(lambda _change: self._restart()), names="value")
         self.ticker = Ticker(self._guarded_tick)
         self.heading, self.prompt, self.message = W.HTML(), W.HTML(), W.HTML()
         self.log, self.side_by_side, self.clock_note = W.HTML(), W.HTML(), W.HTML()
@@ -129,12 +128,9 @@ class TwoWorkersStory(Panel):
         return button
 
     def _restart(self) -> None:
+        self.story.fence = bool(self.fence.value)
         self._safely(self.message, lambda: f"the story's job {self.story.start()} is pending")
         self._draw()
-
-    def _on_fence(self, change: dict[str, object]) -> None:
-        self.story.fence = bool(change["new"])
-        self._guarded(self._restart)()
 
     def _predict(self, step: str, choice: str) -> None:
         def act() -> str:
@@ -147,8 +143,7 @@ class TwoWorkersStory(Panel):
     def _step(self, step: str) -> None:
         # the stall's button is never shown; a program pressing it waits for A's deadline
         if self._safely(self.message, lambda: self.story.step(step, wait=True).message):
-            result = self.story.done[-1]
-            if result.refused:  # said in red, as the server did
+            if (result := self.story.done[-1]).refused:  # said in red, as the server did
                 self._say(self.message, result.message, ok=False)
             if step == "a_claims":
                 self.ticker.start()
@@ -182,8 +177,8 @@ class TwoWorkersStory(Panel):
         return ran and bool(keep) and self.last_error is None
 
     def tick(self) -> bool:
-        """One beat of the live clock: take the stall once A's deadline has passed on the
-        server's clock, and redraw; False when nothing is left to watch."""
+        """One beat of the live clock: take the stall once A's deadline has passed, and redraw;
+        False when nothing is left to watch."""
         if self.story.next_step == "a_stalls":
             with contextlib.suppress(tw.NotYet):
                 self._say(self.message, self.story.step("a_stalls", wait=False).message, ok=True)

@@ -309,7 +309,7 @@ def test_a_step_that_could_not_reach_the_server_is_not_taken(
     assert one_line(story).startswith("cannot reach redis://"), story.last_message
     assert story.story.next_step == "a_completes"  # not taken: it can be pressed again
     assert not story.buttons["a_completes"].disabled
-    assert "refused" not in story.log_text().split("\n")[4]
+    assert "refused" not in story.story.log_text().split("\n")[4]
     durable_server.restart()
     act(story, "a_completes")  # now the fence answers, not the network
     assert story.last_message.startswith("A refused: EMQSTALE"), story.last_message

@@ -21,7 +21,6 @@ from echomq_lab.two_workers import (
     STALE,
     STEP_NAMES,
     NotYet,
-    TwoWorkers,
     TwoWorkersStory,
 )
 
@@ -91,7 +90,7 @@ def test_sample_row_refuses_a_bad_lease_before_touching_the_queue(conn: redis.Re
 
 
 def test_two_workers_story_runs_only_in_order(conn: redis.Redis) -> None:
-    story = TwoWorkers(conn, Q, lease_ms=150)
+    story = TwoWorkersStory(conn, Q, lease_ms=150)
     assert story.next_step is None
     job_id = story.start()
     assert jobs.record(conn, Q, job_id) == {

@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from echomq_lab.testing.browser import find_button
 from playwright.sync_api import Browser, expect
 
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
+from tests.support.browser import find_button
 from tests.test_browser_app import CENTRE, app, render  # noqa: F401 - ``app`` is a fixture
 
 pytestmark = pytest.mark.browser

@@ -24,7 +24,7 @@ import redis
 
 from echomq_lab import branded, clock, jobs, keyspace, scripts
 from echomq_lab.connection import reaching
-from echomq_lab.fencing import attempt, prepare, queue_keys
+from echomq_lab.fencing import attempt
 from echomq_lab.queues import claim_expected, reset
 from echomq_lab.row import Row, decoded
 from echomq_lab.stories import wrote
@@ -207,24 +207,6 @@ def row_deleter(conn: redis.Redis, queue: str) -> Observed:
 
 
 @observer
-def fresh_row(conn: redis.Redis, queue: str) -> Observed:
-    """Enqueue a job; the outcome names its row's fields, sorted (None when they are not at
-    their first values)."""
-    row = row_of(conn, queue, fresh_job(conn, queue))
-    seen = set(names(row))
-    first = row is None or (row.state, row.attempts) == ("pending", 0)
-
-    def refute(when: str) -> str:
-        named = set(when.split())
-        parts = [f"the new row also has {f}" for f in sorted(seen - named)]
-        parts += [f"the new row has no {f} field" for f in sorted(named - seen)]
-        return "; ".join(parts) or "the new row holds other fields"
-
-    did = f"HGETALL of the new row gives {len(seen)} fields: {fields(row)}"
-    return Observed(" ".join(sorted(seen)) if first else None, did, refute)
-
-
-@observer
 def id_field(conn: redis.Redis, queue: str) -> Observed:
     """Enqueue a job; ``id field`` when its row has a field named id, else ``key only``."""
     job_id = fresh_job(conn, queue)
@@ -254,61 +236,6 @@ def mint_time(conn: redis.Redis, queue: str) -> Observed:
            f"{score:g}, and the id {job_id} decodes to a mint time of {minted}")
     return Observed(outcome, did,
                     refuting(said, "the time the server kept is not the one inside the id"))
-
-
-@observer
-def after_reprocess(conn: redis.Redis, queue: str) -> Observed:
-    """Let a job die after two tries, reprocess and claim it; the outcome is the token handed
-    out (``none``: nothing)."""
-    job_id = fresh_job(conn, queue)
-    for n in (1, 2):
-        held = claim_expected(conn, queue, job_id, LONG_MS)
-        jobs.retry(conn, queue, job_id, held.token, 0, 2, f"try {n} failed")
-        jobs.promote(conn, queue)
-    dead = row_of(conn, queue, job_id)
-    jobs.reprocess(conn, queue, job_id)
-    back = row_of(conn, queue, job_id)
-    third = jobs.claim(conn, queue, LONG_MS)
-    token = str(third.token) if third else "none"
-    kept = back.shown(b"attempts", "?") if back else "?"
-
-    def refute(when: str) -> str:
-        said = f"the claim after reprocess did not hand out token {when}"
-        if dead is not None and when == dead.shown(b"attempts"):
-            return f"{said}, the dead row's"
-        return f"{said}; reprocess wrote {wrote(dead, back)} and left attempts at {kept}"
-
-    did = (f"the dead row held {fields(dead)}; reprocess wrote {wrote(dead, back)}, leaving "
-           f"attempts at {kept}; the next claim handed out token {token}")
-    return Observed(token, did, refute)
-
-
-@observer
-def complete_sample(conn: redis.Redis, queue: str, *, lease: Literal["held", "reaped"],
-                    token: Literal["future", "live"]) -> Observed:
-    """Complete the sample row (attempts 2, lease ``held`` or ``reaped``) with token 3
-    (``future``) or 2 (``live``); the outcome is the reply's kind (``accepted``, a class)."""
-    sample = prepare(conn, queue, lease, lease_ms=SHORT_MS)
-    sent = sample.token + 1 if token == "future" else sample.token
-    before = queue_keys(conn, queue)
-    outcome = attempt(lambda: jobs.complete(conn, queue, sample.job_id, sent))
-    keys = "the row is untouched" if queue_keys(conn, queue) == before else "yet the keys changed"
-    row = row_of(conn, queue, sample.job_id)
-
-    def refute(when: str) -> str:
-        if when == "accepted":
-            return f"complete with token {sent} was not accepted; {keys}"
-        if when == "job gone":
-            return f"the row was there all along: {fields(row)}"
-        if outcome.accepted:
-            return f"complete with token {sent} was not refused"
-        state = "active" if lease == "held" else "pending"
-        return f"the refusal's class is not {when}; the job's state was {state}"
-
-    where = "held its lease" if lease == "held" else "had been reaped back to pending"
-    did = (f"the row's attempts was {sample.token} and the job {where}; complete with token "
-           f"{sent} was {outcome.words()}" + ("" if outcome.accepted else f"; {keys}"))
-    return Observed(outcome.kind, did, refute)
 
 
 #: A payload no text decoder likes: NUL bytes, invalid UTF-8, every byte value once.
@@ -379,7 +306,7 @@ def payload_read(conn: redis.Redis, queue: str) -> Observed:
 
 Step = Literal["claim", "claim briefly", "expire", "reap", "promote", "complete", "retry",
                "retry at the cap", "extend", "reprocess", "complete stale", "retry stale",
-               "extend stale"]
+               "extend stale", "complete future"]
 Ask = Literal["reply", "state", "attempts", "token", "fields"]
 
 
@@ -393,30 +320,33 @@ def _step(conn: redis.Redis, queue: str, job_id: str, step: str, token: int) -> 
         return clock.wait_out_lease(conn, queue, job_id)
     if verb == "reprocess":
         return jobs.reprocess(conn, queue, job_id)
-    sent = token - 1 if how == "stale" else token
     if verb == "complete":
-        return jobs.complete(conn, queue, job_id, sent)
+        return jobs.complete(conn, queue, job_id, token)
     if verb == "extend":
-        return jobs.extend(conn, queue, job_id, sent, LONG_MS)
-    cap = token if how == "at the cap" else token + 1
-    return jobs.retry(conn, queue, job_id, sent, 0, cap, "it failed")
+        return jobs.extend(conn, queue, job_id, token, LONG_MS)
+    return jobs.retry(conn, queue, job_id, token, 0, token if how == "at the cap" else token + 1,
+                      "it failed")
 
 
 @observer
 def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Observed:
     """Enqueue one job and take ``steps`` (``claim briefly`` takes a lease ``expire`` waits
-    out; a ``stale`` step sends the token before the live one). The outcome is what ``ask``
-    names after the last step: the ``reply``, the row's ``state``, ``attempts`` or sorted
-    ``fields`` (``none`` without a row), or the last claim's ``token``."""
+    out; a ``stale`` step sends the token before the live one, a ``future`` one the token
+    after it). The outcome is what ``ask`` names after the last step: the ``reply``, the row's
+    ``state``, ``attempts`` or sorted ``fields`` (``none`` without a row), or the last claim's
+    ``token``."""
     job_id = fresh_job(conn, queue)
-    token, told, reply = 0, [], "accepted"
+    token, told, reply, label = 0, ["enqueue: done"], "accepted", "enqueue"
     for step in steps:
-        result = attempt(functools.partial(_step, conn, queue, job_id, step, token))
+        verb, _, how = step.partition(" ")
+        sent = {"stale": token - 1, "future": token + 1}.get(how, token)
+        label = f"{step} with token {sent}" if verb in ("complete", "extend", "retry") else step
+        result = attempt(functools.partial(_step, conn, queue, job_id, step, sent))
         held = row_of(conn, queue, job_id)
         if step.startswith("claim") and result.accepted and held is not None:
             token = held.attempts or 0
         reply = result.kind
-        told.append(f"{step}: {result.words() if not result.accepted else 'done'}")
+        told.append(f"{label}: {result.words() if not result.accepted else 'done'}")
     row = row_of(conn, queue, job_id)
     seen = {"reply": reply, "token": str(token),
             "state": row.state or "none" if row else "none",
@@ -424,10 +354,13 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
             "fields": " ".join(sorted(names(row)))}
 
     def refute(when: str) -> str:
-        return f"after {steps[-1]}, the {ask} was not {when}" if steps else "nothing ran"
+        if ask == "fields":
+            named, held = set(when.split()), set(names(row))
+            return "; ".join([f"the row also held {f}" for f in sorted(held - named)]
+                             + [f"the row held no {f} field" for f in sorted(named - held)])
+        return f"after {label}, the {ask} was not {when}"
 
-    did = "; ".join(told) + f"; the row then held {fields(row)}"
-    return Observed(seen[ask], did, refute)
+    return Observed(seen[ask], "; ".join([*told, f"the row then held {fields(row)}"]), refute)
 
 
 GENERAL = {"story"}  # may go unused by the course's questions

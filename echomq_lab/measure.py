@@ -1,9 +1,8 @@
 """Measure on the lab's own server: the requests a client sends, and what a job cycle costs.
 
-:func:`counting` is the one request counter (at the socket: a command, or a whole pipeline, is
-one request; only the counting thread's requests count); :func:`commandstats` the one INFO
-commandstats reader; :func:`transition_calls` and :func:`job_cycles` page 06's live measure,
-:func:`rq_cycles` python-rq on the same server, :func:`read_bench` what ``make bench`` wrote.
+:func:`counting` counts requests at the socket (a command, or a whole pipeline, is one);
+:func:`commandstats` reads INFO commandstats; :func:`transition_calls` and :func:`job_cycles`
+are page 06's live measure; :func:`read_bench` reads what ``make bench`` wrote for the page.
 """
 
 from __future__ import annotations
@@ -12,11 +11,9 @@ import json
 import textwrap
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -30,10 +27,8 @@ if TYPE_CHECKING:
     from IPython.display import Image
 
 #: Commands whose name is two words on the wire (``SCRIPT LOAD``, ``CLIENT SETINFO``, ...).
-TWO_WORDS = frozenset(
-    {b"SCRIPT", b"CLIENT", b"CONFIG", b"CLUSTER", b"OBJECT", b"MEMORY", b"SLOWLOG", b"FUNCTION",
-     b"ACL", b"COMMAND", b"XINFO", b"XGROUP", b"LATENCY", b"MODULE", b"PUBSUB"}
-)  # fmt: skip
+TWO_WORDS = frozenset(b"SCRIPT CLIENT CONFIG CLUSTER OBJECT MEMORY SLOWLOG FUNCTION ACL COMMAND "
+                      b"XINFO XGROUP LATENCY MODULE PUBSUB".split())
 
 
 def _commands(packed: bytes) -> list[str]:
@@ -65,8 +60,7 @@ def request_name(commands: Sequence[str]) -> str:
 
 
 class _Counters(threading.local):
-    """This thread's open :func:`counting` blocks, and whether a request or a handshake is
-    being written (what they write inside is not a request)."""
+    """This thread's open :func:`counting` blocks, and whether it is inside a write."""
 
     def __init__(self) -> None:
         self.open: list[list[str]] = []
@@ -162,10 +156,8 @@ def commandstats(node: redis.Redis) -> dict[str, Stat]:
     the read is itself one ``info`` call."""
     with reaching(node):
         info = node.info("commandstats")
-    return {
-        str(key).removeprefix("cmdstat_"): Stat(int(v["calls"]), int(v.get("usec", 0)))
-        for key, v in info.items()
-    }
+    return {str(key).removeprefix("cmdstat_"): Stat(int(v["calls"]), int(v.get("usec", 0)))
+            for key, v in info.items()}
 
 
 def calls_delta(before: Mapping[str, Stat], after: Mapping[str, Stat]) -> dict[str, int]:
@@ -269,14 +261,13 @@ def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
     return out
 
 
-Progress = Callable[[int], None]
-
-
-class _PerJob:
-    """Rates of a run of ``jobs`` jobs that took ``seconds`` and ``requests`` round trips."""
+@dataclass(frozen=True)
+class Cycle:
+    """``jobs`` job cycles (enqueue, claim, complete) timed and counted on one connection."""
 
     jobs: int
     seconds: float
+    per_transition: dict[str, tuple[str, ...]]
     requests: int
 
     @property
@@ -290,30 +281,15 @@ class _PerJob:
         return self.requests / self.jobs
 
 
-@dataclass(frozen=True)
-class Cycle(_PerJob):
-    """``jobs`` job cycles (enqueue, claim, complete) timed and counted on one connection."""
-
-    jobs: int
-    seconds: float
-    per_transition: dict[str, tuple[str, ...]]
-    requests: int
-
-
-def _count(n: object, name: str, low: int, high: int) -> int:
-    if not isinstance(n, int) or isinstance(n, bool):
-        raise TypeError(f"{name} must be an int, not {type(n).__name__}")
-    if not low <= n <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {n}")
-    return n
-
-
-def job_cycles(conn: redis.Redis, queue: str, n: int, progress: Progress | None = None,
-               every: int = 25) -> Cycle:
+def job_cycles(conn: redis.Redis, queue: str, n: int,
+               progress: Callable[[int], None] | None = None, every: int = 25) -> Cycle:
     """Run ``n`` job cycles (enqueue, claim, complete) on ``queue``, counting each call's
     requests; the queue is emptied first and last, the scripts cached first.
     ``progress(done)`` is called every ``every`` jobs and at the end."""
-    _count(n, "jobs", 1, 100_000)
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"jobs must be an int, not {type(n).__name__}")
+    if not 1 <= n <= 100_000:
+        raise ValueError(f"jobs must be between 1 and 100000, got {n}")
     queues.reset(conn, queue)
     warm_up(conn)
     seen: dict[str, set[tuple[str, ...]]] = {name: set() for name in CYCLE}
@@ -340,90 +316,6 @@ def job_cycles(conn: redis.Redis, queue: str, n: int, progress: Progress | None 
     return Cycle(n, seconds, per, requests)
 
 
-def noop() -> None:
-    """The job python-rq's worker runs here: it does nothing, so the cost is the queue's."""
-
-
-def rq_version() -> str | None:
-    """python-rq's version when it is installed, else None."""
-    try:
-        rq = import_module("rq")
-    except ImportError:
-        return None
-    return str(rq.__version__)
-
-
-@dataclass(frozen=True)
-class RqCost(_PerJob):
-    """python-rq on the same connection: ``jobs`` no-op jobs enqueued, then worked."""
-
-    version: str
-    jobs: int
-    seconds: float
-    requests: int
-    by_name: dict[str, int]
-
-    @property
-    def busiest(self) -> list[tuple[str, float]]:
-        """The requests python-rq sends most, per job, most first (at most eight)."""
-        top = Counter(self.by_name).most_common(8)
-        return [(name, count / self.jobs) for name, count in top]
-
-
-def _rq_cleanup(conn: redis.Redis, queue: str, job_ids: list[str], extra: list[str]) -> None:
-    """Delete the keys python-rq made for ``queue``, its jobs and ``extra``; nothing else."""
-    with reaching(conn):
-        found = list(conn.scan_iter(match=f"rq:*{queue}*", count=500))
-        found += [f"rq:job:{j}" for j in job_ids] + [f"rq:results:{j}" for j in job_ids]
-        if found or extra:
-            conn.delete(*found, *extra)
-        conn.srem("rq:queues", f"rq:queue:{queue}")
-
-
-def _thread_worker(rq: Any) -> Any:
-    """python-rq's SimpleWorker safe off the main thread (no signal handlers, a timer for
-    time limits); it sends the same requests."""
-
-    class ThreadWorker(rq.SimpleWorker):  # type: ignore[misc]
-        death_penalty_class = import_module("rq.timeouts").TimerDeathPenalty
-
-        def _install_signal_handlers(self) -> None:
-            return None
-
-    return ThreadWorker
-
-
-def rq_cycles(conn: redis.Redis, n: int, progress: Progress | None = None,
-              queue: str = "lab-rq") -> RqCost:
-    """Enqueue ``n`` no-op jobs with python-rq, then work them in one burst, counting every
-    request; rq's keys are deleted after. ImportError without python-rq; RuntimeError when
-    it did not finish every job."""
-    _count(n, "jobs", 1, 100_000)
-    rq: Any = import_module("rq")
-    made: list[str] = []
-    extra: list[str] = []
-    try:
-        q = rq.Queue(queue, connection=conn)
-        start = time.perf_counter()
-        with counting() as calls:
-            for done in range(1, n + 1):
-                made.append(q.enqueue(noop).id)
-                if progress is not None and done % 25 == 0:
-                    progress(done // 2)
-            worker = _thread_worker(rq)([q], connection=conn)
-            extra.append(worker.key)
-            worker.work(burst=True, logging_level="WARNING")
-        seconds = time.perf_counter() - start
-        finished = rq.registry.FinishedJobRegistry(queue=q).count
-        if finished != n:
-            raise RuntimeError(f"python-rq finished {finished} of {n} jobs")
-    finally:
-        _rq_cleanup(conn, queue, made, extra)
-    if progress is not None:
-        progress(n)
-    return RqCost(str(rq.__version__), n, seconds, len(calls), dict(Counter(calls)))
-
-
 #: The file ``make bench`` writes next to the notebooks for page 06 (charts beside it).
 BENCH_FILE = "bench-results.json"
 #: Longest line the page prints of it (wider prose wraps at a space).
@@ -444,10 +336,6 @@ class Bench:
         """True when a run's results were read."""
         return bool(self.tables)
 
-    def table(self, name: str) -> str:
-        """The table ``name`` as text ("" when the run has none, or there was no run)."""
-        return self.tables.get(name, "")
-
     def show(self, name: str) -> Image | None:
         """Print the table ``name`` and return the chart ``name`` (a cell shows it), whichever
         the run has."""
@@ -457,8 +345,7 @@ class Bench:
             return None
         from IPython.display import Image
 
-        image: Image = cast(Any, Image)(filename=str(self.charts[name]))
-        return image
+        return Image(filename=str(self.charts[name]))  # type: ignore[no-untyped-call]
 
 
 def _wrapped(text: str) -> str:

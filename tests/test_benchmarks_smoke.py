@@ -155,6 +155,7 @@ def test_rq_side_by_side_runs_every_job(valkey_url: str) -> None:
     # rq needs several commands and round trips per job; ours needs 3 round trips.
     assert detail["round_trips_per_job"] > 3
     assert detail["commands_per_job"] > detail["round_trips_per_job"]
+    assert detail["last_commandstats_delta"].get("multi", 0) > 0  # its MULTI/EXEC blocks
 
 
 def test_widget_bench_presses_the_transition_panel() -> None:

@@ -1,10 +1,8 @@
 """Self-checks graded by the server: a question, a few bare choices, and real transitions decide.
 
-The words live in ``questions.toml`` (each entry names its page by its file); an *observer*
-here runs real transitions and reports an :class:`Observed` whose ``outcome`` is a fact. The
-right choice is the one whose ``when`` is that outcome, so it is never stored. A wrong answer
-hears what the server did against that choice and the hint, never the right choice; a right
-answer hears the whole run and the lesson. Use :func:`get` and :func:`for_page`.
+The words live in ``questions.toml``; an *observer* (:data:`OBSERVERS`) runs real transitions
+and reports an :class:`Observed` outcome, and the right choice is the one whose ``when`` is that
+outcome, so it is never stored. Use :func:`get` and :func:`for_page`.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import redis
 
@@ -141,18 +139,6 @@ def refuting(said: Mapping[str, str], otherwise: str) -> Callable[[str], str]:
     return lambda when: said.get(when, otherwise)
 
 
-Observer = Callable[..., Observed]
-_O = TypeVar("_O", bound=Observer)
-OBSERVERS: dict[str, Observer] = {}
-
-
-def observer(fn: _O) -> _O:
-    """Register ``fn`` in :data:`OBSERVERS` under its name."""
-    OBSERVERS[fn.__name__] = fn
-    return fn
-
-
-@observer
 def claim_fields(conn: redis.Redis, queue: str) -> Observed:
     """Claim a new job; the outcome names the fields whose value changed, sorted."""
     job_id = fresh_job(conn, queue)
@@ -180,7 +166,6 @@ def claim_fields(conn: redis.Redis, queue: str) -> Observed:
 ENDINGS = (("complete", "complete"), ("retry", "retry at the cap"), ("reap", "reap"))
 
 
-@observer
 def row_deleter(conn: redis.Redis, queue: str) -> Observed:
     """Complete one job, retry one at its cap, reap one; the outcome is the one step after
     which its row was gone (``none``: none; None: several)."""
@@ -206,7 +191,6 @@ def row_deleter(conn: redis.Redis, queue: str) -> Observed:
     return Observed(outcome, "; ".join(told.values()), refuting(said, "it ran something else"))
 
 
-@observer
 def id_field(conn: redis.Redis, queue: str) -> Observed:
     """Enqueue a job; ``id field`` when its row has a field named id, else ``key only``."""
     job_id = fresh_job(conn, queue)
@@ -218,7 +202,6 @@ def id_field(conn: redis.Redis, queue: str) -> Observed:
                     refuting(said, "the new row has a field called id"))
 
 
-@observer
 def mint_time(conn: redis.Redis, queue: str) -> Observed:
     """Enqueue a job; ``created_at`` when its row has such a field, else ``pending score``
     when pending scores it above 0, else ``in id`` (the mint time decoded from the id)."""
@@ -244,7 +227,6 @@ PROBES = (b"", b'{"report": "march"}', b"EMQSTALE not json {", BINARY, b"x" * 10
 FACTS: dict[str, object] = {"binary_bytes": len(BINARY)}
 
 
-@observer
 def payload_round_trip(conn: redis.Redis, queue: str) -> Observed:
     """Enqueue :data:`BINARY` and claim it: ``same`` bytes back, ``cut`` at the first NUL, or
     invalid UTF-8 ``replaced``."""
@@ -274,21 +256,16 @@ def _walk_payload(conn: redis.Redis, queue: str, payload: bytes) -> list[str]:
             str(second.token), jobs.complete(conn, queue, job_id, second.token)]
 
 
-def payload_lines() -> list[str]:
-    """The lines of the shipped scripts that name the payload field, as ``script: line``."""
-    return [f"{name}: {line.strip()}" for name in scripts.names()
-            for line in scripts.load(name).source.splitlines()
-            if "'payload'" in line and not line.lstrip().startswith("--")]  # fmt: skip
-
-
-@observer
 def payload_read(conn: redis.Redis, queue: str) -> Observed:
     """Walk each payload of :data:`PROBES` through the cycle: ``unread`` when all got the
     same replies and states."""
     walks = {p: _walk_payload(conn, queue, p) for p in PROBES}
     reset(conn, queue)
     alike = len({tuple(w) for w in walks.values()}) == 1
-    lines = payload_lines()
+    # The lines of the shipped scripts that name the payload field, as ``script: line``.
+    lines = [f"{name}: {line.strip()}" for name in scripts.names()
+             for line in scripts.load(name).source.splitlines()
+             if "'payload'" in line and not line.lstrip().startswith("--")]  # fmt: skip
 
     def refute(when: str) -> str:
         verb = when.split()[0]
@@ -328,7 +305,6 @@ def _step(conn: redis.Redis, queue: str, job_id: str, step: str, token: int) -> 
                       "it failed")
 
 
-@observer
 def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Observed:
     """Enqueue one job and take ``steps`` (``claim briefly`` takes a lease ``expire`` waits
     out; a ``stale`` step sends the token before the live one, a ``future`` one the token
@@ -363,6 +339,10 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
     return Observed(seen[ask], "; ".join([*told, f"the row then held {fields(row)}"]), refute)
 
 
+Observer = Callable[..., Observed]
+#: Every observer a question may name, by name.
+OBSERVERS: dict[str, Observer] = {fn.__name__: fn for fn in (
+    claim_fields, row_deleter, id_field, mint_time, payload_round_trip, payload_read, story)}
 GENERAL = {"story"}  # may go unused by the course's questions
 REQUIRED = ("key", "page", "question", "answers", "hint", "lesson")
 OPTIONAL = ("observer", "params")

@@ -457,7 +457,7 @@ def test_the_page_file_holds_the_tables_and_charts_page_06_shows(tmp_path: Path)
     written = page.write(results, tmp_path)
     assert written == tmp_path / measure.BENCH_FILE
     bench = measure.read_bench(tmp_path)
-    assert bench.found
+    assert bench.tables
     assert bench.header.splitlines()[0] == "measured: 2030-01-02T03:04:05+00:00 (a full run)"
     rep = br.report(results)
     assert bench.tables["figures"] == br.figures_text(rep)

@@ -36,8 +36,7 @@ HANDLES = tuple(h for t in transitions.TRANSITIONS for h in t.handle_names)
 @pytest.fixture(autouse=True)
 def _one_server(backend_name: str) -> None:
     if backend_name == "cluster":
-        pytest.skip("lab 06 measures one server (the queue reset walks one keyspace); the "
-                    "cluster has a lab of its own, page 07")
+        pytest.skip("lab 06 measures one server; the cluster has a lab of its own, page 07")
 
 WALKED = ["enqueue", "claim", "extend", "retry", "promote", "claim", "reap", "claim",
           "retry (at the cap)", "reprocess", "claim", "complete", "enqueue_in", "enqueue_at"]

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import redis
 
-from echomq_lab import branded, clock, jobs, keyspace, scripts
+from echomq_lab import branded, clock, jobs, keyspace, scripts, transitions
 from echomq_lab.connection import reaching
 from echomq_lab.fencing import attempt
 from echomq_lab.queues import claim_expected, reset
@@ -316,7 +316,7 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
     for step in steps:
         verb, _, how = step.partition(" ")
         sent = {"stale": token - 1, "future": token + 1}.get(how, token)
-        label = f"{step} with token {sent}" if verb in ("complete", "extend", "retry") else step
+        label = f"{step} with token {sent}" if verb in transitions.FENCED else step
         result = attempt(functools.partial(_step, conn, queue, job_id, step, sent))
         held = row_of(conn, queue, job_id)
         if step.startswith("claim") and result.accepted and held is not None:

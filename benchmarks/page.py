@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -29,6 +30,8 @@ CHART_FILES = {
     "wire": "bench-wire.png",
     "scale": "bench-scale.png",
 }
+#: Longest line the page prints (wider prose wraps at a space).
+WIDTH = 96
 
 
 def header(rep: results.Report) -> str:
@@ -57,6 +60,16 @@ def tables(raw: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def wrapped(text: str) -> str:
+    """``text`` with long prose lines wrapped at a space; table rows (with two spaces) whole."""
+    return "\n".join(
+        textwrap.fill(line, WIDTH, subsequent_indent="  ", break_long_words=False,
+                      break_on_hyphens=False) if len(line) > WIDTH and "  " not in line
+        else line
+        for line in text.splitlines()
+    )  # fmt: skip
+
+
 def write(raw: Mapping[str, Any], folder: Path = PAGE_FOLDER) -> Path:
     """Write the page's file and its charts into ``folder``; the file's path."""
     import matplotlib
@@ -72,8 +85,8 @@ def write(raw: Mapping[str, Any], folder: Path = PAGE_FOLDER) -> Path:
     for name, draw in drawn.items():
         charts.save(draw, folder / CHART_FILES[name])
     page = {
-        "header": header(rep),
-        "tables": tables(raw),
+        "header": wrapped(header(rep)),
+        "tables": {name: wrapped(text) for name, text in tables(raw).items()},
         "charts": {name: CHART_FILES[name] for name in drawn},
     }
     out = folder / BENCH_FILE

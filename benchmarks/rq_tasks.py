@@ -1,7 +1,6 @@
-"""The job python-rq's worker runs in the side-by-side benchmark: it does nothing.
+"""The job python-rq's worker runs in the side-by-side benchmark (an importable module, as rq
+needs): it does nothing, so what a job costs is the queue's own bookkeeping."""
 
-It is the library's own (:func:`echomq_lab.measure.noop`), the job the lab's "measure now"
-panel gives python-rq too, so both measure the same thing.
-"""
 
-from echomq_lab.measure import noop as noop
+def noop() -> None:
+    """Do nothing."""

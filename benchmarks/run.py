@@ -65,7 +65,7 @@ from benchmarks.workloads import (
     server_cpu_ns,
 )
 from echomq_lab import branded, jobs, keyspace, queues, transitions
-from echomq_lab.measure import Stat, calls_delta, commandstats, counting, walk
+from echomq_lab.measure import Stat, commandstats, counting, walk
 from echomq_lab.scripts import load, names
 from echomq_lab.servers import RunningServer, start_server
 
@@ -370,6 +370,12 @@ def cycle_wire_cost(url: str, jobs_n: int = 100, queue: str = "bench-wire") -> d
         "server_us_per_job": us_cycle / jobs_n,
         "server_us_per_3_noops": us_noop / jobs_n,
     }
+
+
+def calls_delta(before: dict[str, Stat], after: dict[str, Stat]) -> dict[str, int]:
+    """How often each command ran between two commandstats readings, by name (not ``info``)."""
+    delta = {k: v.calls - before[k].calls if k in before else v.calls for k, v in after.items()}
+    return {k: v for k, v in sorted(delta.items()) if v and k != "info"}
 
 
 def _evalsha_usec(before: dict[str, Stat], after: dict[str, Stat]) -> int:

@@ -1,10 +1,8 @@
 """Self-checks graded by the server: a question, a few bare choices, and real transitions decide.
 
-The words live in ``questions.toml`` (each entry names its page by its file); an *observer*
-here runs real transitions and reports an :class:`Observed` whose ``outcome`` is a fact. The
-right choice is the one whose ``when`` is that outcome, so it is never stored. A wrong answer
-hears what the server did against that choice and the hint, never the right choice; a right
-answer hears the whole run and the lesson. Use :func:`get` and :func:`for_page`.
+The words live in ``questions.toml``; an *observer* (:data:`OBSERVERS`) runs real transitions
+and reports an :class:`Observed` outcome, and the right choice is the one whose ``when`` is that
+outcome, so it is never stored. Use :func:`get` and :func:`for_page`.
 """
 
 from __future__ import annotations
@@ -18,13 +16,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import redis
 
-from echomq_lab import branded, clock, jobs, keyspace, scripts
+from echomq_lab import branded, clock, jobs, keyspace, scripts, transitions
 from echomq_lab.connection import reaching
-from echomq_lab.fencing import attempt, prepare, queue_keys
+from echomq_lab.fencing import attempt
 from echomq_lab.queues import claim_expected, reset
 from echomq_lab.row import Row, decoded
 from echomq_lab.stories import wrote
@@ -141,18 +139,6 @@ def refuting(said: Mapping[str, str], otherwise: str) -> Callable[[str], str]:
     return lambda when: said.get(when, otherwise)
 
 
-Observer = Callable[..., Observed]
-_O = TypeVar("_O", bound=Observer)
-OBSERVERS: dict[str, Observer] = {}
-
-
-def observer(fn: _O) -> _O:
-    """Register ``fn`` in :data:`OBSERVERS` under its name."""
-    OBSERVERS[fn.__name__] = fn
-    return fn
-
-
-@observer
 def claim_fields(conn: redis.Redis, queue: str) -> Observed:
     """Claim a new job; the outcome names the fields whose value changed, sorted."""
     job_id = fresh_job(conn, queue)
@@ -180,7 +166,6 @@ def claim_fields(conn: redis.Redis, queue: str) -> Observed:
 ENDINGS = (("complete", "complete"), ("retry", "retry at the cap"), ("reap", "reap"))
 
 
-@observer
 def row_deleter(conn: redis.Redis, queue: str) -> Observed:
     """Complete one job, retry one at its cap, reap one; the outcome is the one step after
     which its row was gone (``none``: none; None: several)."""
@@ -206,25 +191,6 @@ def row_deleter(conn: redis.Redis, queue: str) -> Observed:
     return Observed(outcome, "; ".join(told.values()), refuting(said, "it ran something else"))
 
 
-@observer
-def fresh_row(conn: redis.Redis, queue: str) -> Observed:
-    """Enqueue a job; the outcome names its row's fields, sorted (None when they are not at
-    their first values)."""
-    row = row_of(conn, queue, fresh_job(conn, queue))
-    seen = set(names(row))
-    first = row is None or (row.state, row.attempts) == ("pending", 0)
-
-    def refute(when: str) -> str:
-        named = set(when.split())
-        parts = [f"the new row also has {f}" for f in sorted(seen - named)]
-        parts += [f"the new row has no {f} field" for f in sorted(named - seen)]
-        return "; ".join(parts) or "the new row holds other fields"
-
-    did = f"HGETALL of the new row gives {len(seen)} fields: {fields(row)}"
-    return Observed(" ".join(sorted(seen)) if first else None, did, refute)
-
-
-@observer
 def id_field(conn: redis.Redis, queue: str) -> Observed:
     """Enqueue a job; ``id field`` when its row has a field named id, else ``key only``."""
     job_id = fresh_job(conn, queue)
@@ -236,7 +202,6 @@ def id_field(conn: redis.Redis, queue: str) -> Observed:
                     refuting(said, "the new row has a field called id"))
 
 
-@observer
 def mint_time(conn: redis.Redis, queue: str) -> Observed:
     """Enqueue a job; ``created_at`` when its row has such a field, else ``pending score``
     when pending scores it above 0, else ``in id`` (the mint time decoded from the id)."""
@@ -256,68 +221,12 @@ def mint_time(conn: redis.Redis, queue: str) -> Observed:
                     refuting(said, "the time the server kept is not the one inside the id"))
 
 
-@observer
-def after_reprocess(conn: redis.Redis, queue: str) -> Observed:
-    """Let a job die after two tries, reprocess and claim it; the outcome is the token handed
-    out (``none``: nothing)."""
-    job_id = fresh_job(conn, queue)
-    for n in (1, 2):
-        held = claim_expected(conn, queue, job_id, LONG_MS)
-        jobs.retry(conn, queue, job_id, held.token, 0, 2, f"try {n} failed")
-        jobs.promote(conn, queue)
-    dead = row_of(conn, queue, job_id)
-    jobs.reprocess(conn, queue, job_id)
-    back = row_of(conn, queue, job_id)
-    third = jobs.claim(conn, queue, LONG_MS)
-    token = str(third.token) if third else "none"
-    kept = back.shown(b"attempts", "?") if back else "?"
-
-    def refute(when: str) -> str:
-        said = f"the claim after reprocess did not hand out token {when}"
-        if dead is not None and when == dead.shown(b"attempts"):
-            return f"{said}, the dead row's"
-        return f"{said}; reprocess wrote {wrote(dead, back)} and left attempts at {kept}"
-
-    did = (f"the dead row held {fields(dead)}; reprocess wrote {wrote(dead, back)}, leaving "
-           f"attempts at {kept}; the next claim handed out token {token}")
-    return Observed(token, did, refute)
-
-
-@observer
-def complete_sample(conn: redis.Redis, queue: str, *, lease: Literal["held", "reaped"],
-                    token: Literal["future", "live"]) -> Observed:
-    """Complete the sample row (attempts 2, lease ``held`` or ``reaped``) with token 3
-    (``future``) or 2 (``live``); the outcome is the reply's kind (``accepted``, a class)."""
-    sample = prepare(conn, queue, lease, lease_ms=SHORT_MS)
-    sent = sample.token + 1 if token == "future" else sample.token
-    before = queue_keys(conn, queue)
-    outcome = attempt(lambda: jobs.complete(conn, queue, sample.job_id, sent))
-    keys = "the row is untouched" if queue_keys(conn, queue) == before else "yet the keys changed"
-    row = row_of(conn, queue, sample.job_id)
-
-    def refute(when: str) -> str:
-        if when == "accepted":
-            return f"complete with token {sent} was not accepted; {keys}"
-        if when == "job gone":
-            return f"the row was there all along: {fields(row)}"
-        if outcome.accepted:
-            return f"complete with token {sent} was not refused"
-        state = "active" if lease == "held" else "pending"
-        return f"the refusal's class is not {when}; the job's state was {state}"
-
-    where = "held its lease" if lease == "held" else "had been reaped back to pending"
-    did = (f"the row's attempts was {sample.token} and the job {where}; complete with token "
-           f"{sent} was {outcome.words()}" + ("" if outcome.accepted else f"; {keys}"))
-    return Observed(outcome.kind, did, refute)
-
-
 #: A payload no text decoder likes: NUL bytes, invalid UTF-8, every byte value once.
 BINARY = b"\x00head\xff\xfe" + bytes(range(256)) + b"tail\x00"
 PROBES = (b"", b'{"report": "march"}', b"EMQSTALE not json {", BINARY, b"x" * 10_000)
 FACTS: dict[str, object] = {"binary_bytes": len(BINARY)}
 
 
-@observer
 def payload_round_trip(conn: redis.Redis, queue: str) -> Observed:
     """Enqueue :data:`BINARY` and claim it: ``same`` bytes back, ``cut`` at the first NUL, or
     invalid UTF-8 ``replaced``."""
@@ -347,21 +256,16 @@ def _walk_payload(conn: redis.Redis, queue: str, payload: bytes) -> list[str]:
             str(second.token), jobs.complete(conn, queue, job_id, second.token)]
 
 
-def payload_lines() -> list[str]:
-    """The lines of the shipped scripts that name the payload field, as ``script: line``."""
-    return [f"{name}: {line.strip()}" for name in scripts.names()
-            for line in scripts.load(name).source.splitlines()
-            if "'payload'" in line and not line.lstrip().startswith("--")]  # fmt: skip
-
-
-@observer
 def payload_read(conn: redis.Redis, queue: str) -> Observed:
     """Walk each payload of :data:`PROBES` through the cycle: ``unread`` when all got the
     same replies and states."""
     walks = {p: _walk_payload(conn, queue, p) for p in PROBES}
     reset(conn, queue)
     alike = len({tuple(w) for w in walks.values()}) == 1
-    lines = payload_lines()
+    # The lines of the shipped scripts that name the payload field, as ``script: line``.
+    lines = [f"{name}: {line.strip()}" for name in scripts.names()
+             for line in scripts.load(name).source.splitlines()
+             if "'payload'" in line and not line.lstrip().startswith("--")]  # fmt: skip
 
     def refute(when: str) -> str:
         verb = when.split()[0]
@@ -379,7 +283,7 @@ def payload_read(conn: redis.Redis, queue: str) -> Observed:
 
 Step = Literal["claim", "claim briefly", "expire", "reap", "promote", "complete", "retry",
                "retry at the cap", "extend", "reprocess", "complete stale", "retry stale",
-               "extend stale"]
+               "extend stale", "complete future"]
 Ask = Literal["reply", "state", "attempts", "token", "fields"]
 
 
@@ -393,30 +297,32 @@ def _step(conn: redis.Redis, queue: str, job_id: str, step: str, token: int) -> 
         return clock.wait_out_lease(conn, queue, job_id)
     if verb == "reprocess":
         return jobs.reprocess(conn, queue, job_id)
-    sent = token - 1 if how == "stale" else token
     if verb == "complete":
-        return jobs.complete(conn, queue, job_id, sent)
+        return jobs.complete(conn, queue, job_id, token)
     if verb == "extend":
-        return jobs.extend(conn, queue, job_id, sent, LONG_MS)
-    cap = token if how == "at the cap" else token + 1
-    return jobs.retry(conn, queue, job_id, sent, 0, cap, "it failed")
+        return jobs.extend(conn, queue, job_id, token, LONG_MS)
+    return jobs.retry(conn, queue, job_id, token, 0, token if how == "at the cap" else token + 1,
+                      "it failed")
 
 
-@observer
 def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Observed:
     """Enqueue one job and take ``steps`` (``claim briefly`` takes a lease ``expire`` waits
-    out; a ``stale`` step sends the token before the live one). The outcome is what ``ask``
-    names after the last step: the ``reply``, the row's ``state``, ``attempts`` or sorted
-    ``fields`` (``none`` without a row), or the last claim's ``token``."""
+    out; a ``stale`` step sends the token before the live one, a ``future`` one the token
+    after it). The outcome is what ``ask`` names after the last step: the ``reply``, the row's
+    ``state``, ``attempts`` or sorted ``fields`` (``none`` without a row), or the last claim's
+    ``token``."""
     job_id = fresh_job(conn, queue)
-    token, told, reply = 0, [], "accepted"
+    token, told, reply, label = 0, ["enqueue: done"], "accepted", "enqueue"
     for step in steps:
-        result = attempt(functools.partial(_step, conn, queue, job_id, step, token))
+        verb, _, how = step.partition(" ")
+        sent = {"stale": token - 1, "future": token + 1}.get(how, token)
+        label = f"{step} with token {sent}" if verb in transitions.FENCED else step
+        result = attempt(functools.partial(_step, conn, queue, job_id, step, sent))
         held = row_of(conn, queue, job_id)
         if step.startswith("claim") and result.accepted and held is not None:
             token = held.attempts or 0
         reply = result.kind
-        told.append(f"{step}: {result.words() if not result.accepted else 'done'}")
+        told.append(f"{label}: {result.words() if not result.accepted else 'done'}")
     row = row_of(conn, queue, job_id)
     seen = {"reply": reply, "token": str(token),
             "state": row.state or "none" if row else "none",
@@ -424,12 +330,19 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
             "fields": " ".join(sorted(names(row)))}
 
     def refute(when: str) -> str:
-        return f"after {steps[-1]}, the {ask} was not {when}" if steps else "nothing ran"
+        if ask == "fields":
+            named, held = set(when.split()), set(names(row))
+            return "; ".join([f"the row also held {f}" for f in sorted(held - named)]
+                             + [f"the row held no {f} field" for f in sorted(named - held)])
+        return f"after {label}, the {ask} was not {when}"
 
-    did = "; ".join(told) + f"; the row then held {fields(row)}"
-    return Observed(seen[ask], did, refute)
+    return Observed(seen[ask], "; ".join([*told, f"the row then held {fields(row)}"]), refute)
 
 
+Observer = Callable[..., Observed]
+#: Every observer a question may name, by name.
+OBSERVERS: dict[str, Observer] = {fn.__name__: fn for fn in (
+    claim_fields, row_deleter, id_field, mint_time, payload_round_trip, payload_read, story)}
 GENERAL = {"story"}  # may go unused by the course's questions
 REQUIRED = ("key", "page", "question", "answers", "hint", "lesson")
 OPTIONAL = ("observer", "params")

@@ -1,24 +1,20 @@
 """Measure on the lab's own server: the requests a client sends, and what a job cycle costs.
 
-:func:`counting` is the one request counter (at the socket: a command, or a whole pipeline, is
-one request; only the counting thread's requests count); :func:`commandstats` the one INFO
-commandstats reader; :func:`transition_calls` and :func:`job_cycles` page 06's live measure,
-:func:`rq_cycles` python-rq on the same server, :func:`read_bench` what ``make bench`` wrote.
+:func:`counting` counts requests at the socket (a command, or a whole pipeline, is one);
+:func:`commandstats` reads INFO commandstats; :func:`transition_calls` and :func:`job_cycles`
+are page 06's live measure; :func:`read_bench` reads what ``make bench`` wrote for the page.
 """
 
 from __future__ import annotations
 
 import json
-import textwrap
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import redis
 from redis.connection import AbstractConnection
@@ -30,10 +26,8 @@ if TYPE_CHECKING:
     from IPython.display import Image
 
 #: Commands whose name is two words on the wire (``SCRIPT LOAD``, ``CLIENT SETINFO``, ...).
-TWO_WORDS = frozenset(
-    {b"SCRIPT", b"CLIENT", b"CONFIG", b"CLUSTER", b"OBJECT", b"MEMORY", b"SLOWLOG", b"FUNCTION",
-     b"ACL", b"COMMAND", b"XINFO", b"XGROUP", b"LATENCY", b"MODULE", b"PUBSUB"}
-)  # fmt: skip
+TWO_WORDS = frozenset(b"SCRIPT CLIENT CONFIG CLUSTER OBJECT MEMORY SLOWLOG FUNCTION ACL COMMAND "
+                      b"XINFO XGROUP LATENCY MODULE PUBSUB".split())
 
 
 def _commands(packed: bytes) -> list[str]:
@@ -55,8 +49,7 @@ def _commands(packed: bytes) -> list[str]:
 
 
 def request_name(commands: Sequence[str]) -> str:
-    """One request's name: a lone command's (``EVALSHA``), else ``PIPELINE[n]``, or
-    ``MULTI[n]`` for a transaction of ``n`` commands."""
+    """One request's name: its lone command's, ``MULTI[n]`` (a transaction) or ``PIPELINE[n]``."""
     if len(commands) == 1:
         return commands[0]
     if commands[0] == "MULTI" and commands[-1] == "EXEC":
@@ -65,8 +58,7 @@ def request_name(commands: Sequence[str]) -> str:
 
 
 class _Counters(threading.local):
-    """This thread's open :func:`counting` blocks, and whether a request or a handshake is
-    being written (what they write inside is not a request)."""
+    """This thread's open :func:`counting` blocks, and whether it is inside a write."""
 
     def __init__(self) -> None:
         self.open: list[list[str]] = []
@@ -75,8 +67,7 @@ class _Counters(threading.local):
 
 _COUNTERS = _Counters()
 _PATCH = threading.Lock()
-#: The two methods the counter wraps while any block is open, and their originals.
-_WRAPPED = ("send_packed_command", "on_connect_check_health")
+#: The methods the counter wraps while any block is open, with their originals then.
 _originals: dict[str, Callable[..., Any]] = {}
 _users = [0]
 
@@ -87,14 +78,18 @@ def _joined(command: Any) -> bytes:
     return b"".join(c.encode() if isinstance(c, str) else bytes(c) for c in chunks)
 
 
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """Inside, what this thread writes is not counted (a request's own write, a handshake)."""
-    was, _COUNTERS.busy = _COUNTERS.busy, True
-    try:
-        yield
-    finally:
-        _COUNTERS.busy = was
+def _unseen(name: str) -> Callable[..., Any]:
+    """The original method ``name``, called so that nothing it writes is counted."""
+    def call(self: AbstractConnection, *args: Any, **kwargs: Any) -> Any:
+        was, _COUNTERS.busy = _COUNTERS.busy, True
+        try:
+            return _originals[name](self, *args, **kwargs)
+        finally:
+            _COUNTERS.busy = was
+    return call
+
+
+_write = _unseen("send_packed_command")
 
 
 def _counted_write(self: AbstractConnection, command: Any, check_health: bool = True) -> Any:
@@ -106,13 +101,12 @@ def _counted_write(self: AbstractConnection, command: Any, check_health: bool = 
             name = "?"
         for calls in mine.open:
             calls.append(name)
-    with _quiet():
-        return _originals["send_packed_command"](self, command, check_health)
+    return _write(self, command, check_health)
 
 
-def _uncounted_handshake(self: AbstractConnection, *args: Any, **kwargs: Any) -> Any:
-    with _quiet():
-        return _originals["on_connect_check_health"](self, *args, **kwargs)
+#: A request is one write; a new connection's handshake is none.
+_WRAPPERS = {"send_packed_command": _counted_write,
+             "on_connect_check_health": _unseen("on_connect_check_health")}
 
 
 @contextmanager
@@ -123,8 +117,7 @@ def counting() -> Iterator[list[str]]:
     calls: list[str] = []
     with _PATCH:
         if _users[0] == 0:
-            for name, wrapper in zip(_WRAPPED, (_counted_write, _uncounted_handshake),
-                                     strict=True):
+            for name, wrapper in _WRAPPERS.items():
                 _originals[name] = getattr(AbstractConnection, name)
                 setattr(AbstractConnection, name, wrapper)
         _users[0] += 1
@@ -132,12 +125,11 @@ def counting() -> Iterator[list[str]]:
     try:
         yield calls
     finally:
-        mine = _COUNTERS.open
-        del mine[next(i for i, c in enumerate(mine) if c is calls)]
+        _COUNTERS.open.pop()  # blocks end in the reverse order they began
         with _PATCH:
             _users[0] -= 1
             if _users[0] == 0:
-                for name in _WRAPPED:
+                for name in _WRAPPERS:
                     setattr(AbstractConnection, name, _originals.pop(name))
 
 
@@ -158,21 +150,11 @@ class Stat(NamedTuple):
 
 
 def commandstats(node: redis.Redis) -> dict[str, Stat]:
-    """``INFO commandstats`` of one server by command name (``evalsha``, ``script|load``);
-    the read is itself one ``info`` call."""
+    """``INFO commandstats`` of one server by command name (``evalsha``, ``script|load``)."""
     with reaching(node):
         info = node.info("commandstats")
-    return {
-        str(key).removeprefix("cmdstat_"): Stat(int(v["calls"]), int(v.get("usec", 0)))
-        for key, v in info.items()
-    }
-
-
-def calls_delta(before: Mapping[str, Stat], after: Mapping[str, Stat]) -> dict[str, int]:
-    """How often each command ran between two :func:`commandstats` readings, by name, sorted
-    (``info`` left out)."""
-    delta = {k: v.calls - before[k].calls if k in before else v.calls for k, v in after.items()}
-    return {k: v for k, v in sorted(delta.items()) if v and k != "info"}
+    return {str(key).removeprefix("cmdstat_"): Stat(int(v["calls"]), int(v.get("usec", 0)))
+            for key, v in info.items()}
 
 
 #: 2100-01-01 in Unix ms: a run-at time that is never due while the walk runs.
@@ -202,15 +184,13 @@ def warm_up(conn: redis.Redis) -> None:
         conn.script_load(scripts.load(name).source)
 
 
-#: One step of :func:`walk`: run ``call`` (one handle's call) as ``name``; return its reply.
+#: One step of :func:`walk`: run ``call`` as ``name`` and return its reply.
 Step = Callable[[str, Callable[[], Any]], Any]
 
 
 def walk(conn: redis.Redis, queue: str, step: Step) -> None:
     """Walk one new job through every transition handle on ``queue``, each call made through
-    ``step(name, call)``: enqueue, claim, extend, retry, promote, a 1 ms claim that ``reap``
-    takes back, claim, retry at the cap (dead), reprocess, claim, complete; then
-    ``enqueue_in`` and ``enqueue_at``. RuntimeError when a reply is not the expected one."""
+    ``step(name, call)``; RuntimeError when a reply is not the expected one."""
     first, later, fixed = branded.mint(), branded.mint(), branded.mint()
 
     def run(name: str, call: Callable[[], object], want: object) -> None:
@@ -218,22 +198,18 @@ def walk(conn: redis.Redis, queue: str, step: Step) -> None:
         if reply != want:
             raise RuntimeError(f"{name} on {queue!r} answered {reply!r}, expected {want!r}")
 
-    def claim(lease_ms: int) -> jobs.Claimed:
-        return cast(jobs.Claimed,
-                    step("claim", lambda: queues.claim_expected(conn, queue, first, lease_ms)))
-
     run("enqueue", lambda: jobs.enqueue(conn, queue, first, b'{"n": 1}'), "enqueued")
-    c = claim(LEASE_MS)
+    c = step("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
     step("extend", lambda: jobs.extend(conn, queue, first, c.token, LEASE_MS))
     run("retry", lambda: jobs.retry(conn, queue, first, c.token, 0, 3, "boom"), "scheduled")
     run("promote", lambda: jobs.promote(conn, queue), 1)
-    claim(1)
+    step("claim", lambda: queues.claim_expected(conn, queue, first, 1))
     clock.wait_out_lease(conn, queue, first)
     run("reap", lambda: jobs.reap(conn, queue), 1)
-    c = claim(LEASE_MS)
+    c = step("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
     run("retry (at the cap)", lambda: jobs.retry(conn, queue, first, c.token, 0, 3, "x"), "dead")
     run("reprocess", lambda: jobs.reprocess(conn, queue, first), "pending")
-    c = claim(LEASE_MS)
+    c = step("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
     run("complete", lambda: jobs.complete(conn, queue, first, c.token), "completed")
     run("enqueue_in", lambda: jobs.enqueue_in(conn, queue, later, b"{}", 60_000), "scheduled")
     run("enqueue_at", lambda: jobs.enqueue_at(conn, queue, fixed, b"{}", FAR_FUTURE_MS),
@@ -250,8 +226,7 @@ SHOWN: dict[str, Callable[[Any], str]] = {
 
 
 def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
-    """:func:`walk` on ``queue``, counting each call's requests (queue emptied first and
-    last, scripts cached first)."""
+    """:func:`walk` on ``queue`` (emptied first and last), counting each call's requests."""
     queues.reset(conn, queue)
     warm_up(conn)
     out: list[Traced] = []
@@ -269,14 +244,13 @@ def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
     return out
 
 
-Progress = Callable[[int], None]
-
-
-class _PerJob:
-    """Rates of a run of ``jobs`` jobs that took ``seconds`` and ``requests`` round trips."""
+@dataclass(frozen=True)
+class Cycle:
+    """``jobs`` job cycles (enqueue, claim, complete) timed and counted on one connection."""
 
     jobs: int
     seconds: float
+    per_transition: dict[str, tuple[str, ...]]
     requests: int
 
     @property
@@ -290,33 +264,14 @@ class _PerJob:
         return self.requests / self.jobs
 
 
-@dataclass(frozen=True)
-class Cycle(_PerJob):
-    """``jobs`` job cycles (enqueue, claim, complete) timed and counted on one connection."""
-
-    jobs: int
-    seconds: float
-    per_transition: dict[str, tuple[str, ...]]
-    requests: int
-
-
-def _count(n: object, name: str, low: int, high: int) -> int:
-    if not isinstance(n, int) or isinstance(n, bool):
-        raise TypeError(f"{name} must be an int, not {type(n).__name__}")
-    if not low <= n <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {n}")
-    return n
-
-
-def job_cycles(conn: redis.Redis, queue: str, n: int, progress: Progress | None = None,
-               every: int = 25) -> Cycle:
-    """Run ``n`` job cycles (enqueue, claim, complete) on ``queue``, counting each call's
-    requests; the queue is emptied first and last, the scripts cached first.
-    ``progress(done)`` is called every ``every`` jobs and at the end."""
-    _count(n, "jobs", 1, 100_000)
+def job_cycles(conn: redis.Redis, queue: str, n: int,
+               progress: Callable[[int], None] | None = None, every: int = 25) -> Cycle:
+    """Run ``n`` job cycles on ``queue`` (emptied first and last), counting each call's
+    requests; ``progress(done)`` is called every ``every`` jobs and at the end."""
+    jobs.check_int("jobs", n, 1, 100_000)
     queues.reset(conn, queue)
     warm_up(conn)
-    seen: dict[str, set[tuple[str, ...]]] = {name: set() for name in CYCLE}
+    per: dict[str, tuple[str, ...]] = {}  # the most requests each transition sent
     requests = 0
     ids = [branded.mint() for _ in range(n)]
     start = time.perf_counter()
@@ -329,146 +284,37 @@ def job_cycles(conn: redis.Redis, queue: str, n: int, progress: Progress | None 
             with counting() as settled:
                 jobs.complete(conn, queue, job_id, claimed.token)
             for name, calls in zip(CYCLE, (sent, got, settled), strict=True):
-                seen[name].add(tuple(calls))
+                per[name] = max(per.get(name, ()), tuple(calls), key=len)
             requests += len(sent) + len(got) + len(settled)
             if progress is not None and (done % every == 0 or done == n):
                 progress(done)
         seconds = time.perf_counter() - start
     finally:
         queues.reset(conn, queue)
-    per = {name: max(calls, key=len) for name, calls in seen.items()}
     return Cycle(n, seconds, per, requests)
-
-
-def noop() -> None:
-    """The job python-rq's worker runs here: it does nothing, so the cost is the queue's."""
-
-
-def rq_version() -> str | None:
-    """python-rq's version when it is installed, else None."""
-    try:
-        rq = import_module("rq")
-    except ImportError:
-        return None
-    return str(rq.__version__)
-
-
-@dataclass(frozen=True)
-class RqCost(_PerJob):
-    """python-rq on the same connection: ``jobs`` no-op jobs enqueued, then worked."""
-
-    version: str
-    jobs: int
-    seconds: float
-    requests: int
-    by_name: dict[str, int]
-
-    @property
-    def busiest(self) -> list[tuple[str, float]]:
-        """The requests python-rq sends most, per job, most first (at most eight)."""
-        top = Counter(self.by_name).most_common(8)
-        return [(name, count / self.jobs) for name, count in top]
-
-
-def _rq_cleanup(conn: redis.Redis, queue: str, job_ids: list[str], extra: list[str]) -> None:
-    """Delete the keys python-rq made for ``queue``, its jobs and ``extra``; nothing else."""
-    with reaching(conn):
-        found = list(conn.scan_iter(match=f"rq:*{queue}*", count=500))
-        found += [f"rq:job:{j}" for j in job_ids] + [f"rq:results:{j}" for j in job_ids]
-        if found or extra:
-            conn.delete(*found, *extra)
-        conn.srem("rq:queues", f"rq:queue:{queue}")
-
-
-def _thread_worker(rq: Any) -> Any:
-    """python-rq's SimpleWorker safe off the main thread (no signal handlers, a timer for
-    time limits); it sends the same requests."""
-
-    class ThreadWorker(rq.SimpleWorker):  # type: ignore[misc]
-        death_penalty_class = import_module("rq.timeouts").TimerDeathPenalty
-
-        def _install_signal_handlers(self) -> None:
-            return None
-
-    return ThreadWorker
-
-
-def rq_cycles(conn: redis.Redis, n: int, progress: Progress | None = None,
-              queue: str = "lab-rq") -> RqCost:
-    """Enqueue ``n`` no-op jobs with python-rq, then work them in one burst, counting every
-    request; rq's keys are deleted after. ImportError without python-rq; RuntimeError when
-    it did not finish every job."""
-    _count(n, "jobs", 1, 100_000)
-    rq: Any = import_module("rq")
-    made: list[str] = []
-    extra: list[str] = []
-    try:
-        q = rq.Queue(queue, connection=conn)
-        start = time.perf_counter()
-        with counting() as calls:
-            for done in range(1, n + 1):
-                made.append(q.enqueue(noop).id)
-                if progress is not None and done % 25 == 0:
-                    progress(done // 2)
-            worker = _thread_worker(rq)([q], connection=conn)
-            extra.append(worker.key)
-            worker.work(burst=True, logging_level="WARNING")
-        seconds = time.perf_counter() - start
-        finished = rq.registry.FinishedJobRegistry(queue=q).count
-        if finished != n:
-            raise RuntimeError(f"python-rq finished {finished} of {n} jobs")
-    finally:
-        _rq_cleanup(conn, queue, made, extra)
-    if progress is not None:
-        progress(n)
-    return RqCost(str(rq.__version__), n, seconds, len(calls), dict(Counter(calls)))
 
 
 #: The file ``make bench`` writes next to the notebooks for page 06 (charts beside it).
 BENCH_FILE = "bench-results.json"
-#: Longest line the page prints of it (wider prose wraps at a space).
-WIDTH = 96
 
 
 @dataclass(frozen=True)
 class Bench:
-    """What a benchmark run left for page 06: a header, tables and charts by name (empty,
-    with a header that says so, when there was nothing to read)."""
+    """What a benchmark run left for page 06: a header, tables and charts by name."""
 
     header: str
     tables: dict[str, str] = field(default_factory=dict)
     charts: dict[str, Path] = field(default_factory=dict)
 
-    @property
-    def found(self) -> bool:
-        """True when a run's results were read."""
-        return bool(self.tables)
-
-    def table(self, name: str) -> str:
-        """The table ``name`` as text ("" when the run has none, or there was no run)."""
-        return self.tables.get(name, "")
-
     def show(self, name: str) -> Image | None:
-        """Print the table ``name`` and return the chart ``name`` (a cell shows it), whichever
-        the run has."""
+        """Print the table ``name`` and return the chart ``name`` (a cell shows it), if any."""
         if name in self.tables:
             print(self.tables[name])
         if name not in self.charts:
             return None
         from IPython.display import Image
 
-        image: Image = cast(Any, Image)(filename=str(self.charts[name]))
-        return image
-
-
-def _wrapped(text: str) -> str:
-    """``text`` with long prose lines wrapped at a space; table rows (with two spaces) whole."""
-    return "\n".join(
-        textwrap.fill(line, WIDTH, subsequent_indent="  ", break_long_words=False,
-                      break_on_hyphens=False) if len(line) > WIDTH and "  " not in line
-        else line
-        for line in text.splitlines()
-    )  # fmt: skip
+        return Image(filename=str(self.charts[name]))  # type: ignore[no-untyped-call]
 
 
 def read_bench(folder: str | Path = ".") -> Bench:
@@ -484,5 +330,5 @@ def read_bench(folder: str | Path = ".") -> Bench:
         return Bench(f"No benchmark run next to this page ({BENCH_FILE}): {how}.")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return Bench(f"{where.name} could not be read ({type(exc).__name__}): {how}.")
-    return Bench(_wrapped(header), {str(k): _wrapped(str(v)) for k, v in tables.items()},
+    return Bench(header, {str(k): str(v) for k, v in tables.items()},
                  {k: path for k, path in charts.items() if path.is_file()})

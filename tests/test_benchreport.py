@@ -457,13 +457,13 @@ def test_the_page_file_holds_the_tables_and_charts_page_06_shows(tmp_path: Path)
     written = page.write(results, tmp_path)
     assert written == tmp_path / measure.BENCH_FILE
     bench = measure.read_bench(tmp_path)
-    assert bench.found
+    assert bench.tables
     assert bench.header.splitlines()[0] == "measured: 2030-01-02T03:04:05+00:00 (a full run)"
     rep = br.report(results)
-    assert bench.table("figures") == br.figures_text(rep)
-    assert bench.table("transitions") == br.transitions_text(rep)
-    assert bench.table("wire").startswith(br.wire_text(rep))
-    assert "python-rq's busiest commands, per job:" in bench.table("wire")
+    assert bench.tables["figures"] == br.figures_text(rep)
+    assert bench.tables["transitions"] == br.transitions_text(rep)
+    assert bench.tables["wire"].startswith(br.wire_text(rep))
+    assert "python-rq's busiest commands, per job:" in bench.tables["wire"]
     assert "scale" not in bench.tables  # this run measured no deep queue
     assert set(bench.charts) == {"throughput", "wire"}
     assert all(path.read_bytes().startswith(b"\x89PNG") for path in bench.charts.values())
@@ -476,5 +476,5 @@ def test_the_page_file_of_the_committed_results_carries_the_deep_queue(tmp_path:
     page.write(br.load(COMMITTED), tmp_path)
     bench = measure.read_bench(tmp_path)
     assert set(bench.charts) == {"throughput", "wire", "scale"}
-    assert bench.table("scale").startswith("the server holds")
-    assert "found both planted drifts" in bench.table("scale")
+    assert bench.tables["scale"].startswith("the server holds")
+    assert "found both planted drifts" in bench.tables["scale"]

@@ -2,9 +2,9 @@
 on each backend, and the benchmark's tables read (or found missing) beside the page.
 
 Speeds are not asserted (no wall-clock thresholds); the counts are: every transition of the
-cycle sends one EVALSHA, so a job is three requests, and python-rq, driven on the same
-connection, sends more per job. Afterwards nothing of either is left on the server. A copy of
-page 06 opened where no benchmark ran says so in one line and still measures measure.
+cycle sends one EVALSHA, so a job is three requests. Afterwards nothing is left on the server.
+python-rq is measured by the benchmark only (tests/test_benchmarks_smoke.py). A copy of page 06
+opened where no benchmark ran says so in one line and still measures live.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from nbclient import NotebookClient
 from redis.connection import AbstractConnection
 
 import echomq_lab
+from benchmarks.run import calls_delta
 from echomq_lab import branded, jobs, keyspace, measure, transitions
 from echomq_lab.measure import calls_text, counting
 from echomq_lab.widgets import MeasurePanel
@@ -35,8 +36,7 @@ HANDLES = tuple(h for t in transitions.TRANSITIONS for h in t.handle_names)
 @pytest.fixture(autouse=True)
 def _one_server(backend_name: str) -> None:
     if backend_name == "cluster":
-        pytest.skip("lab 06 measures one server (python-rq and the queue reset walk one "
-                    "keyspace); the cluster has a lab of its own, page 07")
+        pytest.skip("lab 06 measures one server; the cluster has a lab of its own, page 07")
 
 WALKED = ["enqueue", "claim", "extend", "retry", "promote", "claim", "reap", "claim",
           "retry (at the cap)", "reprocess", "claim", "complete", "enqueue_in", "enqueue_at"]
@@ -58,27 +58,8 @@ def test_measure_now_counts_one_round_trip_per_transition(conn: redis.Redis) -> 
     assert panel.last_ok and panel.last_message.startswith("30 job cycles in ")
     assert "jobs per second on one connection" in panel.last_message
     assert panel.text().startswith(panel.last_message + "\n" + panel.counts_text())
-    left = [k for k in dump(conn) if k != b"rq:clean_groups"]  # rq's own lock, with a TTL
-    assert left == []
-
-
-def test_python_rq_is_measured_on_the_same_server(conn: redis.Redis) -> None:
-    if measure.rq_version() is None:
-        pytest.skip("python-rq is not installed: its per-job cost cannot be measured")
-    cost = measure.rq_cycles(conn, 20)
-    assert cost.jobs == 20 and cost.requests > 3 * 20  # more than our three per job
-    assert sum(cost.by_name.values()) == cost.requests
-    assert cost.busiest[0][1] >= cost.busiest[-1][1]
-    assert any(name.startswith("MULTI[") for name in cost.by_name)  # its pipelines, once each
-    assert [k for k in dump(conn) if k != b"rq:clean_groups"] == []
-    panel = MeasurePanel(conn, jobs=30)
-    panel.run(wait=True)
-    assert panel.rq is not None and panel.rq.jobs == 10
-    assert panel.rq_text().startswith(f"python-rq {measure.rq_version()}: 10 no-op jobs, ")
-    assert "requests per job" in panel.text()
-    # a long line wraps at a space in the page, never inside a word
-    assert all(len(line) <= 100 for line in panel.rq_text().splitlines())
-    assert "word-break:normal" in panel.result.value
+    assert dump(conn) == {}
+    assert "word-break:normal" in panel.result.value  # long lines wrap at a space, not in a word
 
 
 # -- the request counter ----------------------------------------------------------------------
@@ -161,7 +142,7 @@ def test_commandstats_reads_the_servers_own_count(conn: redis.Redis, backend_nam
     before = measure.commandstats(conn)
     jobs.enqueue(conn, "stats", branded.mint(), b"x")
     after = measure.commandstats(conn)
-    delta = measure.calls_delta(before, after)
+    delta = calls_delta(before, after)
     assert delta.get("evalsha") == 1 and "info" not in delta
     assert {"hset", "zadd"} <= set(delta)  # what ran inside the script counts too
     assert after["evalsha"].usec >= before.get("evalsha", measure.Stat(0, 0)).usec
@@ -203,21 +184,20 @@ def test_the_walk_stops_at_the_first_reply_it_did_not_expect() -> None:
 
 
 def test_the_button_measures_in_the_background(conn: redis.Redis) -> None:
-    panel = MeasurePanel(conn, jobs=30, with_rq=False)
+    panel = MeasurePanel(conn, jobs=30)
     assert panel.buttons["measure"].tooltip and panel.jobs.tooltip and panel.progress.tooltip
     panel.buttons["measure"].click()
     assert panel.run(wait=True) is None  # a second one while it goes is refused
     until = time.monotonic() + 60
     while panel.running and time.monotonic() < until:
         time.sleep(0.05)
-    assert panel.cycle is not None and panel.rq is None
-    assert panel.rq_text() == "python-rq: not measured (with_rq=False)"
+    assert panel.cycle is not None
     assert "3 requests, every one an EVALSHA" in panel.result.value
 
 
 def test_a_dead_server_is_one_line() -> None:
     dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
-    panel = MeasurePanel(dead, jobs=30, with_rq=False)
+    panel = MeasurePanel(dead, jobs=30)
     panel.run(wait=True)
     assert not panel.last_ok and panel.cycle is None
     assert panel.last_message.startswith("the measurement stopped: ")
@@ -236,7 +216,7 @@ def test_no_benchmark_beside_the_page_is_one_line(
     if content is not None:
         (tmp_path / measure.BENCH_FILE).write_text(content)
     bench = measure.read_bench(tmp_path)
-    assert not bench.found and bench.tables == {} and bench.charts == {}
+    assert bench.tables == {} and bench.charts == {}
     assert "\n" not in bench.header and "Traceback" not in bench.header
     assert "make bench" in bench.header
     for name in ("figures", "throughput", "wire", "transitions", "scale"):

@@ -132,8 +132,8 @@ QUESTION = """
 [[checks]]
 key = "last_page_token"
 page = "{file}"
-observer = "complete_sample"
-params = {{ lease = "held", token = "future" }}
+observer = "story"
+params = {{ steps = ["claim briefly", "expire", "reap", "claim", "complete future"], ask="reply" }}
 question = "Attempts is 2 and the lease is held. Token 3 completes: what happens?"
 answers = [
     {{ when = "accepted", text = "accepted" }},

@@ -188,8 +188,8 @@ ONE = """
 [[checks]]
 key = "token_above"
 page = "12-a-page-far-on.ipynb"
-observer = "complete_sample"
-params = { lease = "held", token = "future" }
+observer = "story"
+params = { steps = ["claim briefly", "expire", "reap", "claim", "complete future"], ask = "reply" }
 question = "Token 3 against attempts 2: what does the server say?"
 answers = [
     { when = "EMQSTALE", text = "it refuses the token as stale" },
@@ -198,7 +198,7 @@ answers = [
 hint = "Newer or the same?"
 lesson = "Equality, not order."
 """
-SAMPLE = {"complete_sample": checks.OBSERVERS["complete_sample"]}
+SAMPLE = {"story": checks.OBSERVERS["story"]}
 
 
 def test_the_shipped_file_makes_the_checks() -> None:
@@ -220,9 +220,9 @@ def test_a_check_works_on_any_page_number(conn: redis.Redis) -> None:
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (('observer = "complete_sample"', 'observer = "nope"'), "no observer called 'nope'"),
-    (('lease = "held"', 'lease = "gone"'), "lease = 'gone' is not one of"),
-    (('lease = "held"', 'lag = "held"'), "does not take these params"),
+    (('observer = "story"', 'observer = "nope"'), "no observer called 'nope'"),
+    (('ask = "reply"', 'ask = "mood"'), "ask = 'mood' is not one of"),
+    (('ask = "reply"', 'lag = "reply"'), "does not take these params"),
     (('when = "accepted"', 'when = "EMQSTALE"'), "no other choice of the question uses"),
     (('hint = "Newer or the same?"\n', ""), "missing ['hint']"),
     (('hint = "', 'tip = 1\nhint = "'), "unknown ['tip']"),
@@ -273,8 +273,9 @@ def test_a_story_written_in_the_file_is_graded_by_the_server(conn: redis.Redis) 
 
 
 def test_an_observer_without_a_question_is_refused() -> None:
-    with pytest.raises(checks.QuestionsError, match="no question uses the observer fresh_row"):
-        checks.build({**SAMPLE, "fresh_row": checks.OBSERVERS["fresh_row"]}, checks.FACTS, ONE)
+    with pytest.raises(checks.QuestionsError, match="no question uses the observer row_deleter"):
+        checks.build({**SAMPLE, "row_deleter": checks.OBSERVERS["row_deleter"]}, checks.FACTS,
+                     ONE)
     with pytest.raises(checks.QuestionsError, match="share the key token_above"):
         checks.build(checks.OBSERVERS, checks.FACTS, checks.shipped_text() + ONE)
 

@@ -19,6 +19,7 @@ import redis
 
 from echomq_lab.connection import connect
 from echomq_lab.testing.cluster import start_test_cluster
+from echomq_lab.testing.in_pyodide import start_browser
 from echomq_lab.testing.servers import Server, ServerStartError, start_redis, start_valkey
 
 #: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.
@@ -80,12 +81,18 @@ BACKENDS: dict[str, Backend] = {
     "valkey": Backend("valkey", start_valkey, _real_client),
     "redis": Backend("redis", start_redis, _real_client),
     "cluster": Backend("cluster", start_test_cluster, _real_client),
+    # Pyodide under Node with Lua on fengari: what the static site runs. Only the tests that
+    # ask for it by name run on it (conformance, differential); backend_names() leaves it out.
+    "browser": Backend("browser", start_browser, _real_client),
 }
+
+#: The backends a test gets only by asking for them by name.
+ON_REQUEST = ("browser",)
 
 
 def backend_names() -> tuple[str, ...]:
-    """The names of every backend, fakeredis first."""
-    return tuple(BACKENDS)
+    """The names of every backend, fakeredis first (but those in :data:`ON_REQUEST`)."""
+    return tuple(name for name in BACKENDS if name not in ON_REQUEST)
 
 
 def server_kinds() -> tuple[str, ...]:

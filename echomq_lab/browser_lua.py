@@ -380,27 +380,31 @@ class _LuaTable(_LuaObject):
     def __delitem__(self, key: Any) -> None:
         self[key] = None
 
-    def _pairs(self) -> list[tuple[Any, Any]]:
-        """Every key and value: 1, 2, ... first, in order (as C Lua walks its array part;
-        fengari walks it in another order), then the other keys as ``next`` gives them."""
+    def _pairs(self, values: bool = True) -> list[tuple[Any, Any]]:
+        """Every key (and value, unless ``values`` is False: then None): 1, 2, ... first, in
+        order (as C Lua walks its array part; fengari walks it in another order), then the
+        other keys as ``next`` gives them."""
         rt = self._runtime
+        lua = rt._lua
         L = self._push_self()
         pairs = []
-        rt._lua.lua_pushnil(L)
-        while rt._lua.lua_next(L, -2) != 0:
-            pairs.append((rt._to_py(L, -2), rt._to_py(L, -1)))
-            rt._lua.lua_settop(L, -2)
-        rt._lua.lua_settop(L, -2)
-        found = dict(pairs)
+        lua.lua_pushnil(L)
+        while lua.lua_next(L, -2) != 0:
+            pairs.append((rt._to_py(L, -2), rt._to_py(L, -1) if values else None))
+            lua.lua_settop(L, -2)
+        lua.lua_settop(L, -2)
+        keys = {k for k, _ in pairs if type(k) is int}
         run = 0
-        while (run + 1) in found:
+        while (run + 1) in keys:
             run += 1
-        head = [(i, found[i]) for i in range(1, run + 1)]
-        tail = [(k, v) for k, v in pairs if not (isinstance(k, int) and 1 <= k <= run)]
-        return head + tail
+        if not run:
+            return pairs
+        head = sorted((p for p in pairs if type(p[0]) is int and 1 <= p[0] <= run),
+                      key=lambda p: int(p[0]))
+        return head + [p for p in pairs if not (type(p[0]) is int and 1 <= p[0] <= run)]
 
     def keys(self) -> list[Any]:
-        return [k for k, _ in self._pairs()]
+        return [k for k, _ in self._pairs(values=False)]
 
     def values(self) -> list[Any]:
         return [v for _, v in self._pairs()]

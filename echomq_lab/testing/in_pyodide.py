@@ -74,7 +74,7 @@ def start_browser(timeout: float = START_TIMEOUT_S) -> BrowserServer:
     if node is None:
         raise ServerStartError("the browser backend needs Node (20 or newer) on PATH")
     if not (TOOLS / "node_modules" / "pyodide").is_dir():
-        raise ServerStartError("the browser backend needs tools/site/node_modules: `make site-deps`")
+        raise ServerStartError("the browser backend needs tools/site/node_modules (make site-deps)")
     _ensure_wheels()
     log_path = WHEELS.parent / "pyodide-server.log"
     with log_path.open("wb") as log:  # a file, not a pipe: nobody reads it after start-up

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+#: The browser's Python (Pyodide 314): what the wheels must install on.
+PYTHON = "3.14"
 #: The embedded server, at this venv's versions.
 SERVER = ("fakeredis", "redis", "sortedcontainers")
 #: The widgets' Python side, at this venv's versions.
@@ -25,7 +27,7 @@ WIDGETS = ("ipywidgets", "comm", "jupyterlab_widgets")
 #: What the Pyodide kernel imports at start-up (micropip, then ipykernel's needs), by lock name.
 KERNEL = (
     "micropip", "ipython", "jedi", "parso", "asttokens", "decorator", "executing",
-    "matplotlib-inline", "prompt_toolkit", "pure-eval", "pygments", "six", "stack-data",
+    "matplotlib-inline", "prompt-toolkit", "pure-eval", "pygments", "six", "stack-data",
     "traitlets", "wcwidth", "packaging",
 )
 
@@ -45,6 +47,7 @@ def fetch(dest: Path, lock: Path | None = None) -> list[Path]:
     dest.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+         "--python-version", PYTHON,
          "--dest", str(dest), *pins(lock)],
         check=True,
     )

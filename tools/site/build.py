@@ -244,7 +244,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=ROOT / "build" / "site")
     parser.add_argument("--jupyter", type=Path, default=ROOT / "build/site/venv/bin/jupyter")
     args = parser.parse_args()
-    build(args.out, args.work, args.jupyter)
+    build(args.out.resolve(), args.work.resolve(), args.jupyter.absolute())
 
 
 if __name__ == "__main__":

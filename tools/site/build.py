@@ -51,6 +51,10 @@ LEFT_OUT = {
 }
 #: Lock entries added for wheels the Pyodide lock lacks: name -> (imports, depends).
 EXTRA = {
+    # the kernel's own three (from its extension's pypi/ folder): loaded with Pyodide itself
+    "piplite": (["piplite"], ["micropip"]),
+    "pyodide-kernel": (["pyodide_kernel"], ["comm", "ipython"]),
+    "ipykernel": (["ipykernel"], ["pyodide-kernel"]),
     "comm": (["comm"], ["traitlets"]),
     "jupyterlab-widgets": (["jupyterlab_widgets"], []),
     "widgetsnbextension": (["widgetsnbextension"], []),
@@ -62,6 +66,11 @@ EXTRA = {
     "echomq-lab": (["echomq_lab"], ["fakeredis", "redis", "sortedcontainers", "ipywidgets",
                                     "matplotlib"]),
 }
+#: Loaded in one batch as Pyodide starts (the kernel then skips installing them one by one).
+PRELOAD = ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython",
+           "echomq-lab"]
+#: The wheels that come from the kernel extension's own pypi/ folder.
+FROM_KERNEL = ("piplite", "pyodide-kernel", "ipykernel")
 #: Stands in for matplotlib, which the site does not carry (its charts are on the pages left
 #: out); importing it works, drawing says why not.
 _STUB_MODULE = (
@@ -140,7 +149,7 @@ def wheel_named(folder: Path, name: str) -> Path:
     return found[0]
 
 
-def stage_pyodide(static: Path, fetched: Path, shim: Path) -> None:
+def stage_pyodide(static: Path, fetched: Path, kernel_pypi: Path) -> None:
     """Pyodide's runtime, its lock (pointing at the served wheels) and the wheels."""
     static.mkdir(parents=True)
     for name in RUNTIME:
@@ -154,9 +163,12 @@ def stage_pyodide(static: Path, fetched: Path, shim: Path) -> None:
         packages[name]["sha256"] = sha256(served[name])
     extra_wheels = {
         name: wheel_named(fetched, name) for name in EXTRA
-        if name not in ("widgetsnbextension", "matplotlib", "echomq-lab")
+        if name not in (*FROM_KERNEL, "widgetsnbextension", "matplotlib", "echomq-lab")
     }
-    extra_wheels["widgetsnbextension"] = shim
+    for name in FROM_KERNEL:
+        extra_wheels[name] = wheel_named(kernel_pypi, name)
+    # the shim for ipywidgets 8 (the folder also holds one for ipywidgets 7)
+    extra_wheels["widgetsnbextension"] = next(kernel_pypi.glob("widgetsnbextension-4.*.whl"))
     extra_wheels["matplotlib"] = write_wheel(fetched, "matplotlib", "0+browser",
                                              {k: v.encode() for k, v in MATPLOTLIB_STUB.items()})
     extra_wheels["echomq-lab"] = lab_wheel(fetched)
@@ -199,7 +211,10 @@ def lite_config(lite: Path) -> None:
         "jupyter-config-data": {
             "appName": "echomq lab",
             "litePluginSettings": {
-                "@jupyterlite/pyodide-kernel-extension:kernel": {"disablePyPIFallback": True}
+                "@jupyterlite/pyodide-kernel-extension:kernel": {
+                    "disablePyPIFallback": True,
+                    "loadPyodideOptions": {"packages": PRELOAD},
+                }
             },
         },
     }
@@ -220,9 +235,9 @@ def build(out: Path, work: Path, jupyter: Path) -> None:
         shutil.rmtree(stale, ignore_errors=True)
     fetched = work / "wheels"
     wheels.fetch(fetched, PYODIDE / "pyodide-lock.json")
-    shim_dir = jupyter.parents[1] / "share/jupyter/labextensions/@jupyterlite"
-    shim = next(shim_dir.glob("pyodide-kernel-extension/static/pypi/widgetsnbextension-4.*.whl"))
-    stage_pyodide(lite / "static" / "pyodide", fetched, shim)
+    kernel_pypi = (jupyter.parents[1] / "share/jupyter/labextensions/@jupyterlite"
+                   / "pyodide-kernel-extension/static/pypi")
+    stage_pyodide(lite / "static" / "pyodide", fetched, kernel_pypi)
     stage_pages(lite / "files")
     lite_config(lite)
     env = dict(os.environ)

@@ -121,8 +121,9 @@ site-deps: $(NODE_STAMP) $(SITE_STAMP)
 site: $(LAB_STAMP) site-deps
 	$(PY) tools/site/build.py --out site --work build/site --jupyter $(SITE_VENV)/bin/jupyter
 
-bench: $(STAMP)
+bench: $(STAMP) site
 	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.first_panel
 
 clean:
 	rm -rf $(VENV) build dist site tools/site/node_modules *.egg-info .pytest_cache .mypy_cache \

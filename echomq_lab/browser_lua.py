@@ -30,6 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from echomq_lab.browser_lua_prelude import PRELUDE as _PRELUDE
+from echomq_lab.browser_lua_prelude import WRAP as _WRAP
+
 #: Where the site build puts fengari's browser bundle, beside this module.
 BUNDLE = Path(__file__).with_name("fengari-web.js")
 
@@ -41,59 +44,6 @@ _RIDX_GLOBALS = 2
 _MULTRET = -1
 #: fengari's integers are 32-bit: a Python int outside goes to Lua as a double.
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
-
-#: Run once per runtime: what makes fengari's 5.3 closer to Valkey's 5.1 for our scripts.
-_PRELUDE = rb"""
-collectgarbage = function() return 0 end
-unpack = table.unpack
-local format, find, sub, mtype = string.format, string.find, string.sub, math.type
-local whole_d = '%%[-+ #0]*%d*[di]$'
-string.format = function(fmt, ...)
-  local args = table.pack(...)
-  if type(fmt) ~= 'string' or not find(fmt, '%', 1, true) then
-    return format(fmt, ...)
-  end
-  local out, i, n = {}, 1, 0
-  while true do
-    local s, e = find(fmt, '%%[-+ #0]*%d*%.?%d*[%a%%]', i)
-    if not s then break end
-    local spec = sub(fmt, s, e)
-    if spec ~= '%%' then
-      n = n + 1
-      local v = args[n]
-      if find(spec, whole_d) and mtype(v) == 'float' and v == math.floor(v) then
-        spec = sub(spec, 1, -2) .. '.0f'
-      end
-    end
-    out[#out + 1] = sub(fmt, i, s - 1) .. spec
-    i = e + 1
-  end
-  out[#out + 1] = sub(fmt, i)
-  return format(table.concat(out), ...)
-end
-local raw_tostring = tostring
-tostring = function(v)
-  if mtype(v) == 'float' then return format('%.14g', v) end
-  return raw_tostring(v)
-end
-local raw_tonumber = tonumber
-tonumber = function(...)
-  local v = raw_tonumber(...)
-  if mtype(v) == 'integer' then return v + 0.0 end
-  return v
-end
-"""
-
-#: Turns a raw bridge function (answering ``true, value...`` or ``false, message``) into a
-#: Lua function that raises the message: the error is raised on the Lua side, never in JS.
-_WRAP = rb"""
-local raw = ...
-local function check(ok, ...)
-  if ok then return ... end
-  error((...), 0)
-end
-return function(...) return check(raw(...)) end
-"""
 
 
 class LuaError(Exception):

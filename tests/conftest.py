@@ -109,6 +109,13 @@ def cluster_server(server_pool: ServerPool) -> Server:
 
 
 @pytest.fixture(scope="session")
+def browser_url(server_pool: ServerPool) -> str:
+    """``redis://127.0.0.1:PORT/0`` of the session's browser backend: Pyodide under Node running
+    the embedded server with its Lua on fengari, as the static site does."""
+    return _session_server("browser").url
+
+
+@pytest.fixture(scope="session")
 def cluster_url(cluster_server: Server) -> str:
     """``redis://127.0.0.1:PORT/0?cluster=1`` of the session's cluster."""
     return cluster_server.url

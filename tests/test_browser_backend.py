@@ -1,8 +1,7 @@
-"""The browser backend (Pyodide + fengari, as the static site runs it): same scripts, same answers.
+"""The browser backend (Pyodide + fengari, as the static site runs it): its Lua.
 
-* The differential test of ``test_differential.py`` with the browser backend in the place of
-  the in-process fakeredis: random sequences of transitions, replies and state compared with
-  Valkey after every step.
+(The conformance list and the differential test run on it too, in their own modules.)
+
 * Where fengari's Lua 5.3 differs from Valkey's Lua 5.1: the differences that remain are
   pinned (so a fengari upgrade that changes them is noticed), the ones the stand-in evens out
   are checked, and the protocol's scripts are checked to use none of 5.3's own syntax.
@@ -11,82 +10,20 @@
 from __future__ import annotations
 
 import re
-import time
-from collections import Counter
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 import redis
-from hypothesis import HealthCheck, seed, settings
-from hypothesis.stateful import run_state_machine_as_test
 
 from echomq_lab import connect
-from echomq_lab.testing import BackendUnavailable, ServerPool, backends_required
-
-# pytest imports test modules by their file name (tests/ is on sys.path): the same module object.
-from test_differential import EXAMPLES, SEED, STEPS, Differential, _report  # isort: skip
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "echomq_lab" / "scripts"
-#: The browser runs Lua in JavaScript: a quarter of the examples keeps this test within minutes.
-BROWSER_EXAMPLES = max(1, EXAMPLES // 4)
 
 
 @pytest.fixture(scope="module")
-def browser(server_pool: ServerPool) -> redis.Redis:
-    """A client on the session's browser backend (started on first use); a skip saying why
-    when it cannot start (a failure when backends are required, as in CI)."""
-    try:
-        server = server_pool.server("browser")
-    except BackendUnavailable as exc:
-        if backends_required():
-            pytest.fail(f"browser backend unavailable: {exc}", pytrace=False)
-        pytest.skip(f"browser backend unavailable: {exc}")
-    server_pool.used("browser")
-    return connect(server.url)
-
-
-class BrowserDifferential(Differential):
-    """Differential, with the browser backend where the in-process fakeredis was."""
-
-    browser: ClassVar[redis.Redis]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fake.close()
-        self.browser.flushall()
-        self.fake = self.browser
-        self.sides["fake"] = self.browser
-        self.before = self._snap_all()
-
-
-@pytest.mark.slow
-def test_browser_and_valkey_agree(browser: redis.Redis, valkey_url: str) -> None:
-    """Random sequences of transitions give the same replies and state in the browser's server
-    (the protocol's scripts on fengari) as on Valkey."""
-    valkey = connect(valkey_url.rsplit("/", 1)[0] + "/6")
-    BrowserDifferential.browser = browser
-    BrowserDifferential.valkey = valkey
-    BrowserDifferential.stats = Counter()
-    started = time.monotonic()
-    try:
-        run_state_machine_as_test(
-            seed(SEED)(BrowserDifferential),
-            settings=settings(
-                max_examples=BROWSER_EXAMPLES,
-                stateful_step_count=STEPS,
-                deadline=None,
-                print_blob=True,
-                suppress_health_check=[HealthCheck.too_slow],
-            ),
-        )
-    finally:
-        report = _report(BrowserDifferential.stats, time.monotonic() - started,
-                         "Valkey (db 6)", BROWSER_EXAMPLES)
-        print("\n" + report.replace("fakeredis vs", "the browser backend vs", 1))
-        valkey.flushdb()
-        valkey.close()
-    assert BrowserDifferential.stats["examples"] >= BROWSER_EXAMPLES
+def browser(browser_url: str) -> redis.Redis:
+    """A client on the session's browser backend (started on first use)."""
+    return connect(browser_url)
 
 
 # ------------------------------------------------------------- fengari is Lua 5.3 ---

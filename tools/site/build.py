@@ -180,6 +180,16 @@ def stage_pyodide(static: Path, fetched: Path, kernel_pypi: Path) -> None:
     (static / "pyodide-lock.json").write_text(json.dumps(lock, separators=(",", ":")))
 
 
+def compile_wheels(folder: Path) -> None:
+    """Byte-compile the third-party wheels in ``folder`` for Python 3.14, in place (with
+    Pyodide under Node: tools/site/compile_wheels.mjs), so the tab imports them without
+    compiling, as it does Pyodide's own wheels. The lab's own wheel keeps its sources (pages
+    show them)."""
+    third_party = [w for w in sorted(folder.glob("*.whl"))
+                   if not w.name.startswith(("echomq_lab-", "matplotlib-"))]
+    subprocess.run(["node", str(HERE / "compile_wheels.mjs"), *map(str, third_party)], check=True)
+
+
 def left_out_note(text: str) -> str:
     """Markdown with each link to a page left out replaced by its title and why it is out."""
     for page, why in LEFT_OUT.items():
@@ -237,7 +247,10 @@ def build(out: Path, work: Path, jupyter: Path) -> None:
     wheels.fetch(fetched, PYODIDE / "pyodide-lock.json")
     kernel_pypi = (jupyter.parents[1] / "share/jupyter/labextensions/@jupyterlite"
                    / "pyodide-kernel-extension/static/pypi")
-    stage_pyodide(lite / "static" / "pyodide", fetched, kernel_pypi)
+    for shim in kernel_pypi.glob("*.whl"):
+        shutil.copy2(shim, fetched / shim.name)
+    compile_wheels(fetched)
+    stage_pyodide(lite / "static" / "pyodide", fetched, fetched)
     stage_pages(lite / "files")
     lite_config(lite)
     env = dict(os.environ)

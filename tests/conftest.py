@@ -39,7 +39,7 @@ from tests.support.backends import (  # noqa: E402
     server_kinds,
     valkey_required,
 )
-from tests.support.browser import (  # noqa: E402
+from tools.browser import (  # noqa: E402
     VIEWPORT,
     Lab,
     cell_count,
@@ -111,6 +111,13 @@ def redis_server(server_pool: ServerPool) -> Server:
 def cluster_server(server_pool: ServerPool) -> Server:
     """Session-wide 3-primary Valkey Cluster on free loopback ports."""
     return _session_server("cluster")
+
+
+@pytest.fixture(scope="session")
+def browser_url(server_pool: ServerPool) -> str:
+    """``redis://127.0.0.1:PORT/0`` of the session's browser backend: Pyodide under Node running
+    the embedded server with its Lua on fengari, as the static site does."""
+    return _session_server("browser").url
 
 
 @pytest.fixture(scope="session")

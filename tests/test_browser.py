@@ -33,7 +33,7 @@ from playwright.sync_api import Locator, Page, expect
 from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.record_view import GONE
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
-from tests.support.browser import (
+from tools.browser import (
     STDERR_OUTPUT,
     find_button,
     notebook_screenshot,

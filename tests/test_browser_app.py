@@ -31,7 +31,7 @@ from playwright.sync_api import Browser, Locator, Page, expect
 from echomq_lab.servers import free_port
 from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
-from tests.support.browser import VIEWPORT, find_button, stored_widgets
+from tools.browser import VIEWPORT, find_button, stored_widgets
 from tools.course import load as course_pages
 
 pytestmark = pytest.mark.browser

@@ -18,8 +18,8 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
-from tests.support.browser import find_button
 from tests.test_browser_app import CENTRE, app, render  # noqa: F401 - ``app`` is a fixture
+from tools.browser import find_button
 
 pytestmark = pytest.mark.browser
 

@@ -26,7 +26,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
-from tests.support.browser import STDERR_OUTPUT, find_button, menu
+from tools.browser import STDERR_OUTPUT, find_button, menu
 from tools.course import load as course_pages
 
 pytestmark = pytest.mark.browser

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from tests.support.browser import (
+from tools.browser import (
     VIEWPORT,
     cell_count,
     find_button,

@@ -20,6 +20,7 @@ import redis
 
 from echomq_lab import branded, errors, jobs
 from echomq_lab.snapshot import Drift, check, drifts, snapshot
+from tests.support.backends import backend_names
 from tests.support.state import BINARY, deadline_window, dump, server_ms
 
 Q = "conformance"
@@ -32,6 +33,13 @@ LONG_LEASE = 60_000
 SHORT_LEASE = 50
 #: Comfortably longer than SHORT_LEASE, so the lease has surely expired after it.
 EXPIRE_WAIT_S = 0.3
+
+
+
+@pytest.fixture(params=[*backend_names(), "browser"], ids=[*backend_names(), "browser"])
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """Every backend, and the browser's (Pyodide + fengari, as the static site runs it)."""
+    return str(request.param)
 
 
 # ----------------------------------------------------------------------- helpers ---

@@ -291,6 +291,9 @@ class Differential(RuleBasedStateMachine):
     """Every rule runs one call on both servers and asserts the replies agree."""
 
     valkey: ClassVar[redis.Redis]  # set by the test before the run
+    #: The embedded side's client: a fresh in-process server, or (set by the browser backend's
+    #: test) a client on the browser backend, flushed.
+    make_fake: ClassVar[Callable[[], redis.Redis]] = staticmethod(lambda: connect(fresh=True))
     stats: ClassVar[Counter[str]] = Counter()
 
     enqueued = Bundle("enqueued")
@@ -298,7 +301,7 @@ class Differential(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.fake = connect(fresh=True)
+        self.fake = self.make_fake()
         self.valkey.flushdb()
         self.sides = {"fake": self.fake, "valkey": self.valkey}
         self.before = self._snap_all()  # the last snapshots: equal on both sides but for scores
@@ -630,6 +633,24 @@ def test_fakeredis_and_the_cluster_agree(cluster_url: str) -> None:
     """The same on a 3-primary cluster (db 0, the only one it has); the three queues spread
     over its primaries."""
     _agree(connect(cluster_url), CLUSTER_EXAMPLES, "the cluster")
+
+
+@pytest.mark.slow
+def test_the_browser_backend_and_valkey_agree(browser_url: str, valkey_url: str) -> None:
+    """The same with the browser backend (Pyodide + fengari, as the static site runs the
+    scripts) on the embedded side; a quarter of the examples (its Lua runs in JavaScript)."""
+
+    def browser() -> redis.Redis:
+        client = connect(browser_url)
+        client.flushall()
+        return client
+
+    Differential.make_fake = staticmethod(browser)
+    try:
+        _agree(connect(valkey_url.rsplit("/", 1)[0] + "/6"), max(1, EXAMPLES // 4),
+               "Valkey (db 6), the embedded side in the browser backend")
+    finally:
+        Differential.make_fake = staticmethod(lambda: connect(fresh=True))
 
 
 def _agree(valkey: redis.Redis, examples: int, name: str) -> None:

@@ -162,7 +162,7 @@ def test_extra_arguments_come_last_so_they_win() -> None:
 
 def test_registry_lists_fakeredis_then_every_real_server() -> None:
     assert backend_names() == ("fakeredis", "valkey", "redis", "cluster")
-    assert server_kinds() == ("valkey", "redis", "cluster")
+    assert server_kinds() == ("valkey", "redis", "cluster", "browser")
 
 
 def test_require_env_is_read_as_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:

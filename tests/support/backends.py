@@ -26,6 +26,7 @@ from echomq_lab.servers import (
     valkey_wheel_platform,
 )
 from tests.support.cluster import start_test_cluster
+from tests.support.in_pyodide import start_browser
 
 #: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.
 REQUIRE_ENV = "ECHOMQ_REQUIRE_BACKENDS"
@@ -99,12 +100,18 @@ BACKENDS: dict[str, Backend] = {
     "valkey": Backend("valkey", start_valkey, _real_client, valkey=True),
     "redis": Backend("redis", start_redis, _real_client),
     "cluster": Backend("cluster", start_test_cluster, _real_client, valkey=True),
+    # Pyodide under Node with Lua on fengari: what the static site runs. Only the tests that
+    # ask for it by name run on it (conformance, differential); backend_names() leaves it out.
+    "browser": Backend("browser", start_browser, _real_client),
 }
+
+#: The backends a test gets only by asking for them by name.
+ON_REQUEST = ("browser",)
 
 
 def backend_names() -> tuple[str, ...]:
-    """The names of every backend, fakeredis first."""
-    return tuple(BACKENDS)
+    """The names of every backend, fakeredis first (but those in :data:`ON_REQUEST`)."""
+    return tuple(name for name in BACKENDS if name not in ON_REQUEST)
 
 
 def server_kinds() -> tuple[str, ...]:

@@ -1,0 +1,221 @@
+"""Time from opening the URL to the first live panel, three ways in; and the site's size.
+
+``python -m benchmarks.first_panel [--repeats N] [--out PATH]`` measures, on this machine, in
+headless Chromium (a fresh browser context each time: nothing cached):
+
+* **site**: ``site/`` (``make site``) served from loopback, page 02 opened in JupyterLite; the
+  clock runs from ``goto`` until the first panel is drawn live, which takes Pyodide's start, the
+  kernel's wheels, then Run All reaching the first panel;
+* **lab**: ``make lab``'s JupyterLab, already started: page 02 opened, Run All, first panel;
+* **app**: ``make app``'s Voilà, already started: ``/voila/render/02-...`` opened, Voilà runs
+  the page, first panel.
+
+A live panel is a widget view drawn in an output (not the stored text, not an error). It also
+sizes ``site/`` by what takes the room. The figures go to ``results/first-panel.json`` and are
+printed. Goals: the site's first live panel within 15 s; the site at most 50 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import functools
+import http.server
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from echomq_lab.servers import free_port
+from tools.browser import (
+    VIEWPORT,
+    chromium_path,
+    jupyter_lab,
+    launch_chromium,
+    menu,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "site"
+PAGE = "02-the-state-and-attempts.ipynb"
+DEFAULT_OUT = ROOT / "results" / "first-panel.json"
+LIVE = ".jp-OutputArea-output .jupyter-widgets:not(:has(.jupyter-widgets-error-widget))"
+APP_LIVE = ".jupyter-widgets:not(:has(.jupyter-widgets-error-widget))"
+WAIT_MS = 300_000
+GOAL_S, GOAL_MB = 15.0, 50.0
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".mjs": "text/javascript", ".wasm": "application/wasm", ".whl": "application/zip",
+    }
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        return
+
+
+@contextmanager
+def serve_site() -> Iterator[str]:
+    """``site/`` on a free loopback port."""
+    handler = functools.partial(_Quiet, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def served_app(tmp: Path) -> Iterator[str]:
+    """``make app`` on a free port (started and answering before this yields)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ECHOMQ_REDIS_URL", "PYTHONPATH")}
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
+        env[name] = str(tmp / name.lower())
+    port = free_port()
+    with (tmp / "app.log").open("wb") as log:
+        proc = subprocess.Popen(
+            ["make", "--no-print-directory", "app", f"APP_ARGS=--port={port} --no-browser"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    url = f"http://localhost:{port}"
+    try:
+        end = time.monotonic() + 300
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > end:
+                    raise SystemExit(f"make app did not start: see {tmp / 'app.log'}") from None
+                time.sleep(0.3)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def _timed(browser: Any, url: str, after_open: Callable[[Any], None], live: str) -> float:
+    """Seconds from ``goto(url)`` to the first live panel, in a fresh context."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    try:
+        started = time.monotonic()
+        page.goto(url, timeout=WAIT_MS)
+        after_open(page)
+        page.wait_for_selector(live, timeout=WAIT_MS)
+        return time.monotonic() - started
+    finally:
+        context.close()
+
+
+def _run_all(page: Any) -> None:
+    """Wait for the notebook and an idle kernel, then Run ▸ Run All Cells."""
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=WAIT_MS)
+    page.get_by_text("| Idle").first.wait_for(timeout=WAIT_MS)
+    menu(page, "Run", "runmenu:run-all")
+
+
+def site_size() -> dict[str, Any]:
+    """The site's bytes: in all, by part, and its ten largest files."""
+    files = [p for p in SITE.rglob("*") if p.is_file()]
+    parts: dict[str, int] = {}
+    for path in files:
+        rel = path.relative_to(SITE)
+        if rel.parts[:2] == ("static", "pyodide"):
+            part = "Pyodide wheels" if path.suffix == ".whl" else "Pyodide runtime"
+        else:
+            part = rel.parts[0] if len(rel.parts) > 1 else "top-level files"
+        parts[part] = parts.get(part, 0) + path.stat().st_size
+    largest = sorted(files, key=lambda p: p.stat().st_size, reverse=True)[:10]
+    return {
+        "total_mb": round(sum(parts.values()) / 1e6, 1),
+        "files": len(files),
+        "parts_mb": {k: round(v / 1e6, 1) for k, v in sorted(parts.items(), key=lambda kv: -kv[1])},
+        "largest_mb": {str(p.relative_to(SITE)): round(p.stat().st_size / 1e6, 2) for p in largest},
+    }
+
+
+def measure(repeats: int) -> dict[str, Any]:
+    path, why = chromium_path()
+    if path is None:
+        raise SystemExit(f"no Chromium: {why}")
+    if not (SITE / "lab" / "index.html").is_file():
+        raise SystemExit("no site/: build it first with `make site`")
+    times: dict[str, list[float]] = {"site": [], "lab": [], "app": []}
+    with tempfile.TemporaryDirectory() as tmp, launch_chromium(path) as browser:
+        with serve_site() as site:
+            url = f"{site}/lab/index.html?path={PAGE}"
+            times["site"] = [_timed(browser, url, _run_all, LIVE) for _ in range(repeats)]
+        with jupyter_lab(ROOT / "notebooks", Path(tmp) / "lab") as lab:
+            times["lab"] = [
+                _timed(browser, lab.notebook_url(PAGE, workspace=f"bench-{i}"), _run_all, LIVE)
+                for i in range(repeats)
+            ]
+        with served_app(Path(tmp)) as app:
+            url = f"{app}/voila/render/{PAGE}"
+            times["app"] = [_timed(browser, url, lambda page: None, APP_LIVE)
+                            for _ in range(repeats)]
+    size = site_size()
+    first = {k: round(statistics.median(v), 1) for k, v in times.items()}
+    return {
+        "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
+        "page": PAGE,
+        "first_live_panel_s": first,
+        "runs_s": {k: [round(t, 1) for t in v] for k, v in times.items()},
+        "site": size,
+        "goals": {
+            f"site first live panel <= {GOAL_S:g} s": first["site"] <= GOAL_S,
+            f"site <= {GOAL_MB:g} MB": size["total_mb"] <= GOAL_MB,
+        },
+    }
+
+
+def report(result: dict[str, Any]) -> str:
+    first, size = result["first_live_panel_s"], result["site"]
+    lines = [
+        f"first live panel on {result['page']} ({result['machine']}; median of "
+        f"{len(result['runs_s']['site'])} fresh opens):",
+        f"  site (JupyterLite, Pyodide in the tab)  {first['site']:6.1f} s  "
+        f"runs {result['runs_s']['site']}",
+        f"  make lab (JupyterLab, started)          {first['lab']:6.1f} s  "
+        f"runs {result['runs_s']['lab']}",
+        f"  make app (Voila, started)               {first['app']:6.1f} s  "
+        f"runs {result['runs_s']['app']}",
+        f"site size: {size['total_mb']} MB in {size['files']} files: "
+        + ", ".join(f"{k} {v}" for k, v in size["parts_mb"].items()),
+        "  largest: " + ", ".join(f"{k} {v}" for k, v in list(size["largest_mb"].items())[:5]),
+        "goals: " + "; ".join(f"{k}: {'met' if ok else 'NOT met'}"
+                              for k, ok in result["goals"].items()),
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args()
+    result = measure(args.repeats)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(report(result))
+    print(f"written to {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

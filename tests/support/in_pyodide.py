@@ -1,0 +1,99 @@
+"""The browser backend for the tests: the embedded server as the site runs it, served on loopback.
+
+:func:`start_browser` runs ``tools/site/pyodide_server.mjs`` under Node: Pyodide (the browser's
+Python, from npm), fakeredis with its Lua on fengari through :mod:`echomq_lab.browser_lua`, and
+this checkout's ``echomq_lab``, answering RESP on a free loopback port. A test then reaches it
+like any real server. It needs Node and ``tools/site/node_modules`` (``make site-deps``); the
+server's wheels are fetched into ``build/site/server-wheels`` the first time.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from echomq_lab.servers import ServerStartError
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ROOT / "tools" / "site"
+WHEELS = ROOT / "build" / "site" / "server-wheels"
+#: Pyodide's start-up plus unpacking three wheels: a few seconds; a busy machine takes longer.
+START_TIMEOUT_S = 90.0
+
+
+@dataclass
+class BrowserServer:
+    """The Node process serving the in-browser server on ``port``."""
+
+    port: int
+    proc: subprocess.Popen[bytes]
+    version: str
+    kind: str = "browser"
+    _stopped: bool = field(default=False, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def label(self) -> str:
+        return f"browser: {self.version} under Node (port {self.port})"
+
+    def stop(self) -> None:
+        """End the Node process; safe to call twice."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+
+def _ensure_wheels() -> None:
+    if any(WHEELS.glob("fakeredis-*.whl")):
+        return
+    fetched = subprocess.run(
+        [sys.executable, str(TOOLS / "wheels.py"), str(WHEELS)],
+        capture_output=True, text=True, check=False,
+    )
+    if fetched.returncode != 0:
+        raise ServerStartError(f"could not fetch the server's wheels: {fetched.stderr[-400:]}")
+
+
+def start_browser(timeout: float = START_TIMEOUT_S) -> BrowserServer:
+    """Start the in-browser server under Node and wait for its "READY <port>" line."""
+    node = shutil.which("node")
+    if node is None:
+        raise ServerStartError("the browser backend needs Node (20 or newer) on PATH")
+    if not (TOOLS / "node_modules" / "pyodide").is_dir():
+        raise ServerStartError("the browser backend needs tools/site/node_modules (make site-deps)")
+    _ensure_wheels()
+    log_path = WHEELS.parent / "pyodide-server.log"
+    with log_path.open("wb") as log:  # a file, not a pipe: nobody reads it after start-up
+        proc = subprocess.Popen(
+            [node, str(TOOLS / "pyodide_server.mjs"), "--port", "0", "--wheels", str(WHEELS),
+             "--repo", str(ROOT)],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + timeout
+    lines: list[str] = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        lines = log_path.read_text(errors="replace").splitlines()
+        ready = [line for line in lines if line.startswith("READY ")]
+        if ready:
+            version = next((line for line in lines if line.startswith("python ")), "")
+            return BrowserServer(int(ready[0].split()[1]), proc, version)
+        time.sleep(0.1)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    lines = log_path.read_text(errors="replace").splitlines()
+    raise ServerStartError("the browser backend did not start:\n" + "\n".join(lines[-15:]))

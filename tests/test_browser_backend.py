@@ -1,0 +1,88 @@
+"""The browser backend (Pyodide + fengari, as the static site runs it): its Lua.
+
+(The conformance list and the differential test run on it too, in their own modules.)
+
+* Where fengari's Lua 5.3 differs from Valkey's Lua 5.1: the differences that remain are
+  pinned (so a fengari upgrade that changes them is noticed), the ones the stand-in evens out
+  are checked, and the protocol's scripts are checked to use none of 5.3's own syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import redis
+
+from echomq_lab import connect
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "echomq_lab" / "scripts"
+
+
+@pytest.fixture(scope="module")
+def browser(browser_url: str) -> redis.Redis:
+    """A client on the session's browser backend (started on first use)."""
+    return connect(browser_url)
+
+
+# ------------------------------------------------------------- fengari is Lua 5.3 ---
+
+#: What fengari still does its own way (README, "No install": the Lua 5.3 differences).
+STILL_DIFFERENT = [
+    ("return 'job:' .. (4 / 2)", b"job:2.0"),  # Lua 5.1: job:2
+    ("return 7 // 2", 3),  # Lua 5.1: a syntax error
+    ("return 6 & 3", 2),  # Lua 5.1: a syntax error
+    ("return math.type(1)", b"integer"),  # Lua 5.1: math.type is nil
+]
+
+#: What the stand-in makes behave as Lua 5.1 does.
+EVENED_OUT = [
+    # fengari's integers are 32-bit and wrap; numbers read by tonumber are doubles, as in 5.1
+    ("return string.format('%d', tonumber('1764643200') * 1000 + 123)", b"1764643200123"),
+    ("return tostring(tonumber('5'))", b"5"),
+    ("return tostring(tonumber('1764643200123'))", b"1764643200123"),
+    ("return (unpack({1, 2}))", 1),
+    ("collectgarbage() return 1", 1),
+]
+
+
+@pytest.mark.parametrize(("source", "answer"), STILL_DIFFERENT)
+def test_lua_53_differences_remain_in_the_browser(
+    browser: redis.Redis, source: str, answer: object
+) -> None:
+    assert browser.eval(source, 0) == answer
+
+
+@pytest.mark.parametrize(("source", "answer"), EVENED_OUT)
+def test_the_stand_in_answers_as_lua_51(browser: redis.Redis, source: str, answer: object) -> None:
+    assert browser.eval(source, 0) == answer
+
+
+def test_valkey_answers_the_same_as_the_stand_in(valkey_url: str) -> None:
+    """The evened-out cases answer the same on Valkey (so they are 5.1's answers)."""
+    valkey = connect(valkey_url)
+    try:
+        assert [valkey.eval(source, 0) for source, _ in EVENED_OUT] == [a for _, a in EVENED_OUT]
+        assert valkey.eval(STILL_DIFFERENT[0][0], 0) == b"job:2"
+        for source, _ in STILL_DIFFERENT[1:3]:
+            with pytest.raises(redis.ResponseError):
+                valkey.eval(source, 0)
+    finally:
+        valkey.close()
+
+
+def _code(path: Path) -> str:
+    """A script with its comments and string literals blanked out."""
+    text = path.read_text()
+    text = re.sub(r"--[^\n]*", "", text)
+    return re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "''", text)
+
+
+@pytest.mark.parametrize("path", sorted(SCRIPTS.rglob("*.lua")), ids=lambda p: p.name)
+def test_scripts_use_no_lua_53_syntax(path: Path) -> None:
+    """No ``//``, no bitwise operator, no ``goto``, no ``math.type``: 5.1 would refuse them and
+    fengari would run them, so the two could differ."""
+    code = _code(path)
+    found = re.findall(r"//|&|\||<<|>>|~(?!=)|\bgoto\b|math\.type|\butf8\.", code)
+    assert not found, f"{path.name} uses {sorted(set(found))}"

@@ -1,0 +1,279 @@
+"""Build the static site: the lab's pages in JupyterLite, running in the reader's tab.
+
+    python tools/site/build.py --out site --work build/site --jupyter build/site/venv/bin/jupyter
+
+From a clean state every time (a stale doit database drops settings): the pages that need no
+thread and no socket, copied from ``notebooks/``; Pyodide from the npm package, served from the
+site's ``static/pyodide/``; every wheel the kernel and the lab import, served beside it, with
+the lock's entries pointing at them (sha256 rewritten, entries added for the wheels the lock
+lacks); PyPI fallback off. Nothing is fetched at run time from any other origin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+import wheels  # noqa: E402  (tools/site/wheels.py)
+
+PYODIDE = HERE / "node_modules" / "pyodide"
+FENGARI = HERE / "node_modules" / "fengari-web" / "dist" / "fengari-web.js"
+#: The runtime files the site serves from the npm package (no source maps, no console pages).
+RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
+#: The pages in the site, and why each other page is not.
+PAGES = (
+    "00-the-record-hash.ipynb",
+    "01-the-hash-and-its-fields.ipynb",
+    "02-the-state-and-attempts.ipynb",
+    "03-the-payload.ipynb",
+    "04-lab-two-workers-one-job.ipynb",
+)
+LEFT_OUT = {
+    "05-lab-the-fence-under-load.ipynb": "its workers run on threads, which the browser's "
+    "Python cannot start",
+    "06-lab-one-round-trip.ipynb": "it measures on a thread, which the browser's Python "
+    "cannot start",
+    "07-lab-one-queue-one-slot.ipynb": "it needs a real Valkey and a cluster, which a browser "
+    "tab cannot reach",
+}
+#: Lock entries added for wheels the Pyodide lock lacks: name -> (imports, depends).
+EXTRA = {
+    # the kernel's own three (from its extension's pypi/ folder): loaded with Pyodide itself
+    "piplite": (["piplite"], ["micropip"]),
+    "pyodide-kernel": (["pyodide_kernel"], ["comm", "ipython"]),
+    "ipykernel": (["ipykernel"], ["pyodide-kernel"]),
+    "comm": (["comm"], ["traitlets"]),
+    "jupyterlab-widgets": (["jupyterlab_widgets"], []),
+    "widgetsnbextension": (["widgetsnbextension"], []),
+    "ipywidgets": (["ipywidgets"], ["comm", "ipython", "traitlets", "widgetsnbextension",
+                                    "jupyterlab-widgets"]),
+    "redis": (["redis"], []),
+    "fakeredis": (["fakeredis"], ["redis", "sortedcontainers"]),
+    "matplotlib": (["matplotlib"], []),
+    "echomq-lab": (["echomq_lab"], ["fakeredis", "redis", "sortedcontainers", "ipywidgets",
+                                    "matplotlib"]),
+}
+#: Loaded in one batch as Pyodide starts (the kernel then skips installing them one by one).
+PRELOAD = ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython",
+           "echomq-lab"]
+#: The wheels that come from the kernel extension's own pypi/ folder.
+FROM_KERNEL = ("piplite", "pyodide-kernel", "ipykernel")
+#: Stands in for matplotlib, which the site does not carry (its charts are on the pages left
+#: out); importing it works, drawing says why not.
+_STUB_MODULE = (
+    '"""Not in the browser version of the lab: charts need matplotlib."""\n\n\n'
+    "class _NotHere:\n"
+    "    def __init__(self, *args, **kwargs):\n"
+    "        raise RuntimeError('charts are not in the browser version of the lab')\n\n\n"
+    "def __getattr__(name):\n"
+    "    if name.startswith('__'):\n"
+    "        raise AttributeError(name)\n"
+    "    return _NotHere\n"
+)
+MATPLOTLIB_STUB = {
+    f"matplotlib/{module}.py": _STUB_MODULE
+    for module in ("__init__", "figure", "axes", "lines", "patches", "pyplot", "colors", "ticker")
+}
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_wheel(dest: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
+    """A pure-Python wheel holding ``files`` (archive path -> content)."""
+    dist = f"{name.replace('-', '_')}-{version}"
+    info = f"{dist}.dist-info"
+    meta = {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: echomq-lab site build\n"
+        b"Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    everything = {**files, **meta}
+    record = []
+    for arc, data in everything.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{arc},sha256={digest},{len(data)}")
+    record.append(f"{info}/RECORD,,")
+    path = dest / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
+        for arc, data in sorted(everything.items()):
+            whl.writestr(zipfile.ZipInfo(arc, date_time=(2026, 1, 1, 0, 0, 0)), data,
+                         zipfile.ZIP_DEFLATED)
+        whl.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
+    return path
+
+
+def lab_wheel(dest: Path) -> Path:
+    """echomq_lab as a wheel, with fengari's bundle beside browser_lua.py (tests left out)."""
+    package = ROOT / "echomq_lab"
+    files = {}
+    for path in sorted(package.rglob("*")):
+        rel = path.relative_to(ROOT).as_posix()
+        if path.is_dir() or "__pycache__" in rel or rel.startswith("echomq_lab/tests/"):
+            continue
+        if path.suffix in (".py", ".lua", ".toml"):
+            files[rel] = path.read_bytes()
+    files["echomq_lab/fengari-web.js"] = FENGARI.read_bytes()
+    return write_wheel(dest, "echomq-lab", "0.1.0", files)
+
+
+def entry(name: str, wheel: Path, imports: list[str], depends: list[str]) -> dict[str, object]:
+    version = wheel.name.split("-")[1]
+    return {
+        "name": name, "version": version, "file_name": wheel.name, "install_dir": "site",
+        "sha256": sha256(wheel), "package_type": "package", "imports": imports,
+        "depends": depends, "unvendored_tests": False,
+    }
+
+
+def wheel_named(folder: Path, name: str) -> Path:
+    """The one wheel in ``folder`` of distribution ``name`` (-, _ and case ignored)."""
+    want = re.sub(r"[-_.]+", "_", name).lower()
+    found = [w for w in folder.glob("*.whl") if w.name.split("-")[0].lower() == want]
+    if len(found) != 1:
+        raise SystemExit(f"expected one {name} wheel in {folder}, found {found}")
+    return found[0]
+
+
+def stage_pyodide(static: Path, fetched: Path, kernel_pypi: Path) -> None:
+    """Pyodide's runtime, its lock (pointing at the served wheels) and the wheels."""
+    static.mkdir(parents=True)
+    for name in RUNTIME:
+        shutil.copy2(PYODIDE / name, static / name)
+    lock = json.loads((PYODIDE / "pyodide-lock.json").read_text())
+    packages = lock["packages"]
+    served = {}
+    for name in (*wheels.KERNEL, "sortedcontainers"):
+        served[name] = wheel_named(fetched, packages[name]["file_name"].split("-")[0])
+        packages[name]["file_name"] = served[name].name
+        packages[name]["sha256"] = sha256(served[name])
+    extra_wheels = {
+        name: wheel_named(fetched, name) for name in EXTRA
+        if name not in (*FROM_KERNEL, "widgetsnbextension", "matplotlib", "echomq-lab")
+    }
+    for name in FROM_KERNEL:
+        extra_wheels[name] = wheel_named(kernel_pypi, name)
+    # the shim for ipywidgets 8 (the folder also holds one for ipywidgets 7)
+    extra_wheels["widgetsnbextension"] = next(kernel_pypi.glob("widgetsnbextension-4.*.whl"))
+    extra_wheels["matplotlib"] = write_wheel(fetched, "matplotlib", "0+browser",
+                                             {k: v.encode() for k, v in MATPLOTLIB_STUB.items()})
+    extra_wheels["echomq-lab"] = lab_wheel(fetched)
+    for name, wheel in extra_wheels.items():
+        imports, depends = EXTRA[name]
+        packages[name] = entry(name, wheel, imports, depends)
+    for wheel in [*served.values(), *extra_wheels.values()]:
+        shutil.copy2(wheel, static / wheel.name)
+    (static / "pyodide-lock.json").write_text(json.dumps(lock, separators=(",", ":")))
+
+
+def compile_wheels(folder: Path) -> None:
+    """Byte-compile the third-party wheels in ``folder`` for Python 3.14, in place (with
+    Pyodide under Node: tools/site/compile_wheels.mjs), so the tab imports them without
+    compiling, as it does Pyodide's own wheels. The lab's own wheel keeps its sources (pages
+    show them)."""
+    third_party = [w for w in sorted(folder.glob("*.whl"))
+                   if not w.name.startswith(("echomq_lab-", "matplotlib-"))]
+    subprocess.run(["node", str(HERE / "compile_wheels.mjs"), *map(str, third_party)], check=True)
+
+
+def left_out_note(text: str) -> str:
+    """Markdown with each link to a page left out replaced by its title and why it is out."""
+    for page, why in LEFT_OUT.items():
+        text = re.sub(
+            rf"\[([^\]]+)\]\({re.escape(page)}\)",
+            lambda m, why=why: f"{m.group(1)} (not in the browser version: {why})",
+            text,
+        )
+    return text
+
+
+def stage_pages(files: Path) -> None:
+    """The pages, with their links to the pages left out saying why those are not here."""
+    files.mkdir(parents=True)
+    for page in PAGES:
+        nb = json.loads((ROOT / "notebooks" / page).read_text())
+        for cell in nb["cells"]:
+            source = "".join(cell["source"])  # one string: the table of contents reads it so
+            if cell["cell_type"] == "markdown":
+                source = left_out_note(source)
+            cell["source"] = source
+        (files / page).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def lite_config(lite: Path) -> None:
+    """PyPI fallback off; no news or update check (both would ask another origin)."""
+    config = {
+        "jupyter-lite-schema-version": 0,
+        "jupyter-config-data": {
+            "appName": "echomq lab",
+            "litePluginSettings": {
+                "@jupyterlite/pyodide-kernel-extension:kernel": {
+                    "disablePyPIFallback": True,
+                    "loadPyodideOptions": {"packages": PRELOAD},
+                }
+            },
+        },
+    }
+    (lite / "jupyter-lite.json").write_text(json.dumps(config, indent=2))
+    overrides = {
+        "@jupyterlab/apputils-extension:notification": {
+            "fetchNews": "false", "checkForUpdates": False
+        },
+        # every cell drawn, not only those in view: the panels are live widgets
+        "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+    }
+    (lite / "overrides.json").write_text(json.dumps(overrides, indent=2))
+
+
+def build(out: Path, work: Path, jupyter: Path) -> None:
+    lite = work / "lite"
+    for stale in (lite, out):
+        shutil.rmtree(stale, ignore_errors=True)
+    fetched = work / "wheels"
+    wheels.fetch(fetched, PYODIDE / "pyodide-lock.json")
+    kernel_pypi = (jupyter.parents[1] / "share/jupyter/labextensions/@jupyterlite"
+                   / "pyodide-kernel-extension/static/pypi")
+    for shim in kernel_pypi.glob("*.whl"):
+        shutil.copy2(shim, fetched / shim.name)
+    compile_wheels(fetched)
+    stage_pyodide(lite / "static" / "pyodide", fetched, fetched)
+    stage_pages(lite / "files")
+    lite_config(lite)
+    env = dict(os.environ)
+    for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR"):  # no extension from a home folder
+        env[var] = str(work / "empty-home" / var.lower())
+    env.pop("JUPYTER_PATH", None)
+    subprocess.run(
+        [str(jupyter), "lite", "build", "--lite-dir", str(lite), "--output-dir", str(out.resolve()),
+         "--no-sourcemaps", "--no-unused-shared-packages", "--apps", "lab"],
+        check=True, cwd=lite, env=env,
+    )
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    print(f"site: {out} ({size / 1e6:.1f} MB); open lab/index.html?path={PAGES[2]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "site")
+    parser.add_argument("--work", type=Path, default=ROOT / "build" / "site")
+    parser.add_argument("--jupyter", type=Path, default=ROOT / "build/site/venv/bin/jupyter")
+    args = parser.parse_args()
+    build(args.out.resolve(), args.work.resolve(), args.jupyter.absolute())
+
+
+if __name__ == "__main__":
+    main()

@@ -30,11 +30,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from echomq_lab.browser_lua_prelude import PRELUDE as _PRELUDE
-from echomq_lab.browser_lua_prelude import WRAP as _WRAP
-
 #: Where the site build puts fengari's browser bundle, beside this module.
 BUNDLE = Path(__file__).with_name("fengari-web.js")
+#: Lua run once per state: what makes fengari's 5.3 answer as Valkey's 5.1 for our scripts.
+_PRELUDE = Path(__file__).with_name("browser_prelude.lua").read_bytes()
+#: Turns a raw bridge function (answering ``true, value...`` or ``false, message``) into a Lua
+#: function that raises the message: the error is raised on the Lua side, never in JS.
+_WRAP = b"""
+local raw = ...
+local function check(ok, ...)
+  if ok then return ... end
+  error((...), 0)
+end
+return function(...) return check(raw(...)) end
+"""
 
 # Lua type tags (lua.h) and the registry slots fengari shares with C Lua.
 _TNIL, _TBOOLEAN, _TLIGHTUSERDATA, _TNUMBER, _TSTRING, _TTABLE, _TFUNCTION = range(7)

@@ -123,9 +123,9 @@ def lab_wheel(dest: Path) -> Path:
     files = {}
     for path in sorted(package.rglob("*")):
         rel = path.relative_to(ROOT).as_posix()
-        if path.is_dir() or "__pycache__" in rel or rel.startswith("echomq_lab/tests/"):
+        if path.is_dir() or "__pycache__" in rel:
             continue
-        if path.suffix in (".py", ".lua", ".toml"):
+        if path.suffix in (".py", ".lua", ".toml", ".md"):
             files[rel] = path.read_bytes()
     files["echomq_lab/fengari-web.js"] = FENGARI.read_bytes()
     return write_wheel(dest, "echomq-lab", "0.1.0", files)

@@ -1,13 +1,7 @@
-"""The Lua that :mod:`echomq_lab.browser_lua` runs in each fengari state before any script.
-
-:data:`PRELUDE` makes fengari's Lua 5.3 answer as Valkey's Lua 5.1 where the protocol's scripts
-could notice (numbers as doubles, ``%d`` for any whole double, ``tostring``, ``unpack``, a
-``collectgarbage`` that does nothing); :data:`WRAP` turns a bridge function's status into a
-Lua error raised on the Lua side.
-"""
-
-#: Run once per runtime: what makes fengari's 5.3 closer to Valkey's 5.1 for our scripts.
-PRELUDE = rb"""
+-- browser_prelude: run once in each fengari state before any script (echomq_lab.browser_lua).
+-- fengari is Lua 5.3; Valkey runs Lua 5.1. This makes 5.3 answer as 5.1 where the protocol's
+-- scripts could notice: numbers as doubles (tonumber), '%d' for any whole double, tostring of
+-- a float as 5.1 prints it, a global unpack, and a collectgarbage that does nothing.
 collectgarbage = function() return 0 end
 unpack = table.unpack
 local format, find, sub, mtype = string.format, string.find, string.sub, math.type
@@ -46,15 +40,3 @@ tonumber = function(...)
   if mtype(v) == 'integer' then return v + 0.0 end
   return v
 end
-"""
-
-#: Turns a raw bridge function (answering ``true, value...`` or ``false, message``) into a
-#: Lua function that raises the message: the error is raised on the Lua side, never in JS.
-WRAP = rb"""
-local raw = ...
-local function check(ok, ...)
-  if ok then return ... end
-  error((...), 0)
-end
-return function(...) return check(raw(...)) end
-"""

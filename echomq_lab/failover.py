@@ -2,7 +2,7 @@
 
 :func:`run` stages one failover on a local cluster, every call in a ledger audited at the end:
 worker 1 claims on a primary cut off from its replicas, the primary dies, a replica is promoted
-and mints the same token for worker 2, unless the claims are :func:`durable_claim`\ s.
+and mints the same token for worker 2, unless both use :func:`durable_claim`.
 ``python -m echomq_lab.failover`` runs :func:`experiment` both ways and prints it.
 """
 

@@ -13,18 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import fakeredis
 import redis
 
 from echomq_lab.connection import connect
-from echomq_lab.servers import (
-    Server,
-    ServerStartError,
-    start_redis,
-    start_valkey,
-    valkey_wheel_platform,
-)
+from echomq_lab.servers import Server, ServerStartError, start_server, valkey_wheel_platform
 from tests.support.cluster import start_test_cluster
 
 #: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.
@@ -96,8 +91,8 @@ BACKENDS: dict[str, Backend] = {
     "fakeredis": Backend(
         "fakeredis", None, _fake_client, f"fakeredis {fakeredis.__version__} (in-process)"
     ),
-    "valkey": Backend("valkey", start_valkey, _real_client, valkey=True),
-    "redis": Backend("redis", start_redis, _real_client),
+    "valkey": Backend("valkey", partial(start_server, "valkey"), _real_client, valkey=True),
+    "redis": Backend("redis", partial(start_server, "redis"), _real_client),
     "cluster": Backend("cluster", start_test_cluster, _real_client, valkey=True),
 }
 

@@ -322,10 +322,10 @@ def for_the_lab() -> LabCluster:
 
 def _up(args: argparse.Namespace) -> int:
     running = load(args.dir)
-    if running is not None and any(n.alive() for n in running.nodes):
-        print(f"a cluster already runs in {running.dir}: {running.url}")
-        return 0
     if running is not None:
+        if any(n.alive() for n in running.nodes):
+            print(f"a cluster already runs in {running.dir}: {running.url}")
+            return 0
         _remove(running)  # left over from a crash: nothing of it runs
     cluster = start_cluster(args.replicas, args.dir or DEFAULT_DIR, args.port, keep=True)
     print(f"cluster up: {cluster.label}, in {cluster.dir}")

@@ -190,6 +190,7 @@ class _Facts:
 
 @dataclass
 class _Walk:
+    """One walk: what it saw so far and the round trips it took."""
 
     conn: redis.Redis
     queue: str

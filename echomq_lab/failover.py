@@ -259,10 +259,8 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
     conn2 = connect(cluster.url_via(replica))
     r.steps.append(f"the promoted replica holds the row as: {promoted_row}")
     second = _claim_as("worker 2", conn2, r)
-    if held is not None:
-        conn1 = connect(cluster.url_via(replica))  # worker 1 reconnects and finishes its work
-        _complete_as("worker 1", conn1, r, held.token)
-        conn1.close()
+    if held is not None:  # worker 1, reconnected, finishes its work
+        _complete_as("worker 1", conn2, r, held.token)
     if second is not None:
         _complete_as("worker 2", conn2, r, second.token)
     r.audit = audit(ledger.calls, snapshot(conn2, queue))

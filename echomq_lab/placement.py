@@ -101,9 +101,8 @@ def spread(conn: redis.Redis, queues: Iterable[str]) -> dict[str, int]:
 
 
 def _script_calls(conn: redis.Redis, known: list[Primary]) -> dict[str, int]:
-    """How many EVALSHA each primary has run so far."""
-    if not isinstance(conn, RedisCluster):
-        return {known[0].name: 0}
+    """How many EVALSHA each primary of the cluster ``conn`` has run so far."""
+    assert isinstance(conn, RedisCluster)
     out = {}
     for p in known:
         host, port = p.address.rsplit(":", 1)
@@ -118,10 +117,10 @@ def _script_calls(conn: redis.Redis, known: list[Primary]) -> dict[str, int]:
 def answered_by(conn: redis.Redis, action: Callable[[], T]) -> tuple[T, list[str]]:
     """Run ``action`` (a transition) and name the primaries whose EVALSHA count moved."""
     known = primaries(conn)
+    if not isinstance(conn, RedisCluster):
+        return action(), [known[0].name]
     before = _script_calls(conn, known)
     result = action()
-    if not isinstance(conn, RedisCluster):
-        return result, [known[0].name]
     after = _script_calls(conn, known)
     return result, [name for name in after if after[name] > before[name]]
 

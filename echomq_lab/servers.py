@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
 import redis
 
@@ -40,25 +40,6 @@ INSTALL_HINTS: dict[str, str] = {
 
 class ServerStartError(RuntimeError):
     """A server could not be found or started, or never answered PING."""
-
-
-class Server(Protocol):
-    """What every launcher returns: ``kind`` ("valkey", "redis", "cluster"), ``url``,
-    ``version`` (``X.Y.Z``), a one-line ``label``, and ``stop()`` (safe to call twice)."""
-
-    @property
-    def kind(self) -> str: ...
-
-    @property
-    def url(self) -> str: ...
-
-    @property
-    def version(self) -> str: ...
-
-    @property
-    def label(self) -> str: ...
-
-    def stop(self) -> None: ...
 
 
 def valkey_wheel_platform() -> bool:

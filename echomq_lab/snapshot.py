@@ -85,9 +85,8 @@ class Snapshot:
 
     def knows_row(self, job_id: str) -> bool:
         """True if ``rows.get(job_id)`` is the answer: a followed job or a whole read's member."""
-        if job_id in self.rows or job_id in self.followed:
-            return True
-        return self.whole and bool(self.holders(job_id))
+        return (job_id in self.rows or job_id in self.followed
+                or (self.whole and bool(self.holders(job_id))))
 
     def windowed(self, name: SetName) -> bool:
         """True when set ``name`` holds more members than this snapshot read."""

@@ -63,9 +63,8 @@ def run_and_wait(conn: redis.Redis, script: Script, keys: Sequence[str], args: S
             if isinstance(acked, Exception):
                 raise acked
             return reply, int(acked)
-    raise errors.ServerUnavailable(
-        f"the node owning {keys[0]} kept redirecting the call; the cluster is changing hands"
-    )
+    raise errors.ServerUnavailable(f"the node owning {keys[0]} kept redirecting the call; "
+                                   "the cluster is changing hands")
 
 
 def durable_claim(conn: redis.Redis, queue: str, lease_ms: int, *, replicas: int,

@@ -220,18 +220,7 @@ class RunningServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
-    def kill(self, sig: int = signal.SIGKILL, timeout: float = 10.0) -> None:
-        """Send ``sig`` and wait for the exit; the workdir stays for :meth:`restart`."""
-        self.proc.send_signal(sig)
-        self.proc.wait(timeout=timeout)
-
-    def restart(self, timeout: float = START_TIMEOUT_S) -> None:
-        """Start the exited process again with the same port and folder."""
-        assert self.proc.poll() is not None, "restart() needs the process to have exited"
-        self.proc = spawn(self.argv, self.workdir / "restart.log")
-        self._wait_ping(timeout, "restart.log")
-
-    def _wait_ping(self, timeout: float, log: str) -> None:
+    def wait_ping(self, timeout: float, log: str) -> None:
         """Return once the process answers PING, else ServerStartError with the log's tail."""
         done = wait_until(lambda: self.proc.poll() is not None or pinged(self.port, 1.0), timeout)
         if done and self.proc.poll() is None:
@@ -277,7 +266,7 @@ def start_server(
         server = RunningServer(kind, f"redis://127.0.0.1:{port}/0", port,
                                spawn(argv, workdir / "server.log"), version, binary, workdir, argv)
         try:
-            server._wait_ping(timeout, "server.log")
+            server.wait_ping(timeout, "server.log")
         except ServerStartError as exc:
             server.stop()
             if attempt == 2 or "Address already in use" not in str(exc):

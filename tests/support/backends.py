@@ -11,6 +11,7 @@ summary. Nothing here imports pytest: the fixtures in ``tests/conftest.py`` turn
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -20,7 +21,14 @@ import fakeredis
 import redis
 
 from echomq_lab.connection import connect
-from echomq_lab.servers import ServerStartError, start_server, valkey_wheel_platform
+from echomq_lab.servers import (
+    START_TIMEOUT_S,
+    RunningServer,
+    ServerStartError,
+    spawn,
+    start_server,
+    valkey_wheel_platform,
+)
 from tests.support.cluster import start_test_cluster
 
 
@@ -41,6 +49,19 @@ class Server(Protocol):
     def label(self) -> str: ...
 
     def stop(self) -> None: ...
+
+
+def kill_server(server: RunningServer, sig: int = signal.SIGKILL, timeout: float = 10.0) -> None:
+    """Send ``sig`` to ``server`` and wait for the exit; its port and folder stay for a restart."""
+    server.proc.send_signal(sig)
+    server.proc.wait(timeout=timeout)
+
+
+def restart_server(server: RunningServer, timeout: float = START_TIMEOUT_S) -> None:
+    """Start the exited ``server`` again on its port, in its folder (output in restart.log)."""
+    assert server.proc.poll() is not None, "restart needs the process to have exited"
+    server.proc = spawn(server.argv, server.workdir / "restart.log")
+    server.wait_ping(timeout, "restart.log")
 
 
 #: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.

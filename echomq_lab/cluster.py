@@ -288,10 +288,6 @@ class LabCluster:
     started: Cluster | None
     note: str
 
-    @property
-    def on_cluster(self) -> bool:
-        return self.note == ""
-
 
 def for_the_lab() -> LabCluster:
     """The cluster ``ECHOMQ_REDIS_URL`` names; else one started for this process; else the

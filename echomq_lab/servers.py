@@ -217,7 +217,7 @@ class RunningServer:
     def __enter__(self) -> RunningServer:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def wait_ping(self, timeout: float, log: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 
-from echomq_lab import keyspace
+from echomq_lab import jobs, keyspace
 from echomq_lab.drift import INFINITE, SET_OF_STATE, Drift, check, drift_of, score_of, wrong_type
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import Row, decoded
@@ -134,11 +134,7 @@ def view(conn: redis.Redis, queue: str, follow: Iterable[str] = (), *,
          window: int = WINDOW) -> Snapshot:
     """What a panel shows of ``queue`` in one script run, whatever its depth: each set's size
     and first ``window`` members with their states, and the rows of the jobs in ``follow``."""
-    if not isinstance(window, int) or isinstance(window, bool):
-        raise TypeError(f"window must be an int, not {type(window).__name__}")
-    if not 0 <= window <= MAX_WINDOW:
-        raise ValueError(f"window must be between 0 and {MAX_WINDOW}, got {window}")
-    return _read(conn, queue, follow, str(window))
+    return _read(conn, queue, follow, str(jobs.check_int("window", window, 0, MAX_WINDOW)))
 
 
 def snapshot(conn: redis.Redis, queue: str, follow: Iterable[str] = ()) -> Snapshot:

@@ -33,15 +33,12 @@ class ClusterPanel(Panel):
         self.widget = W.VBox([self.queue, self.table, W.HBox([self.action, self.run]),
                               self.message], layout=W.Layout(min_width="560px"))
         self.widget.add_class("emq-cluster-panel")
-        self.queue.observe(self._on_queue, names="value")
+        self.queue.observe(self._look_up, names="value")
         self.run.on_click(lambda _button: self._safely(self.message, self._run_action))
         self._look_up()
 
-    def _on_queue(self, _change: object) -> None:
-        self.held = None
-        self._look_up()
-
-    def _look_up(self) -> None:
+    def _look_up(self, _change: object = None) -> None:
+        self.held = None  # a token of another queue's job
         try:
             self.places = placement.places(self.conn, self.queue.value)
         except (ValueError, TypeError, errors.EchoMQError) as exc:

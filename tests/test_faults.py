@@ -16,6 +16,7 @@ import pytest
 from echomq_lab import errors
 from echomq_lab.servers import RunningServer
 from echomq_lab.sim import Result, Settings, Simulation
+from tests.support.backends import kill_server, restart_server
 
 pytestmark = pytest.mark.slow  # a few seconds each; still part of `make test`
 
@@ -39,9 +40,9 @@ def volatile_server(own_server_of: Callable[..., RunningServer]) -> Iterator[Run
 
 def kill_and_restart(server: RunningServer, down_for: float = 0.3) -> None:
     """SIGKILL the server, wait, start it again with the same command line, port and dir."""
-    server.kill()
+    kill_server(server)
     time.sleep(down_for)  # the workers find it gone and back off
-    server.restart()
+    restart_server(server)
 
 
 def run_with_a_crash(server: RunningServer, seed: int) -> Result:

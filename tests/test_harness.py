@@ -16,12 +16,13 @@ import pytest
 import redis
 
 from echomq_lab import servers
-from echomq_lab.servers import Kind, Server, ServerStartError, start_server, version_ok
+from echomq_lab.servers import Kind, ServerStartError, start_server, version_ok
 from tests.support.backends import (
     BACKENDS,
     REQUIRE_ENV,
     Backend,
     BackendUnavailable,
+    Server,
     ServerPool,
     backend_names,
     backends_required,

@@ -38,6 +38,7 @@ from echomq_lab.widgets import (
     TwoWorkersStory,
 )
 from echomq_lab.widgets.base import Panel
+from tests.support.backends import kill_server, restart_server
 
 Q = "hostile-panels"
 PENDING = keyspace.queue_key(Q, "pending")
@@ -242,12 +243,12 @@ def test_a_server_refusing_writes_is_one_line_on_each_panel(
 def test_a_panel_built_while_the_server_is_down_works_once_it_is_up(
     own_server: RunningServer, name: str
 ) -> None:
-    own_server.kill(signal.SIGTERM)  # its port and folder stay, to restart
+    kill_server(own_server, signal.SIGTERM)  # its port and folder stay, to restart
     conn = echomq_lab.connect(own_server.url, ping=False)
     panel = PANELS[name](conn, Q)  # no traceback
     said = press_everything(panel, rounds=1)
     assert any("cannot reach redis://" in text for text in said), said[:4]
-    own_server.restart()
+    restart_server(own_server)
     said = press_everything(panel, rounds=1)
     assert not any("cannot reach" in text for text in said), said[:4]
 
@@ -261,7 +262,7 @@ def _first_cells(notebook: str, count: int) -> list[str]:
 def test_notebook_02_opens_on_a_stopped_server_with_one_line(
     own_server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    own_server.kill(signal.SIGTERM)  # its port and folder stay, to restart
+    kill_server(own_server, signal.SIGTERM)  # its port and folder stay, to restart
     monkeypatch.setenv("ECHOMQ_REDIS_URL", own_server.url)
     monkeypatch.chdir(ROOT / "notebooks")
     first, panel_cell = _first_cells("02-the-state-and-attempts.ipynb", 2)
@@ -274,7 +275,7 @@ def test_notebook_02_opens_on_a_stopped_server_with_one_line(
     exec(panel_cell, names)  # noqa: S102
     story = names["story"]  # the page opens on the two workers
     assert isinstance(story, TwoWorkersStory)
-    own_server.restart()
+    restart_server(own_server)
     fire(story.buttons["restart"])  # its job could not be written while the server was down
     act(story, "a_claims")
     assert story.story.next_step != "a_claims", story.last_message
@@ -304,13 +305,13 @@ def test_a_step_that_could_not_reach_the_server_is_not_taken(
     for step in ("a_claims", "a_stalls", "reaper_returns", "b_claims"):
         act(story, step)
     assert story.story.next_step == "a_completes", story.last_message
-    durable_server.kill(signal.SIGTERM)
+    kill_server(durable_server, signal.SIGTERM)
     act(story, "a_completes")
     assert one_line(story).startswith("cannot reach redis://"), story.last_message
     assert story.story.next_step == "a_completes"  # not taken: it can be pressed again
     assert not story.buttons["a_completes"].disabled
     assert "refused" not in story.story.log_text().split("\n")[4]
-    durable_server.restart()
+    restart_server(durable_server)
     act(story, "a_completes")  # now the fence answers, not the network
     assert story.last_message.startswith("A refused: EMQSTALE"), story.last_message
     act(story, "b_completes")

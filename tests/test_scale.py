@@ -21,6 +21,7 @@ from echomq_lab.measure import commandstats, counting
 from echomq_lab.scripts import load
 from echomq_lab.servers import RunningServer
 from echomq_lab.snapshot import WINDOW, drifts, view
+from tests.support.backends import kill_server, restart_server
 
 Q = "deep"
 DEPTH = 20_000
@@ -194,7 +195,7 @@ def test_a_server_gone_mid_check_is_one_line_and_check_runs_again(
         def scan_then_die(*args: Any, **kwargs: Any) -> Any:
             calls.append(1)
             if len(calls) == 3:  # the walk is part way through the keyspace
-                server.kill()
+                kill_server(server)
             return scan(*args, **kwargs)
 
         conn.scan = scan_then_die  # type: ignore[method-assign]
@@ -204,7 +205,7 @@ def test_a_server_gone_mid_check_is_one_line_and_check_runs_again(
         assert "\n" not in text and text.startswith(f"cannot reach {server.url}: ")
         assert len(calls) == 3
         del conn.scan
-        server.restart()  # empty: the server kept nothing
+        restart_server(server)  # empty: the server kept nothing
         fill(conn, Q, 5)
         report = drift.check(conn, Q)  # the same client, the same call
         assert report == [] and report.members == 5 and report.rows == 5

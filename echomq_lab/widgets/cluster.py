@@ -1,6 +1,5 @@
 """ClusterPanel: type a queue name, see each key's slot and the primary that owns it; run a
-transition on that queue and see which primary answered (facts from :mod:`placement`; on a
-single server every slot's owner is ``the server``)."""
+transition on that queue and see which primary answered."""
 
 from __future__ import annotations
 
@@ -18,9 +17,8 @@ _CELL = "padding:2px 8px;text-align:left;font-family:monospace"
 
 
 class ClusterPanel(Panel):
-    """A queue name (``queue``, a Text), the table of its keys, and a transition (``action``)
-    to ``run`` on it: the message names the primary whose script count moved. A bad queue
-    name is refused in one line and nothing is sent."""
+    """A queue name (``queue``), the table of its keys, and a transition (``action``) to
+    ``run`` on it, naming the primary that answered. A bad name is refused in one line."""
 
     def __init__(self, conn: redis.Redis, queue: str = "lab-07") -> None:
         self.conn = conn
@@ -35,15 +33,12 @@ class ClusterPanel(Panel):
         self.widget = W.VBox([self.queue, self.table, W.HBox([self.action, self.run]),
                               self.message], layout=W.Layout(min_width="560px"))
         self.widget.add_class("emq-cluster-panel")
-        self.queue.observe(self._on_queue, names="value")
+        self.queue.observe(self._look_up, names="value")
         self.run.on_click(lambda _button: self._safely(self.message, self._run_action))
         self._look_up()
 
-    def _on_queue(self, _change: object) -> None:
-        self.held = None
-        self._look_up()
-
-    def _look_up(self) -> None:
+    def _look_up(self, _change: object = None) -> None:
+        self.held = None  # a token of another queue's job
         try:
             self.places = placement.places(self.conn, self.queue.value)
         except (ValueError, TypeError, errors.EchoMQError) as exc:
@@ -57,13 +52,9 @@ class ClusterPanel(Panel):
 
     def _run_action(self) -> str:
         queue, verb = keyspace.check_queue(self.queue.value), self.action.value
-        reply, answered = placement.answered_by(self.conn, lambda: self._do(verb, queue))
+        act: Callable[[str], str] = getattr(self, f"_{verb}")  # the reply in a few words
+        reply, answered = placement.answered_by(self.conn, lambda: act(queue))
         return f"{verb} on {queue!r} answered by {', '.join(answered) or 'no primary'}: {reply}"
-
-    def _do(self, verb: str, queue: str) -> str:
-        """Run ``verb`` on ``queue`` (the method ``_<verb>``); the reply in a few words."""
-        act: Callable[[str], str] = getattr(self, f"_{verb}")
-        return act(queue)
 
     def _enqueue(self, queue: str) -> str:
         return jobs.enqueue(self.conn, queue, branded.mint("JOB"), b"work")
@@ -96,7 +87,6 @@ class ClusterPanel(Panel):
         return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
     def text(self) -> str:
-        """The table and the last message as plain text."""
         lines = [p.line() for p in self.places]
         return "\n".join(lines + ([self.last_message] if self.last_message else []))
 

@@ -11,22 +11,59 @@ summary. Nothing here imports pytest: the fixtures in ``tests/conftest.py`` turn
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Protocol
 
 import fakeredis
 import redis
 
 from echomq_lab.connection import connect
 from echomq_lab.servers import (
-    Server,
+    START_TIMEOUT_S,
+    RunningServer,
     ServerStartError,
-    start_redis,
-    start_valkey,
+    spawn,
+    start_server,
     valkey_wheel_platform,
 )
 from tests.support.cluster import start_test_cluster
 from tests.support.in_pyodide import start_browser
+
+
+class Server(Protocol):
+    """What every launcher returns: ``kind`` ("valkey", "redis", "cluster"), ``url``,
+    ``version`` (``X.Y.Z``), a one-line ``label``, and ``stop()`` (safe to call twice)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    def stop(self) -> None: ...
+
+
+def kill_server(server: RunningServer, sig: int = signal.SIGKILL, timeout: float = 10.0) -> None:
+    """Send ``sig`` to ``server`` and wait for the exit; its port and folder stay for a restart."""
+    server.proc.send_signal(sig)
+    server.proc.wait(timeout=timeout)
+
+
+def restart_server(server: RunningServer, timeout: float = START_TIMEOUT_S) -> None:
+    """Start the exited ``server`` again on its port, in its folder (output in restart.log)."""
+    assert server.proc.poll() is not None, "restart needs the process to have exited"
+    server.proc = spawn(server.argv, server.workdir / "restart.log")
+    server.wait_ping(timeout, "restart.log")
+
 
 #: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.
 REQUIRE_ENV = "ECHOMQ_REQUIRE_BACKENDS"
@@ -97,8 +134,8 @@ BACKENDS: dict[str, Backend] = {
     "fakeredis": Backend(
         "fakeredis", None, _fake_client, f"fakeredis {fakeredis.__version__} (in-process)"
     ),
-    "valkey": Backend("valkey", start_valkey, _real_client, valkey=True),
-    "redis": Backend("redis", start_redis, _real_client),
+    "valkey": Backend("valkey", partial(start_server, "valkey"), _real_client, valkey=True),
+    "redis": Backend("redis", partial(start_server, "redis"), _real_client),
     "cluster": Backend("cluster", start_test_cluster, _real_client, valkey=True),
     # Pyodide under Node with Lua on fengari: what the static site runs. Only the tests that
     # ask for it by name run on it (conformance, differential); backend_names() leaves it out.

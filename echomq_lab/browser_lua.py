@@ -1,24 +1,13 @@
 """The part of ``lupa`` that fakeredis uses, over fengari (a Lua VM in JavaScript), for Pyodide.
 
-In the browser there is no ``lupa`` (it has no WebAssembly build), so fakeredis would answer
-"unknown command" to EVAL. :func:`install` puts this module into ``sys.modules`` as ``lupa``
-and ``lupa.lua51`` before fakeredis is imported; fakeredis then runs the protocol's scripts on
-fengari, reached through Pyodide's JavaScript bridge. What fakeredis needs, and all this gives:
-``LuaRuntime(encoding=None, ...)`` with ``.eval``, ``.execute``, ``.globals()`` and
-``.table_from``; :func:`lua_type`; :class:`LuaError`; tables with ``[]``, ``in``, ``keys()``,
-``values()`` and ``items()``; Lua functions callable from Python and Python callables from Lua.
-
-Two rules keep the bridge sound. A Python exception is never thrown across it: a Python
-function called from Lua returns ``false, message`` and a small Lua wrapper raises the error;
-the runtime then re-raises the original Python exception once Lua has unwound (as lupa does).
-And numbers cross as Lua floats: fengari's integers are 32-bit and wrap (``1764643200 * 1000``
-is negative there), where Lua 5.1, which Valkey runs, has doubles only.
-
-fengari is Lua 5.3, so a few things still differ from Valkey's Lua 5.1 (README, "No install"):
-an integral float prints with ``.0`` (``'job:'..(4/2)`` is ``job:2.0``), ``//`` and the bitwise
-operators are accepted. Here ``collectgarbage`` (which fengari lacks) does nothing, ``unpack``
-is ``table.unpack`` and ``string.format('%d', x)`` takes any whole number a double holds, as
-on Valkey. The protocol's scripts keep clear of the rest (tests/test_browser_backend.py).
+lupa has no WebAssembly build, so in the browser fakeredis would answer "unknown command" to
+EVAL. :func:`install` puts this module in ``sys.modules`` as ``lupa`` and ``lupa.lua51`` before
+fakeredis is imported. No Python exception is thrown across the JavaScript bridge: a Python
+function called from Lua answers ``false, message``, a Lua wrapper raises it, and the original
+exception is raised again once Lua has unwound. Numbers cross as floats: fengari's integers are
+32-bit and wrap, where Valkey's Lua 5.1 has doubles only. What still differs from 5.1 (``..`` of
+an integral float gives ``2.0``; ``//`` and bitwise operators parse) the scripts keep clear of
+(README, "No install"; tests/test_browser_backend.py).
 """
 
 from __future__ import annotations

@@ -92,9 +92,7 @@ class Script:
 
     name: str
     source: str
-    #: The leading comment block of the script's own file: what it takes (KEYS, ARGV) and
-    #: replies. It ends before the first code or directive line, so no included text is in
-    #: it; left empty, it is read from ``source``.
+    #: The file's leading comments (KEYS, ARGV, replies), before any code or include.
     header: str = ""
     sha: str = field(init=False)
 
@@ -112,14 +110,12 @@ class Script:
         """
         with reaching(conn):
             try:
-                return conn.evalsha(self.sha, len(keys), *keys, *args)
-            except NoScriptError:
-                self.load_into(conn)
                 try:
                     return conn.evalsha(self.sha, len(keys), *keys, *args)
-                except ResponseError as again:
-                    raise self.refusal(again) from None
-            except ResponseError as exc:
+                except NoScriptError:
+                    self.load_into(conn)
+                    return conn.evalsha(self.sha, len(keys), *keys, *args)
+            except ResponseError as exc:  # NOSCRIPT is one too, but is caught above
                 raise self.refusal(exc) from None
 
     def load_into(self, conn: redis.Redis) -> None:

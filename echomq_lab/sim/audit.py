@@ -1,8 +1,6 @@
-"""The ledger of a run (every call and its answer, in the order they ended), and its audit.
-
-:func:`audit` gives one verdict per invariant of the fence (the ``V_...`` names, in
-:data:`VERDICTS` order), each with the violations that broke it. A lost reply hides whether its
-call ran: the audit allows for that, and counts the ends it accepted so.
+"""The ledger of a run (every call and its answer, in the order they ended), and its audit:
+one verdict per invariant of the fence (:data:`VERDICTS`), each with the violations that broke
+it. A lost reply hides whether its call ran: the audit allows for that.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from echomq_lab.snapshot import Drift, Snapshot, drifts
 # ---- the ledger ----------------------------------------------------------------------------
 
 Outcome = Literal["accepted", "refused", "gone", "lost-reply"]
-#: The outcomes of a settle that was turned away: refused by the fence, or its row found gone.
+#: A settle turned away: refused by the fence, or its row found gone.
 TURNED_AWAY: frozenset[str] = frozenset({"refused", "gone"})
 
 
@@ -49,17 +47,16 @@ class Call:
 
 
 def accepted(call: Call, verb: str) -> bool:
-    """True when ``call`` is an accepted call of ``verb``."""
     return call.verb == verb and call.outcome == "accepted"
 
 
 def dead_lettered(call: Call) -> bool:
-    """True when ``call`` is an accepted retry that moved its job to the dead set."""
+    """An accepted retry that moved its job to the dead set."""
     return accepted(call, "retry") and call.reply == "dead"
 
 
 def gone_on_resend(call: Call) -> bool:
-    """True when ``call`` is a complete resent after a lost reply that found the row gone."""
+    """A complete, sent again after a lost reply, that found the row gone."""
     return call.verb == "complete" and call.outcome == "gone" and call.after_lost_reply
 
 
@@ -73,13 +70,12 @@ class Ledger:
         self._lock = threading.Lock()
 
     def now(self) -> float:
-        """Seconds since the run began."""
         return time.time() - self.t0
 
     def record(self, actor: str, verb: str, job_id: str, token: int, outcome: Outcome,
                reply: str, *, started: float, detail: str = "", lease_ms: int = 0,
                stalled: bool = False, after_lost_reply: bool = False) -> Call:
-        """Append one call (its end time is now) and return it."""
+        """Append one call, ended now."""
         ended = self.now()
         with self._lock:
             call = Call(len(self.calls), actor, verb, job_id, token, outcome, reply, detail,
@@ -131,9 +127,9 @@ class Sample:
 
 @dataclass
 class Audit:
-    """The verdicts on one run: each verdict's violations (empty when it held), and figures.
-    ``refusals``: settles turned away, but the finishers'. ``stale_completes_accepted``: settles
-    accepted from a lease no longer live; ``settled_after_lease_lost``: the jobs they settled."""
+    """Each verdict's violations (empty when it held), and figures. ``refusals``: settles turned
+    away, but the finishers'. ``stale_completes_accepted``: settles accepted from a lease no
+    longer live; ``settled_after_lease_lost``: the jobs they settled."""
 
     problems: dict[str, list[str]]
     completed: int
@@ -153,17 +149,15 @@ class Audit:
 
     @property
     def tokens_minted_twice(self) -> int:
-        """How many tokens some job handed to more than one lease (0 when the fence held)."""
+        """How many tokens some job handed to more than one lease."""
         return len(self.problems.get(V_TOKENS, []))
 
     @property
     def verdicts(self) -> dict[str, bool]:
-        """Each verdict's name and whether it held."""
         return {name: not self.problems.get(name) for name in VERDICTS}
 
     @property
     def violations(self) -> list[str]:
-        """Every violation, verdict by verdict."""
         return [msg for name in VERDICTS for msg in self.problems.get(name, [])]
 
 

@@ -114,7 +114,6 @@ VERDICTS: tuple[str, ...] = (
 )  # fmt: skip
 
 Fate = Literal["completed", "dead", "unfinished", "lost", "evicted"]
-LeaseKey = tuple[str, str, int]  # (verb, job id, token)
 
 
 @dataclass(frozen=True)
@@ -178,7 +177,8 @@ class _Run:
         self.enqueued = list(dict.fromkeys(enqueued))
         lost = [c for c in calls if c.outcome == "lost-reply"]
         self.lost_claims = sum(1 for c in lost if c.verb == "claim")
-        self.lost_keys: set[LeaseKey] = {(c.verb, c.job_id, c.token) for c in lost if c.job_id}
+        #: (verb, job id, token) of each call whose reply was lost
+        self.lost_keys = {(c.verb, c.job_id, c.token) for c in lost if c.job_id}
         #: the reaps that returned jobs, ordered by end
         self.reaps = sorted((c for c in calls if accepted(c, "reap") and c.reply != "0"),
                             key=lambda c: c.ended)
@@ -191,9 +191,9 @@ class _Run:
 
 
 class _Job:
-    """One job's calls, and what they add up to. A resent complete of the final token that
-    found the row gone retired the job (its lost first try landed), unless another complete
-    was accepted."""
+    """One job's calls, and what they add up to. A complete of the final token sent again after
+    a lost reply that found the row gone retired the job (its first try landed), unless another
+    complete was accepted."""
 
     def __init__(self, job_id: str, mine: list[Call], run: _Run) -> None:
         self.job_id, self.calls = job_id, mine
@@ -204,10 +204,13 @@ class _Job:
         self.landed_on_resend = not finishing and bool(landed)
         self.finishing = [landed[-1]] if self.landed_on_resend else finishing
         self.dead_calls = [c for c in mine if dead_lettered(c)]
-        #: the final lease's retry lost its reply (it may have dead-lettered)
-        self.retry_lost = ("retry", job_id, self.final_token) in run.lost_keys
-        #: an accepted retry dead-lettered it, or it is in the final dead set
         self.dead = bool(self.dead_calls) or job_id in run.final_dead
+        #: in the final dead set, with no accepted retry seen to put it there
+        self.dead_unseen = job_id in run.final_dead and not self.dead_calls
+        #: the final lease's retry lost its reply (it may have dead-lettered the job)
+        self.retry_lost = ("retry", job_id, self.final_token) in run.lost_keys
+        #: the job's ends accepted on a lost reply's evidence
+        self.resolved = int(self.landed_on_resend) + int(self.dead_unseen and self.retry_lost)
 
 
 @dataclass
@@ -238,7 +241,7 @@ def _once_problems(job: _Job, run: _Run) -> list[str]:
     """Violations of "completed exactly once or dead" that one job shows on its own."""
     out: list[str] = []
     jid = job.job_id
-    if jid in run.final_dead and not job.dead_calls and not job.retry_lost:
+    if job.dead_unseen and not job.retry_lost:
         out.append(f"job {jid} is in the dead set but no accepted retry put it there")
     if len(job.finishing) > 1:
         tokens = ", ".join(str(c.token) for c in job.finishing)
@@ -249,12 +252,6 @@ def _once_problems(job: _Job, run: _Run) -> list[str]:
     if job.dead_calls and left:
         out.append(f"job {jid} was dead-lettered but left the dead set")
     return out
-
-
-def _resolved(job: _Job, run: _Run) -> int:
-    """How many of the job's ends the audit accepted on a lost reply's evidence."""
-    by_lost_retry = job.job_id in run.final_dead and not job.dead_calls
-    return int(job.landed_on_resend) + int(by_lost_retry and job.retry_lost)
 
 
 def _fate(job: _Job, run: _Run) -> Fate:
@@ -305,8 +302,9 @@ def _lease_lost_by(c: Call, job: _Job, run: _Run) -> str | None:
     own = [k for k in job.claims
            if k.actor == c.actor and k.token == c.token and k.started <= c.started]
     mine = max(own, key=lambda k: k.started) if own else None
-    for k in job.claims:
-        if k is not mine and k.ended < c.started and (mine is None or k.started > mine.started):
+    for k in job.claims:  # a later lease: a higher token (its call may have started earlier)
+        later = mine is None or (k.token, k.started) > (mine.token, mine.started)
+        if k is not mine and k.ended < c.started and later:
             return f"{k.actor} had claimed it with token {k.token} before that"
     if job.job_id not in run.evictions:
         for d in run.dropped.get(job.job_id, []):
@@ -340,7 +338,7 @@ def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
     tally.problems[V_TOKENS].extend(_shared_tokens(job))
     tally.problems[V_ONCE].extend(_once_problems(job, run))
     _check_settles(job, run, tally)
-    tally.resolved += _resolved(job, run)
+    tally.resolved += job.resolved
     fate = _fate(job, run)
     tally.fates[fate].append(job.job_id)
     if fate not in ("lost", "evicted"):

@@ -100,9 +100,6 @@ class Settings:
 
 # ---- clients, and the backoff they use while the server is away ----------------------------
 
-ClientFactory = Callable[[], redis.Redis]
-
-
 class Backoff:
     """Bounded exponential backoff with jitter: half the step, plus up to half again at random."""
 
@@ -120,7 +117,7 @@ class Backoff:
         self.n = 0
 
 
-def client_factory(url: str | None) -> tuple[ClientFactory, str]:
+def client_factory(url: str | None) -> tuple[Callable[[], redis.Redis], str]:
     """A maker of clients on one server (a fresh embedded one for ``url=None``), and that
     server's description. ``connect`` switches redis-py's silent resends off: a lost connection
     reaches the actor, as a silent resend could run a script twice."""
@@ -213,17 +210,6 @@ class Simulation:
             elapsed_s=round(elapsed_s, 3), ledger=calls, samples=list(self.samples), final=final,
         )  # fmt: skip
 
-    def client(self, name: str) -> redis.Redis | None:
-        """A client of thread ``name``'s own, once the server answers; None if the run stops."""
-        backoff = Backoff(random.Random(f"{self.settings.seed}:{name}:connect"))
-        while not self.stopping.is_set():
-            try:
-                return self.make()
-            except errors.ServerUnavailable:
-                self.count("connection_errors")
-                backoff.wait(self.stopping)
-        return None
-
     def watch_restarts(self, conn: redis.Redis) -> None:
         """Note a real server's name and run_id (which changes when it restarts)."""
         if self.url is None:
@@ -246,8 +232,8 @@ class Simulation:
         s = self.settings
         bodies: list[tuple[str, Body, int]] = [(f"w{i}", worker, i) for i in range(s.workers)]
         bodies += [(name, body, 0) for name, body in HOUSEKEEPERS]
-        threads = [threading.Thread(target=self._guard, args=args, daemon=True)
-                   for args in bodies]
+        threads = [threading.Thread(target=body, args=(self, name, index), daemon=True)
+                   for name, body, index in bodies]
         for t in threads:
             t.start()
         timed_out = self._wait_until_done(conn, deadline, threads[: s.workers])
@@ -260,15 +246,6 @@ class Simulation:
         for t in threads:
             t.join(timeout=5)
         return timed_out
-
-    def _guard(self, name: str, body: Body, index: int) -> None:
-        """Run a thread's body; an unexpected exception is a violation, not a silent death."""
-        try:
-            body(self, name, index)
-        except Exception as exc:  # noqa: BLE001 - reported, and the run goes on
-            self.note(f"thread {name} crashed: {type(exc).__name__}: {exc}")
-        finally:
-            self.holding[name] = False
 
     def _wait_until_done(
         self, conn: redis.Redis, deadline: float, workers: Sequence[threading.Thread]
@@ -329,8 +306,6 @@ def simulate(url: str | None = None, **settings: Any) -> Result:
 # ---- the actors: producer, workers, housekeepers, faults -----------------------------------
 # Each id a claim, reap or promote drops as an orphan goes into the ledger as a ``drop`` call:
 # the audit can then show that no token was minted for it.
-
-Step = Callable[[redis.Redis], float | None]
 
 
 def answered(sim: Simulation, actor: str, verb: str, job_id: str, token: int,
@@ -434,16 +409,17 @@ def _work(sim: Simulation, conn: redis.Redis, name: str, got: jobs.Claimed, leas
     sim.holding[name] = False
 
 
-def _loop(sim: Simulation, name: str, every_s: float, step: Step) -> None:
-    """Run ``step`` on a client of the thread's own every ``every_s`` (or the longer pause it
-    returns) until the run stops; while the server is away, back off."""
+def _loop(sim: Simulation, name: str, every_s: float,
+          step: Callable[[redis.Redis], float | None]) -> None:
+    """Thread ``name``'s body: run ``step`` on a client of its own every ``every_s`` (or the
+    longer pause it returns) until the run stops, backing off while the server is away. A crash
+    is a violation, not a silent death."""
     backoff = Backoff(random.Random(f"{sim.settings.seed}:{name}"))
-    conn = sim.client(name)
-    if conn is None:
-        return
+    conn: redis.Redis | None = None
     try:
         while not sim.stopping.is_set():
             try:
+                conn = sim.make() if conn is None else conn
                 pause = step(conn)
             except errors.ServerUnavailable:
                 sim.count("connection_errors")
@@ -451,8 +427,12 @@ def _loop(sim: Simulation, name: str, every_s: float, step: Step) -> None:
                 continue
             backoff.reset()
             sim.stopping.wait(max(every_s, pause or 0.0))
+    except Exception as exc:  # noqa: BLE001 - reported, and the run goes on
+        sim.note(f"thread {name} crashed: {type(exc).__name__}: {exc}")
     finally:
-        conn.close()
+        sim.holding[name] = False
+        if conn is not None:
+            conn.close()
 
 
 def worker(sim: Simulation, name: str, index: int) -> None:
@@ -518,10 +498,9 @@ def sampler(sim: Simulation, name: str, index: int) -> None:
     _loop(sim, name, sim.settings.sample_every_s, step)
 
 
-#: The eviction fault, as one atomic step of another client (as a server under maxmemory with
-#: allkeys-lru would): pick one lease among the first 50 whose deadline is at least ARGV[3] ms
-#: ahead on the server's clock, and delete its job row, leaving the id in active. Replies the
-#: id, or nil when no lease was live enough.
+#: The eviction fault, as another client's atomic step (or maxmemory with allkeys-lru): delete
+#: the row of one of the first 50 leases due at least ARGV[3] ms from now, leaving the id in
+#: active. Replies the id, or nil when no lease was live enough.
 EVICT_LUA = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -579,8 +558,7 @@ HOUSEKEEPERS: tuple[tuple[str, Body], ...] = (
 
 @dataclass(kw_only=True)
 class Result(Audit):
-    """One run: its audit (verdicts and the audit's figures), its own figures, and its ledger,
-    drift samples and final state."""
+    """A run's audit (verdicts, figures), and its own figures, ledger, samples, final state."""
 
     settings: Settings
     backend: str

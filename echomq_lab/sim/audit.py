@@ -139,12 +139,12 @@ class Audit:
     refusals_by_class: dict[str, int]
     duplicates: int
     resolved_after_lost_reply: int
-    evicted: int = 0
-    orphans_dropped: int = 0
-    stale_completes_accepted: int = 0
-    settled_after_lease_lost: int = 0
-    resent: int = 0
-    resends_refused: int = 0
+    evicted: int
+    orphans_dropped: int
+    stale_completes_accepted: int
+    settled_after_lease_lost: int
+    resent: int
+    resends_refused: int
 
     @property
     def tokens_minted_twice(self) -> int:
@@ -187,7 +187,7 @@ class _Run:
         self.on_server = set(final.ids()) if final else set()
         #: job id -> the call that deleted its row (the eviction fault)
         self.evictions = {c.job_id: c for c in calls if accepted(c, "evict")}
-        self.resends = [c for c in calls if c.verb == "resend"]  # accepted or refused
+        self.resends = [c for c in calls if c.verb == "resend"]
 
 
 class _Job:
@@ -414,23 +414,18 @@ def audit(calls: Sequence[Call], final: Snapshot | None, samples: Sequence[Sampl
     tally.problems[V_ORPHANS].extend(_undropped(run))
     tally.problems[V_CLEAN].extend(_leftovers(final, set(run.enqueued)))
     tally.problems[V_RUN].extend(notes)
+    fates, resends = tally.fates, Counter(c.outcome for c in run.resends)
     return Audit(
         problems={name: tally.problems[name] for name in VERDICTS},
-        completed=len(tally.fates["completed"]),
-        dead=len(tally.fates["dead"]),
-        lost=tally.fates["lost"],
-        unfinished=tally.fates["unfinished"],
+        completed=len(fates["completed"]), dead=len(fates["dead"]), lost=fates["lost"],
+        unfinished=fates["unfinished"], evicted=len(fates["evicted"]),
         refusals=sum(tally.classes.values()),
         refusals_by_class=dict(sorted(tally.classes.items())),
-        duplicates=len(tally.duplicated),
-        resolved_after_lost_reply=tally.resolved,
-        evicted=len(tally.fates["evicted"]),
-        orphans_dropped=len(run.dropped),
-        stale_completes_accepted=tally.stale_accepted,
+        duplicates=len(tally.duplicated), resolved_after_lost_reply=tally.resolved,
+        orphans_dropped=len(run.dropped), stale_completes_accepted=tally.stale_accepted,
         settled_after_lease_lost=len(tally.lease_lost),
-        resent=sum(1 for c in run.resends if c.outcome == "accepted"),
-        resends_refused=sum(1 for c in run.resends if c.outcome == "refused"),
-    )
+        resent=resends["accepted"], resends_refused=resends["refused"],
+    )  # fmt: skip
 
 
 # ---- proving a turned-away settle deserved it ----------------------------------------------

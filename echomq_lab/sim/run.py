@@ -78,12 +78,8 @@ class Settings:
             raise ValueError("evictions must not be negative")
         if not 0 <= self.payload_bytes <= 1 << 20:
             raise ValueError("payload_bytes must be between 0 and 1 MiB")
-        self._check_ranges()
         if self.queue:
             keyspace.check_queue(self.queue)
-
-    def _check_ranges(self) -> None:
-        """Chances in [0, 1]; ranges ordered, not negative; leases of 1 ms or more; periods > 0."""
         for name in ("stall", "fail"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a probability: between 0 and 1")

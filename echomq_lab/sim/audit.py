@@ -274,7 +274,7 @@ def _check_refusals(job: _Job, run: _Run, tally: _Tally) -> None:
         if c.verb not in SETTLES or c.outcome not in TURNED_AWAY or (c.actor, c.token) in finishers:
             continue
         tally.classes[c.reply] += 1
-        why = unproven(c, job.claims, job.finishing, run.reaps, run.lost_claims)
+        why = unproven(c, job, run)
         if why is None:
             tally.duplicated.add(job.job_id)
         elif not (c.after_lost_reply and (c.verb, job.job_id, c.token) in run.lost_keys):
@@ -446,12 +446,10 @@ def _reaped_between(reaps: Sequence[Call], low: float, high: float) -> bool:
     return i < len(reaps) and reaps[i].started <= high
 
 
-def unproven(c: Call, claims: Sequence[Call], finishing: Sequence[Call], reaps: Sequence[Call],
-             lost_claims: int) -> str | None:
-    """None when the ledger proves turned-away call ``c`` was for a stale token; else why not.
-    ``claims``: the job's accepted claims; ``finishing``: the calls that retired it; ``reaps``:
-    those that returned jobs; ``lost_claims``: the run's claims whose reply (and token) was lost.
-    """
+def unproven(c: Call, job: _Job, run: _Run) -> str | None:
+    """None when the ledger proves ``job``'s turned-away call ``c`` was for a stale token; else
+    why not."""
+    claims = job.claims
     if c.outcome != "gone" and c.reply != STALE:
         return f"a refusal of that class is not the fence's (only {STALE} or a gone row are)"
     lease = next((k for k in claims if k.token == c.token and k.actor == c.actor), None)
@@ -460,12 +458,12 @@ def unproven(c: Call, claims: Sequence[Call], finishing: Sequence[Call], reaps: 
     expiry = lease.started + lease.lease_ms / 1000
     if c.ended + CLOCK_SLACK_S < expiry:
         return f"its lease of {lease.lease_ms} ms could not have expired yet"
-    if not _reaped_between(reaps, expiry - CLOCK_SLACK_S, c.ended):
+    if not _reaped_between(run.reaps, expiry - CLOCK_SLACK_S, c.ended):
         return "no reap returned any job between the lease's expiry and the refusal"
     if c.outcome == "gone" or "gone" in c.detail:
-        done = any(f.token > c.token and f.started <= c.ended for f in finishing)
+        done = any(f.token > c.token and f.started <= c.ended for f in job.finishing)
         return None if done else "no later lease had retired the job"
-    return _no_later_token(c, claims, lost_claims)
+    return _no_later_token(c, claims, run.lost_claims)
 
 
 def _no_later_token(c: Call, claims: Sequence[Call], lost_claims: int) -> str | None:

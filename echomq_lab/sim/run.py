@@ -1,9 +1,7 @@
 """One simulated run: :class:`Settings`, :class:`Simulation` and its actors, :class:`Result`.
-
-Workers claim, work (or stall past the lease), then complete or retry; a reaper, a promoter, a
-drift sampler and the faults asked for run beside them. Every answer goes into the ledger,
-audited at the end. An actor that cannot reach the server records a lost reply, backs off and
-carries on.
+Workers claim, work (or stall past the lease), then complete or retry, with a reaper, a
+promoter, a drift sampler and the faults asked for beside them; every answer goes into the
+ledger. An actor that cannot reach the server records a lost reply, backs off and carries on.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from echomq_lab.sim.run import Result
 
+
 @dataclass(frozen=True)
 class Lease:
     """One lease, from its claim to its settle (or its abandonment)."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.simulate import main, summary
 from echomq_lab import errors, sim
 from echomq_lab.sim import (
     V_CLEAN,
@@ -27,7 +28,6 @@ from echomq_lab.sim import (
     Settings,
     audit,
 )
-from echomq_lab.sim.__main__ import main
 from echomq_lab.snapshot import Drift, Snapshot
 
 # Short leases keep a run of a few hundred jobs to a few seconds; the stalls still overrun them.
@@ -320,7 +320,7 @@ def test_two_runs_side_by_side(run: Result) -> None:
     from echomq_lab.sim.charts import side_by_side_html
 
     broken = dataclasses.replace(run, stale_completes_accepted=7,
-                                 verdicts={**run.verdicts, V_FINAL: False})
+                                 problems={**run.problems, V_FINAL: ["a stale complete"]})
     table = side_by_side_html({"fence on": run, "fence off": broken})
     assert table.count("<tr>") == 1 + 6 + len(sim.VERDICTS)
     assert ">fence on</th>" in table and ">fence off</th>" in table
@@ -355,20 +355,21 @@ def test_no_made_up_wire_class_in_a_run(run: Result) -> None:
         else:
             assert not c.reply.startswith("EMQ"), c
     assert set(run.refusals_by_class) <= {"EMQSTALE", errors.JobGone.label}
-    assert "EMQGONE" not in run.summary() and "EMQDOWN" not in run.summary()
+    assert "EMQGONE" not in summary(run) and "EMQDOWN" not in summary(run)
 
 
 # ------------------------------------------------------------------ the package's shape
 
 
 def run_python(*args: str) -> subprocess.CompletedProcess[str]:
+    """Python run in the repository's root (where ``benchmarks`` is found)."""
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120,
-                          check=False)
+                          check=False, cwd=Path(__file__).resolve().parent.parent)
 
 
 def test_importing_the_simulation_loads_no_widget_or_plot_library() -> None:
     code = (
-        "import sys, echomq_lab.sim, echomq_lab.sim.__main__\n"
+        "import sys, echomq_lab.sim, benchmarks.simulate\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
         "{'ipywidgets', 'IPython', 'matplotlib'})\n"
         "print(','.join(heavy))\n"
@@ -379,13 +380,13 @@ def test_importing_the_simulation_loads_no_widget_or_plot_library() -> None:
 
 
 def test_the_command_runs_as_a_module() -> None:
-    shown = run_python("-m", "echomq_lab.sim", "--help")
+    shown = run_python("-m", "benchmarks.simulate", "--help")
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.startswith("usage: python -m echomq_lab.sim ")
+    assert shown.stdout.startswith("usage: python -m benchmarks.simulate ")
     for option in ("--jobs", "--workers", "--stall", "--fail", "--max-attempts", "--lease-ms",
                    "--seed", "--timeout", "--url", "--out"):
         assert option in shown.stdout
-    refused = run_python("-m", "echomq_lab.sim", "--jobs", "0")
+    refused = run_python("-m", "benchmarks.simulate", "--jobs", "0")
     assert refused.returncode == 2
     assert refused.stderr.strip() == "simulate: jobs, workers and max_attempts must be at least 1"
 

@@ -1,8 +1,6 @@
-"""The ledger of a run (every call and its answer, in the order they ended), and its audit.
-
-:func:`audit` gives one verdict per invariant of the fence (the ``V_...`` names, in
-:data:`VERDICTS` order), each with the violations that broke it. A lost reply hides whether its
-call ran: the audit allows for that, and counts the ends it accepted so.
+"""The ledger of a run (every call and its answer, in the order they ended), and its audit:
+one verdict per invariant of the fence (:data:`VERDICTS`), each with the violations that broke
+it. A lost reply hides whether its call ran: the audit allows for that.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from echomq_lab.snapshot import Drift, Snapshot, drifts
 # ---- the ledger ----------------------------------------------------------------------------
 
 Outcome = Literal["accepted", "refused", "gone", "lost-reply"]
-#: The outcomes of a settle that was turned away: refused by the fence, or its row found gone.
+#: A settle turned away: refused by the fence, or its row found gone.
 TURNED_AWAY: frozenset[str] = frozenset({"refused", "gone"})
 
 
@@ -49,17 +47,16 @@ class Call:
 
 
 def accepted(call: Call, verb: str) -> bool:
-    """True when ``call`` is an accepted call of ``verb``."""
     return call.verb == verb and call.outcome == "accepted"
 
 
 def dead_lettered(call: Call) -> bool:
-    """True when ``call`` is an accepted retry that moved its job to the dead set."""
+    """An accepted retry that moved its job to the dead set."""
     return accepted(call, "retry") and call.reply == "dead"
 
 
 def gone_on_resend(call: Call) -> bool:
-    """True when ``call`` is a complete resent after a lost reply that found the row gone."""
+    """A complete, sent again after a lost reply, that found the row gone."""
     return call.verb == "complete" and call.outcome == "gone" and call.after_lost_reply
 
 
@@ -73,13 +70,12 @@ class Ledger:
         self._lock = threading.Lock()
 
     def now(self) -> float:
-        """Seconds since the run began."""
         return time.time() - self.t0
 
     def record(self, actor: str, verb: str, job_id: str, token: int, outcome: Outcome,
                reply: str, *, started: float, detail: str = "", lease_ms: int = 0,
                stalled: bool = False, after_lost_reply: bool = False) -> Call:
-        """Append one call (its end time is now) and return it."""
+        """Append one call, ended now."""
         ended = self.now()
         with self._lock:
             call = Call(len(self.calls), actor, verb, job_id, token, outcome, reply, detail,
@@ -118,7 +114,6 @@ VERDICTS: tuple[str, ...] = (
 )  # fmt: skip
 
 Fate = Literal["completed", "dead", "unfinished", "lost", "evicted"]
-LeaseKey = tuple[str, str, int]  # (verb, job id, token)
 
 
 @dataclass(frozen=True)
@@ -131,9 +126,9 @@ class Sample:
 
 @dataclass
 class Audit:
-    """The verdicts on one run: each verdict's violations (empty when it held), and figures.
-    ``refusals``: settles turned away, but the finishers'. ``stale_completes_accepted``: settles
-    accepted from a lease no longer live; ``settled_after_lease_lost``: the jobs they settled."""
+    """Each verdict's violations (empty when it held), and figures. ``refusals``: settles turned
+    away, but the finishers'. ``stale_completes_accepted``: settles accepted from a lease no
+    longer live; ``settled_after_lease_lost``: the jobs they settled."""
 
     problems: dict[str, list[str]]
     completed: int
@@ -144,26 +139,24 @@ class Audit:
     refusals_by_class: dict[str, int]
     duplicates: int
     resolved_after_lost_reply: int
-    evicted: int = 0
-    orphans_dropped: int = 0
-    stale_completes_accepted: int = 0
-    settled_after_lease_lost: int = 0
-    resent: int = 0
-    resends_refused: int = 0
+    evicted: int
+    orphans_dropped: int
+    stale_completes_accepted: int
+    settled_after_lease_lost: int
+    resent: int
+    resends_refused: int
 
     @property
     def tokens_minted_twice(self) -> int:
-        """How many tokens some job handed to more than one lease (0 when the fence held)."""
+        """How many tokens some job handed to more than one lease."""
         return len(self.problems.get(V_TOKENS, []))
 
     @property
     def verdicts(self) -> dict[str, bool]:
-        """Each verdict's name and whether it held."""
         return {name: not self.problems.get(name) for name in VERDICTS}
 
     @property
     def violations(self) -> list[str]:
-        """Every violation, verdict by verdict."""
         return [msg for name in VERDICTS for msg in self.problems.get(name, [])]
 
 
@@ -184,7 +177,8 @@ class _Run:
         self.enqueued = list(dict.fromkeys(enqueued))
         lost = [c for c in calls if c.outcome == "lost-reply"]
         self.lost_claims = sum(1 for c in lost if c.verb == "claim")
-        self.lost_keys: set[LeaseKey] = {(c.verb, c.job_id, c.token) for c in lost if c.job_id}
+        #: (verb, job id, token) of each call whose reply was lost
+        self.lost_keys = {(c.verb, c.job_id, c.token) for c in lost if c.job_id}
         #: the reaps that returned jobs, ordered by end
         self.reaps = sorted((c for c in calls if accepted(c, "reap") and c.reply != "0"),
                             key=lambda c: c.ended)
@@ -193,13 +187,13 @@ class _Run:
         self.on_server = set(final.ids()) if final else set()
         #: job id -> the call that deleted its row (the eviction fault)
         self.evictions = {c.job_id: c for c in calls if accepted(c, "evict")}
-        self.resends = [c for c in calls if c.verb == "resend"]  # accepted or refused
+        self.resends = [c for c in calls if c.verb == "resend"]
 
 
 class _Job:
-    """One job's calls, and what they add up to. A resent complete of the final token that
-    found the row gone retired the job (its lost first try landed), unless another complete
-    was accepted."""
+    """One job's calls, and what they add up to. A complete of the final token sent again after
+    a lost reply that found the row gone retired the job (its first try landed), unless another
+    complete was accepted."""
 
     def __init__(self, job_id: str, mine: list[Call], run: _Run) -> None:
         self.job_id, self.calls = job_id, mine
@@ -210,10 +204,13 @@ class _Job:
         self.landed_on_resend = not finishing and bool(landed)
         self.finishing = [landed[-1]] if self.landed_on_resend else finishing
         self.dead_calls = [c for c in mine if dead_lettered(c)]
-        #: the final lease's retry lost its reply (it may have dead-lettered)
-        self.retry_lost = ("retry", job_id, self.final_token) in run.lost_keys
-        #: an accepted retry dead-lettered it, or it is in the final dead set
         self.dead = bool(self.dead_calls) or job_id in run.final_dead
+        #: in the final dead set, with no accepted retry seen to put it there
+        self.dead_unseen = job_id in run.final_dead and not self.dead_calls
+        #: the final lease's retry lost its reply (it may have dead-lettered the job)
+        self.retry_lost = ("retry", job_id, self.final_token) in run.lost_keys
+        #: the job's ends accepted on a lost reply's evidence
+        self.resolved = int(self.landed_on_resend) + int(self.dead_unseen and self.retry_lost)
 
 
 @dataclass
@@ -244,7 +241,7 @@ def _once_problems(job: _Job, run: _Run) -> list[str]:
     """Violations of "completed exactly once or dead" that one job shows on its own."""
     out: list[str] = []
     jid = job.job_id
-    if jid in run.final_dead and not job.dead_calls and not job.retry_lost:
+    if job.dead_unseen and not job.retry_lost:
         out.append(f"job {jid} is in the dead set but no accepted retry put it there")
     if len(job.finishing) > 1:
         tokens = ", ".join(str(c.token) for c in job.finishing)
@@ -255,12 +252,6 @@ def _once_problems(job: _Job, run: _Run) -> list[str]:
     if job.dead_calls and left:
         out.append(f"job {jid} was dead-lettered but left the dead set")
     return out
-
-
-def _resolved(job: _Job, run: _Run) -> int:
-    """How many of the job's ends the audit accepted on a lost reply's evidence."""
-    by_lost_retry = job.job_id in run.final_dead and not job.dead_calls
-    return int(job.landed_on_resend) + int(by_lost_retry and job.retry_lost)
 
 
 def _fate(job: _Job, run: _Run) -> Fate:
@@ -283,7 +274,7 @@ def _check_refusals(job: _Job, run: _Run, tally: _Tally) -> None:
         if c.verb not in SETTLES or c.outcome not in TURNED_AWAY or (c.actor, c.token) in finishers:
             continue
         tally.classes[c.reply] += 1
-        why = unproven(c, job.claims, job.finishing, run.reaps, run.lost_claims)
+        why = unproven(c, job, run)
         if why is None:
             tally.duplicated.add(job.job_id)
         elif not (c.after_lost_reply and (c.verb, job.job_id, c.token) in run.lost_keys):
@@ -311,8 +302,9 @@ def _lease_lost_by(c: Call, job: _Job, run: _Run) -> str | None:
     own = [k for k in job.claims
            if k.actor == c.actor and k.token == c.token and k.started <= c.started]
     mine = max(own, key=lambda k: k.started) if own else None
-    for k in job.claims:
-        if k is not mine and k.ended < c.started and (mine is None or k.started > mine.started):
+    for k in job.claims:  # a later lease: a higher token (its call may have started earlier)
+        later = mine is None or (k.token, k.started) > (mine.token, mine.started)
+        if k is not mine and k.ended < c.started and later:
             return f"{k.actor} had claimed it with token {k.token} before that"
     if job.job_id not in run.evictions:
         for d in run.dropped.get(job.job_id, []):
@@ -346,7 +338,7 @@ def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
     tally.problems[V_TOKENS].extend(_shared_tokens(job))
     tally.problems[V_ONCE].extend(_once_problems(job, run))
     _check_settles(job, run, tally)
-    tally.resolved += _resolved(job, run)
+    tally.resolved += job.resolved
     fate = _fate(job, run)
     tally.fates[fate].append(job.job_id)
     if fate not in ("lost", "evicted"):
@@ -422,23 +414,18 @@ def audit(calls: Sequence[Call], final: Snapshot | None, samples: Sequence[Sampl
     tally.problems[V_ORPHANS].extend(_undropped(run))
     tally.problems[V_CLEAN].extend(_leftovers(final, set(run.enqueued)))
     tally.problems[V_RUN].extend(notes)
+    fates, resends = tally.fates, Counter(c.outcome for c in run.resends)
     return Audit(
         problems={name: tally.problems[name] for name in VERDICTS},
-        completed=len(tally.fates["completed"]),
-        dead=len(tally.fates["dead"]),
-        lost=tally.fates["lost"],
-        unfinished=tally.fates["unfinished"],
+        completed=len(fates["completed"]), dead=len(fates["dead"]), lost=fates["lost"],
+        unfinished=fates["unfinished"], evicted=len(fates["evicted"]),
         refusals=sum(tally.classes.values()),
         refusals_by_class=dict(sorted(tally.classes.items())),
-        duplicates=len(tally.duplicated),
-        resolved_after_lost_reply=tally.resolved,
-        evicted=len(tally.fates["evicted"]),
-        orphans_dropped=len(run.dropped),
-        stale_completes_accepted=tally.stale_accepted,
+        duplicates=len(tally.duplicated), resolved_after_lost_reply=tally.resolved,
+        orphans_dropped=len(run.dropped), stale_completes_accepted=tally.stale_accepted,
         settled_after_lease_lost=len(tally.lease_lost),
-        resent=sum(1 for c in run.resends if c.outcome == "accepted"),
-        resends_refused=sum(1 for c in run.resends if c.outcome == "refused"),
-    )
+        resent=resends["accepted"], resends_refused=resends["refused"],
+    )  # fmt: skip
 
 
 # ---- proving a turned-away settle deserved it ----------------------------------------------
@@ -459,12 +446,10 @@ def _reaped_between(reaps: Sequence[Call], low: float, high: float) -> bool:
     return i < len(reaps) and reaps[i].started <= high
 
 
-def unproven(c: Call, claims: Sequence[Call], finishing: Sequence[Call], reaps: Sequence[Call],
-             lost_claims: int) -> str | None:
-    """None when the ledger proves turned-away call ``c`` was for a stale token; else why not.
-    ``claims``: the job's accepted claims; ``finishing``: the calls that retired it; ``reaps``:
-    those that returned jobs; ``lost_claims``: the run's claims whose reply (and token) was lost.
-    """
+def unproven(c: Call, job: _Job, run: _Run) -> str | None:
+    """None when the ledger proves ``job``'s turned-away call ``c`` was for a stale token; else
+    why not."""
+    claims = job.claims
     if c.outcome != "gone" and c.reply != STALE:
         return f"a refusal of that class is not the fence's (only {STALE} or a gone row are)"
     lease = next((k for k in claims if k.token == c.token and k.actor == c.actor), None)
@@ -473,12 +458,12 @@ def unproven(c: Call, claims: Sequence[Call], finishing: Sequence[Call], reaps: 
     expiry = lease.started + lease.lease_ms / 1000
     if c.ended + CLOCK_SLACK_S < expiry:
         return f"its lease of {lease.lease_ms} ms could not have expired yet"
-    if not _reaped_between(reaps, expiry - CLOCK_SLACK_S, c.ended):
+    if not _reaped_between(run.reaps, expiry - CLOCK_SLACK_S, c.ended):
         return "no reap returned any job between the lease's expiry and the refusal"
     if c.outcome == "gone" or "gone" in c.detail:
-        done = any(f.token > c.token and f.started <= c.ended for f in finishing)
+        done = any(f.token > c.token and f.started <= c.ended for f in job.finishing)
         return None if done else "no later lease had retired the job"
-    return _no_later_token(c, claims, lost_claims)
+    return _no_later_token(c, claims, run.lost_claims)
 
 
 def _no_later_token(c: Call, claims: Sequence[Call], lost_claims: int) -> str | None:

@@ -1,6 +1,5 @@
-"""Reading a run back: each lease rebuilt from the ledger, a worker or a job to follow (a key
-``"worker:w0"`` or ``"job:JOB..."``), and the pictures: the leases on a timeline, the verdicts,
-runs side by side. matplotlib is imported only to draw.
+"""A run read back: its leases rebuilt from the ledger, a worker or a job to follow (a key
+``"worker:w0"`` or ``"job:JOB..."``), and the pictures (matplotlib is imported only to draw).
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ if TYPE_CHECKING:
 
     from echomq_lab.sim.run import Result
 
-# ---- leases read back from a ledger --------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class Lease:
@@ -38,7 +35,7 @@ class Lease:
     gone: bool = False  # turned away because the row was gone, not refused by the fence
 
 
-#: How each way a lease can end reads in words.
+#: How each way a lease can end reads in a story.
 STORY_WORDS: dict[str, str] = {
     "completed": "its complete was accepted: the job is retired",
     "retried": "its work failed; its retry was accepted",
@@ -81,7 +78,7 @@ def leases(calls: Iterable[Call]) -> list[Lease]:
 
 
 def _by_job(all_leases: Iterable[Lease]) -> dict[str, list[Lease]]:
-    """The leases of each job (jobs in the order first seen), in token order."""
+    """Each job's leases in token order (jobs in the order first seen)."""
     by_job: dict[str, list[Lease]] = defaultdict(list)
     for lease in all_leases:
         by_job[lease.job_id].append(lease)
@@ -91,16 +88,15 @@ def _by_job(all_leases: Iterable[Lease]) -> dict[str, list[Lease]]:
 
 
 def ran_twice(all_leases: Sequence[Lease]) -> list[str]:
-    """Ids of the jobs that ran exactly twice: a first lease that stalled and was refused, then
-    a second that completed. The plainest picture of at-least-once under the fence."""
+    """The jobs whose first lease stalled and was refused, and whose second completed."""
     return [job_id for job_id, mine in _by_job(all_leases).items()
             if [(le.outcome, le.stalled) for le in mine] == [("refused", True),
                                                              ("completed", False)]]
 
 
 def work_lost(all_leases: Sequence[Lease]) -> list[str]:
-    """Ids of the jobs retired by one lease while a later one was at work (its settle then
-    found the job gone; only without the fence), those whose lost lease did not stall first."""
+    """The jobs retired by one lease while a later one was at work (whose settle then found the
+    job gone: only without the fence); first those whose cut-off lease did not stall."""
     found: list[tuple[bool, str]] = []
     for job_id, mine in _by_job(all_leases).items():
         done = [le.token for le in mine if le.outcome == "completed"]
@@ -111,13 +107,13 @@ def work_lost(all_leases: Sequence[Lease]) -> list[str]:
 
 
 def _told(lease: Lease) -> str:
-    """How ``lease`` went, in words: whether it stalled, and how it ended."""
+    """Whether ``lease`` stalled, and how it ended, in words."""
     how = "stalled past its lease" if lease.stalled else "worked within its lease"
     return f"{how}; {STORY_WORDS['gone' if lease.gone else lease.outcome]}"
 
 
 def lease_story(all_leases: Sequence[Lease], job_id: str) -> list[str]:
-    """One line per lease of ``job_id``, in token order, in words (no times, no worker names)."""
+    """One line per lease of ``job_id`` in token order, in words (no times, no workers)."""
     mine = _by_job(all_leases).get(job_id, [])
     return [f"token {le.token}: claimed; {_told(le)}" for le in mine]
 
@@ -125,7 +121,7 @@ def lease_story(all_leases: Sequence[Lease], job_id: str) -> list[str]:
 # ---- following a run a piece at a time -----------------------------------------------------
 
 Window = tuple[float, float]
-#: The most jobs offered to follow (the ones that ran more than once come first).
+#: The most jobs offered to follow.
 MOST_JOBS = 30
 #: The order and the words of :func:`tally_text`.
 _TALLY = (("claims", "claims"), ("completed", "completed"), ("retried", "retried"),
@@ -134,8 +130,7 @@ _TALLY = (("claims", "claims"), ("completed", "completed"), ("retried", "retried
 
 
 def tally(calls: Iterable[Call]) -> dict[str, int]:
-    """What the server has answered so far; settles turned away are counted by who said no
-    (a wire class, or ``job gone``)."""
+    """What the server has answered so far; settles turned away counted by their reply."""
     counts: Counter[str] = Counter()
     for call in calls:
         if accepted(call, "claim") and call.job_id:
@@ -161,12 +156,9 @@ def tally_text(counts: dict[str, int]) -> str:
 
 def worker_order(names: Iterable[str]) -> list[str]:
     """The distinct worker names, ``w0, w1, ... w10`` in number order, others after them."""
-
-    def key(name: str) -> tuple[int, str]:
-        digits = name.lstrip("w")
-        return (int(digits), name) if digits.isdigit() else (1 << 30, name)
-
-    return sorted(set(names), key=key)
+    numbered = [(int(n[1:]) if n[:1] == "w" and n[1:].isdigit() else 1 << 30, n)
+                for n in set(names)]
+    return [name for _, name in sorted(numbered)]
 
 
 def followable(all_leases: Sequence[Lease]) -> list[tuple[str, str]]:
@@ -182,7 +174,7 @@ def followable(all_leases: Sequence[Lease]) -> list[tuple[str, str]]:
 
 
 def _mine(all_leases: Sequence[Lease], key: str) -> list[Lease]:
-    """The leases of the worker or job ``key`` names; ValueError for a key of neither kind."""
+    """The leases of the worker or job ``key`` names (ValueError for any other key)."""
     kind, _, name = key.partition(":")
     if kind == "worker":
         return [le for le in all_leases if le.worker == name]
@@ -199,8 +191,8 @@ def span(all_leases: Sequence[Lease]) -> Window:
 
 
 def window_of(all_leases: Sequence[Lease], key: str, length_s: float) -> Window:
-    """A short window to draw: a job's leases with a quarter of their span (at least 20 ms)
-    either side, or ``length_s`` seconds from a worker's first claim."""
+    """A job's leases with a quarter of their span (at least 20 ms) either side, or
+    ``length_s`` seconds from a worker's first claim."""
     if length_s <= 0:
         raise ValueError(f"the window must be longer than 0 s, got {length_s}")
     start, end = span(_mine(all_leases, key))
@@ -217,7 +209,7 @@ def pick(all_leases: Sequence[Lease], key: str, window: Window) -> list[Lease]:
 
 
 def describe(all_leases: Sequence[Lease], key: str, window: Window) -> list[str]:
-    """One line per lease that :func:`pick` finds, in words, times in ms since the run began."""
+    """One line per lease :func:`pick` finds, in words (times in ms since the run began)."""
     lines = []
     for le in pick(all_leases, key, window):
         who = f"job {le.job_id}" if key.startswith("worker:") else f"worker {le.worker}"
@@ -229,19 +221,12 @@ def describe(all_leases: Sequence[Lease], key: str, window: Window) -> list[str]
 # ---- the pictures --------------------------------------------------------------------------
 
 #: How a lease ended -> its colour on the timeline, and its words in the legend.
-OUTCOME_COLOURS: dict[str, str] = {
-    "completed": STATE_COLOURS["completed"],
-    "retried": STATE_COLOURS["scheduled"],
-    "dead": STATE_COLOURS["dead"],
-    "refused": STATE_COLOURS["active"],
-    "lost": MUTED,
-}
-OUTCOME_LABELS: dict[str, str] = {
-    "completed": "completed",
-    "retried": "failed, retried",
-    "dead": "failed at the cap: dead",
-    "refused": "stalled; settle refused (stale token)",
-    "lost": "abandoned (reply lost or run stopped)",
+OUTCOME_LOOK: dict[str, tuple[str, str]] = {
+    "completed": (STATE_COLOURS["completed"], "completed"),
+    "retried": (STATE_COLOURS["scheduled"], "failed, retried"),
+    "dead": (STATE_COLOURS["dead"], "failed at the cap: dead"),
+    "refused": (STATE_COLOURS["active"], "stalled; settle refused (stale token)"),
+    "lost": (MUTED, "abandoned (reply lost or run stopped)"),
 }
 #: Each bar's height, as a share of its worker's row.
 BAR_HEIGHT = 0.6
@@ -251,7 +236,7 @@ def _draw_lease(ax: Axes, lease: Lease, y: int) -> None:
     """One lease's bar on row ``y``, coloured by how it ended; a cut-off one hatched, with a
     tick at its deadline and a cross at its settle; a ring where a job runs again."""
     half = BAR_HEIGHT / 2
-    colour = OUTCOME_COLOURS.get(lease.outcome, MUTED)
+    colour = OUTCOME_LOOK[lease.outcome][0]
     refused = lease.outcome == "refused"
     ax.broken_barh([(lease.start, max(lease.end - lease.start, 0.0005))], (y - half, BAR_HEIGHT),
                    facecolors=colour, edgecolors="black" if refused else colour, linewidth=0.4,
@@ -270,12 +255,11 @@ def _legend(ax: Axes, all_leases: Sequence[Lease]) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    used = [name for name in OUTCOME_COLOURS if any(le.outcome == name for le in all_leases)]
+    used = {le.outcome for le in all_leases}
     handles: list[Patch | Line2D] = [
-        Patch(facecolor=OUTCOME_COLOURS[name], label=OUTCOME_LABELS[name],
-              hatch="///" if name == "refused" else None,
-              edgecolor="black" if name == "refused" else OUTCOME_COLOURS[name])
-        for name in used
+        Patch(facecolor=colour, label=label, hatch="///" if name == "refused" else None,
+              edgecolor="black" if name == "refused" else colour)
+        for name, (colour, label) in OUTCOME_LOOK.items() if name in used
     ]
     handles.append(Line2D([], [], color="black", marker="|", linestyle="none", markersize=9,
                           label="the stalled lease's deadline"))
@@ -309,7 +293,7 @@ def lease_timeline(
 
 
 def verdicts_html(verdicts: Mapping[str, bool]) -> str:
-    """The audit's verdicts as HTML lines: a green tick for each that held, a red cross if not."""
+    """The verdicts as HTML lines: a tick for each that held, a cross for each that did not."""
     return "".join(message_html(name, ok) for name, ok in verdicts.items())
 
 
@@ -325,8 +309,8 @@ SIDE_FIGURES = (
 
 
 def side_by_side_html(runs: Mapping[str, Result]) -> str:
-    """An HTML table with one column per run (its heading the mapping's key): the figures of
-    :data:`SIDE_FIGURES`, then a ✓ or ✗ for each verdict."""
+    """An HTML table, one column per run headed by its key: :data:`SIDE_FIGURES`, then a ✓ or
+    ✗ per verdict."""
 
     def row(words: str, cells: Iterable[object]) -> str:
         tds = "".join(f'<td style="padding:2px 10px;text-align:right">{c}</td>' for c in cells)

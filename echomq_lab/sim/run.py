@@ -1,9 +1,7 @@
-"""One simulated run: :class:`Settings`, :class:`Simulation`, the actors, :class:`Result`.
-
-Each worker claims a job, works a moment (or stalls past its lease), then completes it or, when
-the work "fails", retries it; a reaper, a promoter, a drift sampler and the faults asked for
-run beside them. Every answer goes into the ledger, audited at the end. An actor that finds the
-server unreachable records a lost reply, backs off and carries on.
+"""One simulated run: :class:`Settings`, :class:`Simulation` and its actors, :class:`Result`.
+Workers claim, work (or stall past the lease), then complete or retry, with a reaper, a
+promoter, a drift sampler and the faults asked for beside them; every answer goes into the
+ledger. An actor that cannot reach the server records a lost reply, backs off and carries on.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -55,13 +53,11 @@ class Settings:
     seed: int = 0
     queue: str = ""  # "" -> a fresh name per run
     payload_bytes: int = 16
-    evictions: int = 0  # job rows deleted under live leases during the run (the eviction fault)
+    evictions: int = 0  # job rows deleted under live leases (the eviction fault)
     evict_every_s: float = 0.01
-    # False: the workers' completes skip the fence (the unfenced complete, a demonstration)
-    fence: bool = True
-    resend: bool = False  # the producer re-sends each evicted id at once (the re-send fault)
-    # False: the re-send uses the unguarded enqueue (a demonstration) instead of jobs.enqueue
-    resend_guard: bool = True
+    fence: bool = True  # False: complete without the fence (a demonstration)
+    resend: bool = False  # re-send each evicted id at once (the re-send fault)
+    resend_guard: bool = True  # False: re-send through the unguarded enqueue (a demonstration)
 
     def check(self) -> None:
         """Raise TypeError/ValueError, in one line, when a setting is out of range."""
@@ -80,12 +76,8 @@ class Settings:
             raise ValueError("evictions must not be negative")
         if not 0 <= self.payload_bytes <= 1 << 20:
             raise ValueError("payload_bytes must be between 0 and 1 MiB")
-        self._check_ranges()
         if self.queue:
             keyspace.check_queue(self.queue)
-
-    def _check_ranges(self) -> None:
-        """Chances in [0, 1]; ranges ordered, not negative; leases of 1 ms or more; periods > 0."""
         for name in ("stall", "fail"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a probability: between 0 and 1")
@@ -101,9 +93,6 @@ class Settings:
 
 
 # ---- clients, and the backoff they use while the server is away ----------------------------
-
-ClientFactory = Callable[[], redis.Redis]
-
 
 class Backoff:
     """Bounded exponential backoff with jitter: half the step, plus up to half again at random."""
@@ -122,7 +111,7 @@ class Backoff:
         self.n = 0
 
 
-def client_factory(url: str | None) -> tuple[ClientFactory, str]:
+def client_factory(url: str | None) -> tuple[Callable[[], redis.Redis], str]:
     """A maker of clients on one server (a fresh embedded one for ``url=None``), and that
     server's description. ``connect`` switches redis-py's silent resends off: a lost connection
     reaches the actor, as a silent resend could run a script twice."""
@@ -144,8 +133,8 @@ PROBE_EVERY_S = 0.25
 
 class Simulation:
     """One run. Call :meth:`run` (in any thread); watch :attr:`finished` while it goes. Its
-    threads share it: ``stopping`` ends new claims, ``aborting`` drops the leases in hand;
-    ``notes`` are run-level failures, each a violation of the run verdict."""
+    threads share it: ``stopping`` ends new claims, ``aborting`` (set only with or after
+    ``stopping``) drops the leases in hand; ``notes`` are run-level failures."""
 
     def __init__(self, settings: Settings | None = None, url: str | None = None) -> None:
         self.settings = settings or Settings()
@@ -188,9 +177,7 @@ class Simulation:
         s = self.settings
         deadline = time.monotonic() + s.timeout_s
         conn = self.make()
-        start = time.monotonic()
         enqueue_all(self, conn, deadline)
-        enqueue_s = time.monotonic() - start
         self.watch_restarts(conn)
         began = time.monotonic()
         timed_out = self._work_through(conn, deadline)
@@ -204,18 +191,18 @@ class Simulation:
         restarts = max(0, len(set(self.run_ids)) - 1)
         verdict = audit(self.ledger.calls, final, self.samples, restarts=restarts,
                         notes=self.notes)
-        return result_of(self, verdict, final, enqueue_s, elapsed_s, timed_out, restarts)
-
-    def client(self, name: str) -> redis.Redis | None:
-        """A client of thread ``name``'s own, once the server answers; None if the run stops."""
-        backoff = Backoff(random.Random(f"{self.settings.seed}:{name}:connect"))
-        while not self.stopping.is_set():
-            try:
-                return self.make()
-            except errors.ServerUnavailable:
-                self.count("connection_errors")
-                backoff.wait(self.stopping)
-        return None
+        calls, c = list(self.ledger.calls), self.counts
+        return Result(
+            **vars(verdict), settings=s, backend=self.backend, server=self.server,
+            queue=self.queue, jobs=s.jobs, workers=s.workers,
+            claims=sum(1 for k in calls if accepted(k, "claim")),
+            stalls=c["stalls"], failures=c["failures"], reaped=c["reap"], promoted=c["promote"],
+            connection_errors=c["connection_errors"],
+            lost_replies=sum(1 for k in calls if k.outcome == "lost-reply"),
+            lost_jobs=len(verdict.lost), unfinished_jobs=len(verdict.unfinished),
+            drift_samples=len(self.samples), restarts_seen=restarts, timed_out=timed_out,
+            elapsed_s=round(elapsed_s, 3), ledger=calls, samples=list(self.samples), final=final,
+        )  # fmt: skip
 
     def watch_restarts(self, conn: redis.Redis) -> None:
         """Note a real server's name and run_id (which changes when it restarts)."""
@@ -239,8 +226,8 @@ class Simulation:
         s = self.settings
         bodies: list[tuple[str, Body, int]] = [(f"w{i}", worker, i) for i in range(s.workers)]
         bodies += [(name, body, 0) for name, body in HOUSEKEEPERS]
-        threads = [threading.Thread(target=self._guard, args=args, daemon=True)
-                   for args in bodies]
+        threads = [threading.Thread(target=body, args=(self, name, index), daemon=True)
+                   for name, body, index in bodies]
         for t in threads:
             t.start()
         timed_out = self._wait_until_done(conn, deadline, threads[: s.workers])
@@ -253,15 +240,6 @@ class Simulation:
         for t in threads:
             t.join(timeout=5)
         return timed_out
-
-    def _guard(self, name: str, body: Body, index: int) -> None:
-        """Run a thread's body; an unexpected exception is a violation, not a silent death."""
-        try:
-            body(self, name, index)
-        except Exception as exc:  # noqa: BLE001 - reported, and the run goes on
-            self.note(f"thread {name} crashed: {type(exc).__name__}: {exc}")
-        finally:
-            self.holding[name] = False
 
     def _wait_until_done(
         self, conn: redis.Redis, deadline: float, workers: Sequence[threading.Thread]
@@ -323,8 +301,6 @@ def simulate(url: str | None = None, **settings: Any) -> Result:
 # Each id a claim, reap or promote drops as an orphan goes into the ledger as a ``drop`` call:
 # the audit can then show that no token was minted for it.
 
-Step = Callable[[redis.Redis], float | None]
-
 
 def answered(sim: Simulation, actor: str, verb: str, job_id: str, token: int,
              send: Callable[[], str], backoff: Backoff, *, stalled: bool = False,
@@ -369,22 +345,26 @@ def enqueue_all(sim: Simulation, conn: redis.Redis, deadline: float) -> None:
         answered(sim, "producer", "enqueue", job_id, 0, send, backoff, deadline=deadline)
 
 
-def _claim(sim: Simulation, conn: redis.Redis, name: str, rng: random.Random,
-           backoff: Backoff) -> tuple[jobs.Claimed, int] | None:
-    """Claim one job with a random lease; None (after a short pause) when none was had."""
+def record_drops(sim: Simulation, name: str, dropped: jobs.Dropped, started: float) -> None:
+    """One ``drop`` call in the ledger per member a transition dropped (orphan or malformed)."""
+    for kind, found in (("orphan", dropped.orphans), ("malformed", dropped.malformed)):
+        for member in found:
+            job_id = member.decode("ascii", "replace")
+            sim.ledger.record(name, "drop", job_id, 0, "accepted", kind, started=started)
+
+
+def _claim(sim: Simulation, conn: redis.Redis, name: str,
+           rng: random.Random) -> tuple[jobs.Claimed, int] | None:
+    """Claim one job with a random lease; None when there was none to claim."""
     lease_ms = rng.randint(*sim.settings.lease_ms)
     started = sim.ledger.now()
     try:
         got, dropped = jobs.claim_dropping(conn, sim.queue, lease_ms)
     except errors.ServerUnavailable as exc:
-        sim.count("connection_errors")
         sim.ledger.record_error(name, "claim", "", 0, exc, started=started, lease_ms=lease_ms)
-        backoff.wait(sim.stopping)
-        return None
-    backoff.reset()
+        raise
     record_drops(sim, name, dropped, started)
     if got is None:
-        sim.stopping.wait(rng.uniform(0.001, 0.004))
         return None
     sim.holding[name] = True
     detail = "" if sim.payloads.get(got.id) == got.payload else "payload differs"
@@ -395,19 +375,10 @@ def _claim(sim: Simulation, conn: redis.Redis, name: str, rng: random.Random,
     return got, lease_ms
 
 
-def record_drops(sim: Simulation, name: str, dropped: jobs.Dropped, started: float) -> None:
-    """One ``drop`` call in the ledger per member a transition dropped (orphan or malformed)."""
-    for kind, found in (("orphan", dropped.orphans), ("malformed", dropped.malformed)):
-        for member in found:
-            job_id = member.decode("ascii", "replace")
-            sim.ledger.record(name, "drop", job_id, 0, "accepted", kind, started=started)
-    sim.count("orphans_dropped", dropped.total)
-
-
 def _work(sim: Simulation, conn: redis.Redis, name: str, got: jobs.Claimed, lease_ms: int,
-          rng: random.Random, backoff: Backoff) -> bool:
+          rng: random.Random, backoff: Backoff) -> None:
     """Work one lease (maybe stalling past it), then complete it (unfenced without the fence)
-    or, when the work failed, retry it; False when the run aborted mid-lease."""
+    or, when the work failed, retry it; unless the run aborts first."""
     s = sim.settings
     stalled = rng.random() < s.stall
     failed = rng.random() < s.fail
@@ -417,7 +388,7 @@ def _work(sim: Simulation, conn: redis.Redis, name: str, got: jobs.Claimed, leas
     else:
         pause = rng.uniform(*s.work_ms) / 1000
     if sim.aborting.wait(pause):
-        return False
+        return
     send: Callable[[], str]
     if failed:
         sim.count("failures")
@@ -430,34 +401,19 @@ def _work(sim: Simulation, conn: redis.Redis, name: str, got: jobs.Claimed, leas
     verb = "retry" if failed else "complete"
     answered(sim, name, verb, got.id, got.token, send, backoff, stalled=stalled)
     sim.holding[name] = False
-    return True
 
 
-def worker(sim: Simulation, name: str, index: int) -> None:
-    """Claim, work and settle jobs until the run stops (seeded by the worker's index)."""
-    rng = random.Random(f"{sim.settings.seed}:worker:{index}")
-    backoff = Backoff(rng)
-    conn = sim.client(name)
-    if conn is None:
-        return
-    try:
-        while not sim.stopping.is_set():
-            held = _claim(sim, conn, name, rng, backoff)
-            if held is not None and not _work(sim, conn, name, *held, rng, backoff):
-                break
-    finally:
-        conn.close()
-
-
-def _loop(sim: Simulation, name: str, every_s: float, step: Step) -> None:
-    """Run ``step`` every ``every_s`` (or the longer pause it returns) until the run stops."""
+def _loop(sim: Simulation, name: str, every_s: float,
+          step: Callable[[redis.Redis], float | None]) -> None:
+    """Thread ``name``'s body: run ``step`` on a client of its own every ``every_s`` (or the
+    longer pause it returns) until the run stops, backing off while the server is away. A crash
+    is a violation, not a silent death."""
     backoff = Backoff(random.Random(f"{sim.settings.seed}:{name}"))
-    conn = sim.client(name)
-    if conn is None:
-        return
+    conn: redis.Redis | None = None
     try:
         while not sim.stopping.is_set():
             try:
+                conn = sim.make() if conn is None else conn
                 pause = step(conn)
             except errors.ServerUnavailable:
                 sim.count("connection_errors")
@@ -465,23 +421,47 @@ def _loop(sim: Simulation, name: str, every_s: float, step: Step) -> None:
                 continue
             backoff.reset()
             sim.stopping.wait(max(every_s, pause or 0.0))
+    except Exception as exc:  # noqa: BLE001 - reported, and the run goes on
+        sim.note(f"thread {name} crashed: {type(exc).__name__}: {exc}")
     finally:
-        conn.close()
+        sim.holding[name] = False
+        if conn is not None:
+            conn.close()
+
+
+def worker(sim: Simulation, name: str, index: int) -> None:
+    """Claim, work and settle jobs until the run stops (seeded by the worker's index)."""
+    rng = random.Random(f"{sim.settings.seed}:worker:{index}")
+    backoff = Backoff(rng)
+
+    def step(conn: redis.Redis) -> float:
+        held = _claim(sim, conn, name, rng)
+        if held is None:
+            return rng.uniform(0.001, 0.004)  # nothing to claim: a short pause
+        _work(sim, conn, name, *held, rng, backoff)
+        return 0.0
+
+    _loop(sim, name, 0.0, step)
+
+
+def _round(sim: Simulation, name: str, verb: str,
+           call: Callable[[], tuple[int, jobs.Dropped]]) -> int:
+    """One reap or promote: what it moved and dropped into the ledger; how many it handled."""
+    started = sim.ledger.now()
+    n, dropped = call()
+    record_drops(sim, name, dropped, started)
+    if n:
+        sim.count(verb, n)
+        sim.ledger.record(name, verb, "", 0, "accepted", str(n), started=started)
+    return n + dropped.total
 
 
 def reaper(sim: Simulation, name: str, index: int) -> None:
-    """Return expired leases to pending, in rounds of up to 100, every ``reap_every_s``."""
+    """Return expired leases to pending every ``reap_every_s``, in rounds of up to 100."""
 
     def step(conn: redis.Redis) -> None:
-        while True:
-            started = sim.ledger.now()
-            n, dropped = jobs.reap_dropping(conn, sim.queue)
-            record_drops(sim, name, dropped, started)
-            if n:
-                sim.count("reaped", n)
-                sim.ledger.record(name, "reap", "", 0, "accepted", str(n), started=started)
-            if n + dropped.total < 100:
-                return
+        while _round(sim, name, "reap", partial(jobs.reap_dropping, conn, sim.queue)) >= 100:
+            pass
 
     _loop(sim, name, sim.settings.reap_every_s, step)
 
@@ -490,12 +470,8 @@ def promoter(sim: Simulation, name: str, index: int) -> None:
     """Move due retried jobs back to pending every ``promote_every_s``."""
 
     def step(conn: redis.Redis) -> None:
-        started = sim.ledger.now()
-        n, dropped = jobs.promote_dropping(conn, sim.queue, batch=1000)
-        record_drops(sim, name, dropped, started)
-        if n:
-            sim.count("promoted", n)
-            sim.ledger.record(name, "promote", "", 0, "accepted", str(n), started=started)
+        _round(sim, name, "promote",
+               partial(jobs.promote_dropping, conn, sim.queue, batch=1000))
 
     _loop(sim, name, sim.settings.promote_every_s, step)
 
@@ -516,10 +492,9 @@ def sampler(sim: Simulation, name: str, index: int) -> None:
     _loop(sim, name, sim.settings.sample_every_s, step)
 
 
-#: The eviction fault, as one atomic step of another client (as a server under maxmemory with
-#: allkeys-lru would): pick one lease among the first 50 whose deadline is at least ARGV[3] ms
-#: ahead on the server's clock, and delete its job row, leaving the id in active. Replies the
-#: id, or nil when no lease was live enough.
+#: The eviction fault, as another client's atomic step (or maxmemory with allkeys-lru): delete
+#: the row of one of the first 50 leases due at least ARGV[3] ms from now, leaving the id in
+#: active. Replies the id, or nil when no lease was live enough.
 EVICT_LUA = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -536,46 +511,37 @@ return id
 """
 
 
-def resend(sim: Simulation, conn: redis.Redis, job_id: str) -> None:
-    """The re-send fault: send an evicted id again. ``jobs.enqueue`` refuses it while the id
-    holds a place in the queue; the unguarded enqueue (``resend_guard`` off) gives a fresh row."""
-    send = jobs.enqueue if sim.settings.resend_guard else unfenced.enqueue_unguarded
-    started = sim.ledger.now()
-    try:
-        reply = send(conn, sim.queue, job_id, sim.payloads[job_id])
-    except errors.Refusal as exc:
-        sim.count("resends_refused")
-        sim.ledger.record_error("producer", "resend", job_id, 0, exc, started=started)
-        return
-    sim.count("resent")
-    sim.ledger.record("producer", "resend", job_id, 0, "accepted", reply, started=started)
-
-
 def evictor(sim: Simulation, name: str, index: int) -> None:
     """Delete ``evictions`` job rows under live leases (with half the shortest lease still to
-    run), one every ``evict_every_s``; with ``resend``, re-send each evicted id at once."""
-    rng = random.Random(f"{sim.settings.seed}:{name}")
-    margin = sim.settings.lease_ms[0] // 2
+    run), one every ``evict_every_s``. With ``resend``, the producer re-sends each evicted id at
+    once: ``jobs.enqueue`` refuses it while the id holds a place in the queue; the unguarded
+    enqueue (``resend_guard`` off) gives it a fresh row."""
+    s = sim.settings
+    rng = random.Random(f"{s.seed}:{name}")
+    backoff = Backoff(rng)
     keys = [keyspace.queue_key(sim.queue, "active")]
     prefix = keyspace.job_prefix(sim.queue)
+    resend = jobs.enqueue if s.resend_guard else unfenced.enqueue_unguarded
 
     def step(conn: redis.Redis) -> float | None:
-        if sim.counts["evicted"] >= sim.settings.evictions:
+        if sim.counts["evicted"] >= s.evictions:
             return 3600.0  # done: sleep until the run stops
         started = sim.ledger.now()
         with reaching(conn):
-            got = conn.eval(EVICT_LUA, 1, *keys, prefix, rng.randrange(1 << 30), margin)
-        if got is not None:
-            job_id = got.decode("ascii")
-            sim.count("evicted")
-            sim.ledger.record(name, "evict", job_id, 0, "accepted", "row deleted",
-                              started=started)
-            if sim.settings.resend:
-                resend(sim, conn, job_id)
+            got = conn.eval(EVICT_LUA, 1, *keys, prefix, rng.randrange(1 << 30),
+                            s.lease_ms[0] // 2)
+        if got is None:
+            return None
+        job_id = got.decode("ascii")
+        sim.count("evicted")
+        sim.ledger.record(name, "evict", job_id, 0, "accepted", "row deleted", started=started)
+        if s.resend:
+            send = partial(resend, conn, sim.queue, job_id, sim.payloads[job_id])
+            answered(sim, "producer", "resend", job_id, 0, send, backoff)
         return None
 
-    if sim.settings.evictions:
-        _loop(sim, name, sim.settings.evict_every_s, step)
+    if s.evictions:
+        _loop(sim, name, s.evict_every_s, step)
 
 
 Body = Callable[[Simulation, str, int], None]
@@ -584,11 +550,9 @@ HOUSEKEEPERS: tuple[tuple[str, Body], ...] = (
 )  # fmt: skip
 
 
-# ---- the figures of a run ------------------------------------------------------------------
-
-@dataclass
-class Result:
-    """The figures of one run (see :meth:`to_dict`), its ledger, samples and final state."""
+@dataclass(kw_only=True)
+class Result(Audit):
+    """A run's audit (verdicts, figures), and its own figures, ledger, samples, final state."""
 
     settings: Settings
     backend: str
@@ -599,99 +563,20 @@ class Result:
     claims: int
     stalls: int
     failures: int
-    refusals: int
-    refusals_by_class: dict[str, int]
-    duplicates: int
-    completed: int
-    dead: int
-    lost_jobs: int
-    unfinished_jobs: int
-    violations: list[str]
-    verdicts: dict[str, bool]
-    elapsed_s: float
-    enqueue_s: float
-    jobs_per_s: float
     reaped: int
     promoted: int
-    drift_samples: int
     connection_errors: int
     lost_replies: int
-    resolved_after_lost_reply: int
+    lost_jobs: int
+    unfinished_jobs: int
+    drift_samples: int
     restarts_seen: int
     timed_out: bool
-    evicted: int = 0
-    orphans_dropped: int = 0
-    tokens_minted_twice: int = 0
-    stale_completes_accepted: int = 0
-    settled_after_lease_lost: int = 0
-    resent: int = 0
-    resends_refused: int = 0
+    elapsed_s: float
     ledger: list[Call] = field(repr=False, default_factory=list)
     samples: list[Sample] = field(repr=False, default_factory=list)
     final: Snapshot | None = field(repr=False, default=None)
 
-    FIGURES = (
-        "jobs", "workers", "claims", "stalls", "failures", "refusals", "duplicates",
-        "completed", "dead", "lost_jobs", "unfinished_jobs", "reaped", "promoted",
-        "drift_samples", "connection_errors", "lost_replies", "restarts_seen", "evicted",
-        "orphans_dropped", "resent", "resends_refused", "tokens_minted_twice",
-        "stale_completes_accepted", "settled_after_lease_lost", "elapsed_s", "jobs_per_s",
-    )  # fmt: skip
-    MORE = ("enqueue_s", "refusals_by_class", "resolved_after_lost_reply", "timed_out")
-
-    def to_dict(self) -> dict[str, Any]:
-        """The figures as plain JSON-ready values (no ledger; at most 100 violations)."""
-        out: dict[str, Any] = {"backend": self.backend, "server": self.server,
-                               "queue": self.queue, "cpus": os.cpu_count()}
-        out.update((name, getattr(self, name)) for name in self.FIGURES + self.MORE)
-        out["violation_count"] = len(self.violations)
-        out["violations"] = self.violations[:100]
-        out["verdicts"] = self.verdicts
-        out["settings"] = asdict(self.settings)
-        return out
-
     def leases(self) -> list[Lease]:
         """Every lease of the run, for the timeline."""
         return leases(self.ledger)
-
-    def summary(self) -> str:
-        """The figures and verdicts as aligned text lines."""
-        lines = [f"{'backend':>24}: {self.backend} ({self.server})"]
-        for name in self.FIGURES:
-            value = getattr(self, name)
-            lines.append(f"{name:>24}: {f'{value:.2f}' if isinstance(value, float) else value}")
-        lines.append(f"{'violations':>24}: {len(self.violations)}")
-        lines += [f"  {'ok ' if held else 'NO '} {name}" for name, held in self.verdicts.items()]
-        lines += [f"  violation: {msg}" for msg in self.violations[:20]]
-        return "\n".join(lines)
-
-
-#: The figures a :class:`Result` takes as the audit counted them.
-_FROM_AUDIT = (
-    "refusals", "refusals_by_class", "duplicates", "completed", "dead", "violations",
-    "verdicts", "resolved_after_lost_reply", "evicted", "orphans_dropped",
-    "tokens_minted_twice", "stale_completes_accepted", "settled_after_lease_lost", "resent",
-    "resends_refused",
-)  # fmt: skip
-
-
-def result_of(sim: Simulation, verdict: Audit, final: Snapshot | None, enqueue_s: float,
-              elapsed_s: float, timed_out: bool, restarts: int) -> Result:
-    """Gather a finished run's figures: its counters, its ledger, and the audit's verdicts."""
-    s, c, calls = sim.settings, sim.counts, list(sim.ledger.calls)
-    settled = verdict.completed + verdict.dead
-    return Result(
-        settings=s, backend=sim.backend, server=sim.server, queue=sim.queue,
-        jobs=s.jobs, workers=s.workers,
-        claims=sum(1 for k in calls if accepted(k, "claim")),
-        stalls=c["stalls"], failures=c["failures"],
-        lost_jobs=len(verdict.lost), unfinished_jobs=len(verdict.unfinished),
-        elapsed_s=round(elapsed_s, 3), enqueue_s=round(enqueue_s, 3),
-        jobs_per_s=round(settled / elapsed_s, 1) if elapsed_s > 0 else 0.0,
-        reaped=c["reaped"], promoted=c["promoted"], drift_samples=len(sim.samples),
-        connection_errors=c["connection_errors"],
-        lost_replies=sum(1 for k in calls if k.outcome == "lost-reply"),
-        restarts_seen=restarts, timed_out=timed_out,
-        ledger=calls, samples=list(sim.samples), final=final,
-        **{name: getattr(verdict, name) for name in _FROM_AUDIT},
-    )  # fmt: skip

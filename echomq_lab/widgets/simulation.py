@@ -1,10 +1,7 @@
-"""SimulationPanel: set up a run of the fence under load, press Run, read it as it comes in.
-
-Every input is an ipywidget (set ``sim.fence.value = False`` like a click); ``sim.run(wait=True)``
-is the Run button waiting for the end, ``sim.result`` the run's Result. While a run goes, a bar
-counts the finished jobs and a line tallies the server's answers; the verdicts come at the end.
-The timeline draws the leases of the worker or job ``sim.follow`` names (``"worker:w0"``,
-``"job:<id>"``) inside the window ``sim.window`` (its start, s) and ``sim.length`` set.
+"""SimulationPanel: set up a run of the fence under load, press Run, read it as it comes in:
+finished jobs, a tally of the server's answers, then the verdicts, and a timeline of the leases
+of the worker or job ``follow`` names, inside the window ``window`` (its start) and ``length``
+set. ``run(wait=True)`` is the Run button waiting for the end.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ import ipywidgets as W  # type: ignore[import-untyped]
 from matplotlib.figure import Figure
 
 from echomq_lab.sim import Lease, Result, Settings, Simulation, charts
-from echomq_lab.theme import message_html, one_line
+from echomq_lab.theme import one_line
 from echomq_lab.widgets.base import Panel
 
 #: How often (s) the panel reads the run's progress while it goes.
@@ -43,7 +40,7 @@ class SimulationPanel(Panel):
         self.url, self.seed = url, seed
         self.result: Result | None = None
         self._leases: list[Lease] = []
-        self._quiet, self.error = False, ""
+        self._quiet, self.error = False, ""  # _quiet: no redraw while the window is set
         self._sim: Simulation | None = None
         self._thread: threading.Thread | None = None
         self.jobs = _slider(W.IntSlider, jobs, 1, 500, 1, "jobs", "How many jobs to enqueue")
@@ -84,7 +81,7 @@ class SimulationPanel(Panel):
         for box in (self.window, self.length):
             box.observe(lambda _c: self.draw(), names="value")
         self.follow.observe(lambda _c: self._followed(), names="value")
-        # hidden until there is a picture: an empty image would show a broken-image icon
+        # hidden until there is a picture (an empty one shows a broken-image icon)
         self.picture = W.Image(format="png", layout=W.Layout(max_width="100%", display="none"))
         self.widget = W.VBox([
             W.HTML("<b>The fence under load</b>: set the run, press Run."),
@@ -93,9 +90,8 @@ class SimulationPanel(Panel):
             W.HBox([self.follow, self.window, self.length]), self.picture, self.story,
         ])  # fmt: skip
         self.widget.add_class("emq-simulation")
-        self._show_status("not run yet")
+        self._say(self.status, "not run yet", None)
 
-    # -- running ---------------------------------------------------------------------------
     def settings(self) -> Settings:
         """The run the inputs describe (checked: out of range raises ValueError)."""
         low, high = self.lease.value
@@ -114,7 +110,7 @@ class SimulationPanel(Panel):
         """Start a run with the inputs' settings; with ``wait``, block until it ends and return
         its result. A second run while one goes is refused on the status line."""
         if self.running:
-            self._show_status("a run is already going: wait for it, or press Stop", ok=False)
+            self._say(self.status, "a run is already going: wait for it, or press Stop", False)
             return None
         _, sim = self._attempt(self.status, lambda: Simulation(self.settings(), url=self.url))
         if not isinstance(sim, Simulation):
@@ -125,7 +121,7 @@ class SimulationPanel(Panel):
         self.picture.value, self.picture.layout.display = b"", "none"
         self.follow.options = [("(running)", "")]
         self.buttons["run"].disabled, self.buttons["stop"].disabled = True, False
-        self._show_status(f"running {sim.settings.jobs} jobs on {sim.backend}")
+        self._say(self.status, f"running {sim.settings.jobs} jobs on {sim.backend}", None)
         self._thread = threading.Thread(target=self._body, args=(sim,), daemon=True)
         self._thread.start()
         if not wait:
@@ -157,7 +153,6 @@ class SimulationPanel(Panel):
             self.tally.value = html.escape(charts.tally_text(counts))
 
     def stop(self) -> None:
-        """Ask the run to stop early."""
         if self._sim is not None and self.running:
             self._sim.stop()
 
@@ -165,7 +160,7 @@ class SimulationPanel(Panel):
         self._tick()
         r = self.result
         if r is None:
-            self._show_status(f"the run did not finish: {self.error or 'stopped'}", ok=False)
+            self._say(self.status, f"the run did not finish: {self.error or 'stopped'}", False)
             return
         held = all(r.verdicts.values())
         said = (f"done: {r.completed} completed, {r.dead} dead, {r.refusals} settles turned away, "
@@ -174,14 +169,13 @@ class SimulationPanel(Panel):
             said += (f"; without the fence, {r.stale_completes_accepted} stale completes were "
                      f"accepted and {r.settled_after_lease_lost} jobs were settled by a worker "
                      "that had lost its lease")
-        self._show_status(said, ok=held)
+        self._say(self.status, said, held)
         self.verdicts.value = charts.verdicts_html(r.verdicts)
         self._leases = r.leases()
         options = charts.followable(self._leases)
         self.follow.options = options or [("(no lease)", "")]
         self.follow.value = options[0][1] if options else ""
 
-    # -- following -------------------------------------------------------------------------
     def leases(self) -> list[Lease]:
         """Every lease of the last run (empty before one ends)."""
         return list(self._leases)
@@ -201,11 +195,10 @@ class SimulationPanel(Panel):
         self.draw()
 
     def current_window(self) -> charts.Window:
-        """The window the timeline shows: from the slider, for the length box's seconds."""
         return (self.window.value, self.window.value + self.length.value)
 
     def draw(self) -> None:
-        """Draw the followed worker's or job's leases inside the window, and tell them in words."""
+        """Draw the followed worker's or job's leases in the window, and tell them in words."""
         if self.follow.value and self.result is not None and not self._quiet:
             self._attempt(self.status, self._draw)
 
@@ -221,10 +214,6 @@ class SimulationPanel(Panel):
         self.picture.value, self.picture.layout.display = buf.getvalue(), None
         lines = charts.describe(self.leases(), key, window)
         self.story.value = "<pre>" + html.escape("\n".join(lines)) + "</pre>"
-
-    def _show_status(self, text: str, ok: bool | None = None) -> None:
-        self.last_message, self.last_ok = text, ok is not False
-        self.status.value = message_html(text, ok)
 
     def text(self) -> str:
         """The settings, the status, the verdicts and what the timeline follows, as text."""

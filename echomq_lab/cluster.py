@@ -136,9 +136,7 @@ class Cluster:
         """The URL ``connect()`` takes for this cluster, seeded from its first node."""
         return self.url_via(self.nodes[0])
 
-    @property
-    def kind(self) -> str:
-        return "cluster"
+    kind = "cluster"
 
     @property
     def label(self) -> str:
@@ -174,31 +172,25 @@ class Cluster:
         raise ClusterError("no node of the cluster answers")
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """End every node (thawed, SIGTERM, SIGKILL after ``timeout_s``) and delete the folder.
-        Safe to call twice."""
+        """End every node (as :func:`servers.end`), delete their folders, the state file and
+        the folder if then empty. Safe to call twice."""
         if self._stopped:
             return
         self._stopped = True
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for n in self.nodes:
-                n.signal(sig)
-                n.signal(signal.SIGCONT)
-            if wait_until(lambda: not any(map(self._running, self.nodes)), timeout_s, 0.02):
-                break
-        _remove(self)
+        servers.end(self._signal, lambda: any(map(self._running, self.nodes)), timeout_s)
+        for n in self.nodes:
+            shutil.rmtree(n.dir, ignore_errors=True)
+        (self.dir / STATE_FILE).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.dir.rmdir()
+
+    def _signal(self, sig: signal.Signals) -> None:
+        for n in self.nodes:
+            n.signal(sig)
 
     def _running(self, n: Node) -> bool:
         proc = self._procs.get(n.pid)
         return proc.poll() is None if proc is not None else n.alive()
-
-
-def _remove(cluster: Cluster) -> None:
-    """Delete the nodes' folders, the state file, and the folder if then empty."""
-    for n in cluster.nodes:
-        shutil.rmtree(n.dir, ignore_errors=True)
-    (cluster.dir / STATE_FILE).unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        cluster.dir.rmdir()
 
 
 def start_cluster(replicas: int = 0, dir: str | Path | None = None, port: int | None = None, *,
@@ -308,7 +300,7 @@ def _up(args: argparse.Namespace) -> int:
         if any(n.alive() for n in running.nodes):
             print(f"a cluster already runs in {running.dir}: {running.url}")
             return 0
-        _remove(running)  # left over from a crash: nothing of it runs
+        running.stop()  # left over from a crash: nothing of it runs, only its folders
     cluster = start_cluster(args.replicas, args.dir or DEFAULT_DIR, args.port, keep=True)
     print(f"cluster up: {cluster.label}, in {cluster.dir}")
     print(f"ECHOMQ_REDIS_URL={cluster.url}")

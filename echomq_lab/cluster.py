@@ -90,8 +90,7 @@ def _nodes(node: Node) -> list[tuple[int, set[str], dict[str, Any]]]:
              row) for addr, row in table.items()]
 
 
-#: The flags of a node another node doubts.
-_DOUBTS = {"fail", "fail?", "pfail", "handshake", "noaddr"}
+_DOUBTS = {"fail", "fail?", "pfail", "handshake", "noaddr"}  # flags of a doubted node
 
 
 def _slots(row: dict[str, Any]) -> tuple[tuple[int, int], ...]:
@@ -158,10 +157,9 @@ class Cluster:
         by_port = {n.port: n for n in self.nodes}
         for via in (n for n in self.nodes if n.alive()):
             try:
-                rows = [r for r in _nodes(via) if "fail" not in r[1] and r[0] in by_port]
+                rows = sorted(r for r in _nodes(via) if "fail" not in r[1] and r[0] in by_port)
             except (redis.ConnectionError, redis.TimeoutError):
                 continue
-            rows.sort(key=lambda r: r[0])
             out = []
             for port, flags, row in rows:
                 if "master" in flags:
@@ -172,8 +170,7 @@ class Cluster:
         raise ClusterError("no node of the cluster answers")
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """End every node (as :func:`servers.end`), delete their folders, the state file and
-        the folder if then empty. Safe to call twice."""
+        """End every node (see :func:`servers.end`) and delete its folders; idempotent."""
         if self._stopped:
             return
         self._stopped = True

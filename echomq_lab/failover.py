@@ -69,12 +69,10 @@ def run_and_wait(conn: redis.Redis, script: Script, keys: Sequence[str], args: S
 
 def durable_claim(conn: redis.Redis, queue: str, lease_ms: int, *, replicas: int,
                   timeout_ms: int = 1000) -> jobs.Claimed | None:
-    """:func:`jobs.claim`, then WAIT up to ``timeout_ms`` for ``replicas`` replicas to hold it.
-
-    Raises :class:`errors.NotReplicated` when fewer acknowledged: the job stays leased, but its
-    token may not survive a failover, so the worker must not start on it (the lease runs out
-    and the reaper hands the job on). None when nothing is pending.
-    """
+    """:func:`jobs.claim`, then WAIT up to ``timeout_ms`` for ``replicas`` replicas to hold it;
+    None when nothing is pending. Fewer acknowledgements raise :class:`errors.NotReplicated`:
+    the job stays leased but its token may not survive a failover, so the worker must not start
+    on it (the lease runs out and the reaper hands the job on)."""
     keys = jobs.sets(queue, "pending", "active")
     args: list[Arg] = [keyspace.job_prefix(queue), jobs.check_lease(lease_ms)]
     wanted = jobs.check_int("replicas", replicas, 0, 64)

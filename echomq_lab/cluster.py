@@ -208,11 +208,10 @@ def start_cluster(replicas: int = 0, dir: str | Path | None = None, port: int | 
     root = Path(dir) if dir is not None else Path(tempfile.mkdtemp(prefix="echomq-cluster-"))
     if (root / STATE_FILE).exists():
         raise ClusterError(f"a cluster is already recorded in {root}; stop it with `down` first")
-    root.mkdir(parents=True, exist_ok=True)
     nodes, procs = [], {}
     for p in ports:
         folder = root / f"node-{p}"
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         proc = servers.spawn(servers.server_argv(
             server, p, folder, "--logfile", str(folder / "server.log"),
             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",

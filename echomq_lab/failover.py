@@ -198,9 +198,8 @@ def _row_text(node: Node, queue: str, job_id: str) -> str:
     """The job's row as ``node`` itself holds it."""
     with node.client() as client:
         row = cast(dict[bytes, bytes], client.hgetall(keyspace.job_key(queue, job_id)))
-    if not row:
-        return "no row"
-    return ", ".join(f"{k.decode()}={row[k].decode()}" for k in (b"state", b"attempts"))
+    fields = (f"{k.decode()}={row[k].decode()}" for k in (b"state", b"attempts"))
+    return ", ".join(fields) if row else "no row"
 
 
 def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:

@@ -210,11 +210,8 @@ class RunningServer:
         done = wait_until(lambda: self.proc.poll() is not None or pinged(self.port, 1.0), timeout)
         if done and self.proc.poll() is None:
             return
-        code = self.proc.poll()
-        try:
-            tail = "\n".join((self.workdir / log).read_text(errors="replace").splitlines()[-20:])
-        except OSError:
-            tail = "(no log)"
+        code = self.proc.poll()  # the log exists: spawn() created it
+        tail = "\n".join((self.workdir / log).read_text(errors="replace").splitlines()[-20:])
         state = f"exited with code {code}" if code is not None else f"no PING reply in {timeout:g}s"
         raise ServerStartError(f"{self.kind}-server on port {self.port} {state}; "
                                f"log tail:\n{tail or '(empty log)'}")

@@ -2,8 +2,7 @@
 
 ``python -m echomq_lab.cluster up [--replicas 1] [--dir D] [--port P]`` starts three primaries
 and prints the URL for ``ECHOMQ_REDIS_URL``; ``status`` and ``down`` follow. From Python,
-:func:`start_cluster` does it for as long as the calling process lives.
-"""
+:func:`start_cluster` does it for as long as the calling process lives."""
 
 from __future__ import annotations
 

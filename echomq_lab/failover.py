@@ -3,8 +3,7 @@
 :func:`run` stages one failover on a local cluster, every call in a ledger audited at the end:
 worker 1 claims on a primary cut off from its replicas, the primary dies, a replica is promoted
 and mints the same token for worker 2, unless both use :func:`durable_claim`.
-``python -m echomq_lab.failover`` runs :func:`experiment` both ways and prints it.
-"""
+``python -m echomq_lab.failover`` runs :func:`experiment` both ways and prints it."""
 
 from __future__ import annotations
 
@@ -208,12 +207,11 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
     primary, replica, second_replica = shard.primary, shard.replicas[0], shard.replicas[1]
     slot = keyspace.slot(keyspace.base(queue))
     other = next(s.primary for s in cluster.shards() if s.primary != primary)
-    ledger = Ledger()
     conn1 = connect(cluster.url_via(other))  # a seed that survives this shard's failover
     queues.reset(conn1, queue)
-    r = Run(durable, queue, branded.mint("JOB"), ledger)
-    started = ledger.now()
-    ledger.record("host", "enqueue", r.job_id, 0, "accepted",
+    r = Run(durable, queue, branded.mint("JOB"), Ledger())
+    started = r.ledger.now()
+    r.ledger.record("host", "enqueue", r.job_id, 0, "accepted",
                   jobs.enqueue(conn1, queue, r.job_id, b"work"), started=started)
     with primary.client() as node:
         acked = int(node.wait(2, 10_000))
@@ -246,7 +244,7 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
         _complete_as("worker 1", conn2, r, held.token)
     if second is not None:
         _complete_as("worker 2", conn2, r, second.token)
-    r.audit = audit(ledger.calls, snapshot(conn2, queue))
+    r.audit = audit(r.ledger.calls, snapshot(conn2, queue))
     conn2.close()
     return r
 

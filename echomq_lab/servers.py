@@ -1,7 +1,6 @@
 """The one launcher of local servers (tests, benchmarks, the cluster lab): it finds the
 binaries, picks free loopback ports, starts a server in the foreground with persistence off in
-a folder of its own, waits for PING, and signals or stops it. Never port 6379 or a service.
-"""
+a folder of its own, waits for PING, and signals or stops it. Never port 6379 or a service."""
 
 from __future__ import annotations
 
@@ -238,11 +237,10 @@ def start_server(
                                spawn(argv, workdir / "server.log"), version, binary, workdir, argv)
         try:
             server.wait_ping(timeout, "server.log")
+            break
         except ServerStartError as exc:
             server.stop()
             if attempt == 2 or "Address already in use" not in str(exc):
                 raise
-            continue
-        atexit.register(server.stop)
-        return server
-    raise AssertionError("unreachable")  # pragma: no cover
+    atexit.register(server.stop)
+    return server

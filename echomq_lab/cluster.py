@@ -148,7 +148,6 @@ class Cluster:
         self.stop()
 
     def url_via(self, node: Node) -> str:
-        """The cluster URL seeded from ``node``."""
         return f"redis://{node.address}/0?cluster=1"
 
     def shards(self) -> list[Shard]:

@@ -2,8 +2,7 @@
 
 ``python -m echomq_lab.cluster up [--replicas 1] [--dir D] [--port P]`` starts three primaries
 and prints the URL for ``ECHOMQ_REDIS_URL``; ``status`` and ``down`` follow. From Python,
-:func:`start_cluster` does it for as long as the calling process lives.
-"""
+:func:`start_cluster` does it for as long as the calling process lives."""
 
 from __future__ import annotations
 
@@ -90,8 +89,7 @@ def _nodes(node: Node) -> list[tuple[int, set[str], dict[str, Any]]]:
              row) for addr, row in table.items()]
 
 
-#: The flags of a node another node doubts.
-_DOUBTS = {"fail", "fail?", "pfail", "handshake", "noaddr"}
+_DOUBTS = {"fail", "fail?", "pfail", "handshake", "noaddr"}  # flags of a doubted node
 
 
 def _slots(row: dict[str, Any]) -> tuple[tuple[int, int], ...]:
@@ -136,9 +134,7 @@ class Cluster:
         """The URL ``connect()`` takes for this cluster, seeded from its first node."""
         return self.url_via(self.nodes[0])
 
-    @property
-    def kind(self) -> str:
-        return "cluster"
+    kind = "cluster"
 
     @property
     def label(self) -> str:
@@ -152,7 +148,6 @@ class Cluster:
         self.stop()
 
     def url_via(self, node: Node) -> str:
-        """The cluster URL seeded from ``node``."""
         return f"redis://{node.address}/0?cluster=1"
 
     def shards(self) -> list[Shard]:
@@ -160,10 +155,9 @@ class Cluster:
         by_port = {n.port: n for n in self.nodes}
         for via in (n for n in self.nodes if n.alive()):
             try:
-                rows = [r for r in _nodes(via) if "fail" not in r[1] and r[0] in by_port]
+                rows = sorted(r for r in _nodes(via) if "fail" not in r[1] and r[0] in by_port)
             except (redis.ConnectionError, redis.TimeoutError):
                 continue
-            rows.sort(key=lambda r: r[0])
             out = []
             for port, flags, row in rows:
                 if "master" in flags:
@@ -174,31 +168,24 @@ class Cluster:
         raise ClusterError("no node of the cluster answers")
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """End every node (thawed, SIGTERM, SIGKILL after ``timeout_s``) and delete the folder.
-        Safe to call twice."""
+        """End every node (see :func:`servers.end`) and delete its folders; idempotent."""
         if self._stopped:
             return
         self._stopped = True
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for n in self.nodes:
-                n.signal(sig)
-                n.signal(signal.SIGCONT)
-            if wait_until(lambda: not any(map(self._running, self.nodes)), timeout_s, 0.02):
-                break
-        _remove(self)
+        servers.end(self._signal, lambda: any(map(self._running, self.nodes)), timeout_s)
+        for n in self.nodes:
+            shutil.rmtree(n.dir, ignore_errors=True)
+        (self.dir / STATE_FILE).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.dir.rmdir()
+
+    def _signal(self, sig: signal.Signals) -> None:
+        for n in self.nodes:
+            n.signal(sig)
 
     def _running(self, n: Node) -> bool:
         proc = self._procs.get(n.pid)
         return proc.poll() is None if proc is not None else n.alive()
-
-
-def _remove(cluster: Cluster) -> None:
-    """Delete the nodes' folders, the state file, and the folder if then empty."""
-    for n in cluster.nodes:
-        shutil.rmtree(n.dir, ignore_errors=True)
-    (cluster.dir / STATE_FILE).unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        cluster.dir.rmdir()
 
 
 def start_cluster(replicas: int = 0, dir: str | Path | None = None, port: int | None = None, *,
@@ -219,11 +206,10 @@ def start_cluster(replicas: int = 0, dir: str | Path | None = None, port: int | 
     root = Path(dir) if dir is not None else Path(tempfile.mkdtemp(prefix="echomq-cluster-"))
     if (root / STATE_FILE).exists():
         raise ClusterError(f"a cluster is already recorded in {root}; stop it with `down` first")
-    root.mkdir(parents=True, exist_ok=True)
     nodes, procs = [], {}
     for p in ports:
         folder = root / f"node-{p}"
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         proc = servers.spawn(servers.server_argv(
             server, p, folder, "--logfile", str(folder / "server.log"),
             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
@@ -308,7 +294,7 @@ def _up(args: argparse.Namespace) -> int:
         if any(n.alive() for n in running.nodes):
             print(f"a cluster already runs in {running.dir}: {running.url}")
             return 0
-        _remove(running)  # left over from a crash: nothing of it runs
+        running.stop()  # left over from a crash: nothing of it runs, only its folders
     cluster = start_cluster(args.replicas, args.dir or DEFAULT_DIR, args.port, keep=True)
     print(f"cluster up: {cluster.label}, in {cluster.dir}")
     print(f"ECHOMQ_REDIS_URL={cluster.url}")

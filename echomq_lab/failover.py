@@ -3,8 +3,7 @@
 :func:`run` stages one failover on a local cluster, every call in a ledger audited at the end:
 worker 1 claims on a primary cut off from its replicas, the primary dies, a replica is promoted
 and mints the same token for worker 2, unless both use :func:`durable_claim`.
-``python -m echomq_lab.failover`` runs :func:`experiment` both ways and prints it.
-"""
+``python -m echomq_lab.failover`` runs :func:`experiment` both ways and prints it."""
 
 from __future__ import annotations
 
@@ -69,12 +68,10 @@ def run_and_wait(conn: redis.Redis, script: Script, keys: Sequence[str], args: S
 
 def durable_claim(conn: redis.Redis, queue: str, lease_ms: int, *, replicas: int,
                   timeout_ms: int = 1000) -> jobs.Claimed | None:
-    """:func:`jobs.claim`, then WAIT up to ``timeout_ms`` for ``replicas`` replicas to hold it.
-
-    Raises :class:`errors.NotReplicated` when fewer acknowledged: the job stays leased, but its
-    token may not survive a failover, so the worker must not start on it (the lease runs out
-    and the reaper hands the job on). None when nothing is pending.
-    """
+    """:func:`jobs.claim`, then WAIT up to ``timeout_ms`` for ``replicas`` replicas to hold it;
+    None when nothing is pending. Fewer acknowledgements raise :class:`errors.NotReplicated`:
+    the job stays leased but its token may not survive a failover, so the worker must not start
+    on it (the lease runs out and the reaper hands the job on)."""
     keys = jobs.sets(queue, "pending", "active")
     args: list[Arg] = [keyspace.job_prefix(queue), jobs.check_lease(lease_ms)]
     wanted = jobs.check_int("replicas", replicas, 0, 64)
@@ -152,20 +149,15 @@ def _replication(node: Node) -> dict[str, Any]:
     return {k: info.get(k) for k in ("role", "master_port", "master_link_status")}
 
 
-def _following(replica: Node, primary: Node) -> bool:
-    """True when ``replica``'s link to ``primary`` is up."""
-    info = _replication(replica)
-    return info.get("master_link_status") == "up" and info.get("master_port") == primary.port
-
-
 def _wait_following(replica: Node, primary: Node) -> None:
     """Tell ``replica`` to follow ``primary`` every second until it does (30 s at most)."""
     with primary.client() as client:
         primary_id = client.cluster("MYID")
+    following = {"role": "slave", "master_port": primary.port, "master_link_status": "up"}
     for _ in range(30):
         with replica.client() as client, contextlib.suppress(redis.RedisError):
             client.cluster("REPLICATE", primary_id)  # refused while it catches up: ask again
-        if wait_until(lambda: _following(replica, primary), 1.0):
+        if wait_until(lambda: _replication(replica) == following, 1.0):
             return
     raise ClusterError(f"{replica.address} did not follow {primary.address} in 30 s; "
                        f"it says {_replication(replica)}")
@@ -177,17 +169,14 @@ def _claim_as(worker: str, conn: redis.Redis, r: Run) -> jobs.Claimed | None:
     try:
         got = _claim(conn, r.queue, durable=r.durable)
     except errors.NotReplicated as exc:
-        r.ledger.record_error(worker, "claim", exc.job_id, exc.token, exc, started=started,
-                              lease_ms=LEASE_MS)
-        last = r.ledger.calls[-1]
-        r.steps.append(f"{worker} claims: {last.reply}, does not start ({last.detail})")
+        call = r.ledger.record_error(worker, "claim", exc.job_id, exc.token, exc,
+                                     started=started, lease_ms=LEASE_MS)
+        r.steps.append(f"{worker} claims: {call.reply}, does not start ({call.detail})")
         return None
-    if got is None:
-        r.steps.append(f"{worker} claims: nothing pending")
-        return None
-    r.ledger.record(worker, "claim", got.id, got.token, "accepted", "claimed", started=started,
-                    lease_ms=LEASE_MS)
-    r.steps.append(f"{worker} claims: token {got.token}")
+    if got is not None:
+        r.ledger.record(worker, "claim", got.id, got.token, "accepted", "claimed",
+                        started=started, lease_ms=LEASE_MS)
+    r.steps.append(f"{worker} claims: " + (f"token {got.token}" if got else "nothing pending"))
     return got
 
 
@@ -195,21 +184,21 @@ def _complete_as(worker: str, conn: redis.Redis, r: Run, token: int) -> None:
     """``worker`` completes ``r``'s job with ``token``, into the ledger and the steps."""
     started = r.ledger.now()
     try:
-        reply = jobs.complete(conn, r.queue, r.job_id, token)
+        reply: str = jobs.complete(conn, r.queue, r.job_id, token)
     except errors.EchoMQError as exc:
-        r.ledger.record_error(worker, "complete", r.job_id, token, exc, started=started)
+        reply = r.ledger.record_error(worker, "complete", r.job_id, token, exc,
+                                      started=started).reply
     else:
         r.ledger.record(worker, "complete", r.job_id, token, "accepted", reply, started=started)
-    r.steps.append(f"{worker} completes with token {token}: {r.ledger.calls[-1].reply}")
+    r.steps.append(f"{worker} completes with token {token}: {reply}")
 
 
 def _row_text(node: Node, queue: str, job_id: str) -> str:
     """The job's row as ``node`` itself holds it."""
     with node.client() as client:
         row = cast(dict[bytes, bytes], client.hgetall(keyspace.job_key(queue, job_id)))
-    if not row:
-        return "no row"
-    return ", ".join(f"{k.decode()}={row[k].decode()}" for k in (b"state", b"attempts"))
+    fields = (f"{k.decode()}={row[k].decode()}" for k in (b"state", b"attempts"))
+    return ", ".join(fields) if row else "no row"
 
 
 def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
@@ -218,12 +207,11 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
     primary, replica, second_replica = shard.primary, shard.replicas[0], shard.replicas[1]
     slot = keyspace.slot(keyspace.base(queue))
     other = next(s.primary for s in cluster.shards() if s.primary != primary)
-    ledger = Ledger()
     conn1 = connect(cluster.url_via(other))  # a seed that survives this shard's failover
     queues.reset(conn1, queue)
-    r = Run(durable, queue, branded.mint("JOB"), ledger)
-    started = ledger.now()
-    ledger.record("host", "enqueue", r.job_id, 0, "accepted",
+    r = Run(durable, queue, branded.mint("JOB"), Ledger())
+    started = r.ledger.now()
+    r.ledger.record("host", "enqueue", r.job_id, 0, "accepted",
                   jobs.enqueue(conn1, queue, r.job_id, b"work"), started=started)
     with primary.client() as node:
         acked = int(node.wait(2, 10_000))
@@ -256,7 +244,7 @@ def run(cluster: Cluster, *, durable: bool, prefix: str = "failover") -> Run:
         _complete_as("worker 1", conn2, r, held.token)
     if second is not None:
         _complete_as("worker 2", conn2, r, second.token)
-    r.audit = audit(ledger.calls, snapshot(conn2, queue))
+    r.audit = audit(r.ledger.calls, snapshot(conn2, queue))
     conn2.close()
     return r
 

@@ -29,9 +29,6 @@ class Primary:
     address: str
     slots: tuple[tuple[int, int], ...]
 
-    def serves(self, slot: int) -> bool:
-        return any(lo <= slot <= hi for lo, hi in self.slots)
-
     def ranges(self) -> str:
         return ", ".join(f"{lo}-{hi}" for lo, hi in self.slots)
 
@@ -54,7 +51,7 @@ def owner(conn: redis.Redis, key: str, known: list[Primary] | None = None) -> Pr
     """The primary that owns ``key``'s slot."""
     s = keyspace.slot(key)
     for p in known if known is not None else primaries(conn):
-        if p.serves(s):
+        if any(lo <= s <= hi for lo, hi in p.slots):
             return p
     raise LookupError(f"no primary serves slot {s}")
 
@@ -105,8 +102,7 @@ def _script_calls(conn: redis.Redis, known: list[Primary]) -> dict[str, int]:
     assert isinstance(conn, RedisCluster)
     out = {}
     for p in known:
-        host, port = p.address.rsplit(":", 1)
-        node = conn.get_node(host=host, port=int(port))
+        node = conn.get_node(node_name=p.address)
         client = cast(redis.Redis, conn.get_redis_connection(node))
         with reaching(conn):
             stats = commandstats(client)

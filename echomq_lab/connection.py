@@ -1,9 +1,7 @@
 """Connections: an embedded fakeredis server with Lua by default, a real server by URL.
 
-``connect()`` with no URL and no ``ECHOMQ_REDIS_URL`` returns a client on one embedded server
-shared by the whole process, so two ``connect()`` calls act as two workers on one server.
-``connect(fresh=True)`` gives a client on a brand-new, isolated embedded server. Replies stay
-bytes: payloads are binary-safe.
+``connect()`` with no URL and no ``ECHOMQ_REDIS_URL`` gives a client on the one embedded server
+the process shares; ``connect(fresh=True)`` one on a new server of its own. Replies stay bytes.
 """
 
 from __future__ import annotations
@@ -12,7 +10,8 @@ import os
 import threading
 import warnings
 import weakref
-from types import TracebackType
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -31,8 +30,7 @@ from echomq_lab import errors
 
 ENV_URL = "ECHOMQ_REDIS_URL"
 EMBEDDED = "embedded fakeredis (in this process)"
-#: The one eviction policy under which the server never drops a job's row by itself. The
-#: embedded server has no memory limit and evicts nothing: this is its policy too.
+#: The one policy under which the server never drops a job's row; the embedded server's too.
 NO_EVICTION = "noeviction"
 
 _lock = threading.Lock()
@@ -52,16 +50,13 @@ def _shared_server() -> fakeredis.FakeServer:
 
 
 def redact(url: str) -> str:
-    """``url`` with every password (``user:pw@`` or ``?password=``) replaced by ``***``.
-
-    The host part is kept exactly as written (IPv6 brackets, even a malformed port).
-    """
+    """``url`` with every password (``user:pw@`` or ``?password=``) replaced by ``***``; the
+    host part kept exactly as written (IPv6 brackets, even a malformed port)."""
     parts = urlsplit(url)
-    netloc = parts.netloc
+    netloc, query = parts.netloc, parts.query
     auth, at, host = netloc.rpartition("@")
     if at and ":" in auth:
         netloc = f"{auth.split(':', 1)[0]}:***@{host}"
-    query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
         hidden = [(k, "***" if k.lower() == "password" else v) for k, v in pairs]
@@ -72,12 +67,10 @@ def redact(url: str) -> str:
 def connect(url: str | None = None, *, fresh: bool = False, ping: bool = True) -> redis.Redis:
     """A client for the lab: embedded by default, or the real server at ``url``.
 
-    ``url`` falls back to the ``ECHOMQ_REDIS_URL`` environment variable. A real server is
-    pinged once; if it cannot be reached, :class:`errors.ServerUnavailable` names the URL
-    (password hidden). ``ping=False`` skips that first ping, so a notebook can build its panels
-    while the server is down (each says so in one line, and works once the server answers).
-    ``fresh=True`` asks for a new isolated embedded server. A URL whose query says
-    ``cluster=1`` gives a cluster client seeded from that node (see :func:`cluster_url`).
+    ``url`` falls back to ``ECHOMQ_REDIS_URL``. A real server is pinged once (not with
+    ``ping=False``, so panels can be built while it is down): unreachable, it raises
+    :class:`errors.ServerUnavailable` naming the URL, password hidden. ``fresh=True`` asks for
+    a new embedded server; a URL with ``?cluster=1`` gives a cluster client (:func:`cluster_url`).
     """
     if url is None and not fresh:
         url = os.environ.get(ENV_URL) or None
@@ -94,9 +87,8 @@ def connect(url: str | None = None, *, fresh: bool = False, ping: bool = True) -
 
 
 def eviction_policy(conn: redis.Redis) -> str | None:
-    """The server's ``maxmemory-policy``, or None when it will not say (``CONFIG GET`` refused,
-    as managed services and ACLs may). On a cluster, the policy of the node ``conn`` asks first.
-    """
+    """The server's ``maxmemory-policy``, or None when ``CONFIG GET`` is refused (managed
+    services, ACLs). On a cluster, the policy of the node ``conn`` asks first."""
     if isinstance(conn, fakeredis.FakeRedis):
         return NO_EVICTION
     node = conn
@@ -134,8 +126,8 @@ def _warn_if_evicting(conn: redis.Redis) -> None:
         )
 
 
-#: No silent resends: a script whose reply was lost may have run, and running it again (say, a
-#: second claim) is the caller's decision, so a lost connection surfaces at once.
+#: No silent resends: a script whose reply was lost may have run, so a lost connection surfaces
+#: at once and running it again is the caller's decision.
 _CLIENT_OPTIONS: dict[str, Any] = {
     "decode_responses": False,
     "socket_connect_timeout": 3,
@@ -144,8 +136,7 @@ _CLIENT_OPTIONS: dict[str, Any] = {
 
 
 def _connect_single(url: str, shown: str | None = None, *, ping: bool = True) -> redis.Redis:
-    """A single-server client, pinged once unless ``ping`` is False; errors name ``shown``
-    (default ``url``), password hidden."""
+    """A single-server client, pinged if ``ping``; errors name ``shown`` (default ``url``)."""
     shown = redact(url if shown is None else shown)
     try:
         conn = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **_CLIENT_OPTIONS)
@@ -163,10 +154,7 @@ def _connect_single(url: str, shown: str | None = None, *, ping: bool = True) ->
 
 def cluster_url(url: str) -> str | None:
     """For a URL whose query says ``cluster=1``, the same URL without that word; else None.
-
-    A cluster has only database 0: a cluster URL naming another (``/3`` or ``?db=3``) raises
-    ValueError saying so.
-    """
+    A cluster has only db 0: a cluster URL naming another (``/3``, ``?db=3``) raises ValueError."""
     parts = urlsplit(url)
     pairs = parse_qsl(parts.query, keep_blank_values=True)
     flags = [v for k, v in pairs if k.lower() == "cluster"]
@@ -175,19 +163,14 @@ def cluster_url(url: str) -> str | None:
     dbs = [v for k, v in pairs if k.lower() == "db"] + [parts.path.strip("/") or "0"]
     bad = [d for d in dbs if d != "0"]
     if bad:
-        raise ValueError(
-            f"{redact(url)}: a cluster has only db 0, this URL names db {bad[0]!r}"
-        )
+        raise ValueError(f"{redact(url)}: a cluster has only db 0, this URL names db {bad[0]!r}")
     kept = [(k, v) for k, v in pairs if k.lower() not in ("cluster", "db")]
     return urlunsplit(parts._replace(path="/0", query=urlencode(kept)))
 
 
 def _connect_cluster(url: str, seed: str) -> redis.Redis:
-    """A RedisCluster seeded from ``seed``'s node, after checking that node is in cluster mode.
-
-    The cluster client answers every command the lab sends (the same method names), so it is
-    handed back typed as the single-server client the handles take.
-    """
+    """A RedisCluster seeded from ``seed``'s node, once that node is in cluster mode; typed as
+    the single-server client, whose methods it answers."""
     probe = _connect_single(seed, url)
     try:
         enabled = probe.info("cluster").get("cluster_enabled")
@@ -222,50 +205,34 @@ def describe(conn: redis.Redis) -> str:
     return f"{scheme}://{auth}{host}:{port}/{db}"
 
 
-class reaching:  # noqa: N801 - used like a function: ``with reaching(conn): ...``
+@contextmanager
+def reaching(conn: redis.Redis) -> Iterator[None]:
     """Turn a lost connection inside the block into :class:`errors.ServerUnavailable`."""
-
-    __slots__ = ("conn",)
-
-    def __init__(self, conn: redis.Redis) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if exc is not None and isinstance(exc, LOST):
-            raise unreachable(self.conn, exc) from None
+    try:
+        yield
+    except LOST as exc:
+        raise unreachable(conn, exc) from None
 
 
 def unreachable(
     conn: redis.Redis, exc: BaseException, where: str | None = None
 ) -> errors.ServerUnavailable:
-    """The one-line error for a lost call to ``conn`` (at ``where``, default its URL), saying
-    what happened: the password was refused (:class:`errors.AuthFailed`), the server took the
-    call but did not answer in time (:class:`errors.NoAnswer`: it may have run), or the server
-    could not be reached at all (:class:`errors.ServerUnavailable`)."""
+    """The one-line error for a lost call to ``conn`` (at ``where``, default its URL): password
+    refused (:class:`errors.AuthFailed`), no answer in time (:class:`errors.NoAnswer`: the call
+    may have run), or server out of reach (:class:`errors.ServerUnavailable`)."""
     where = where or describe(conn)
     if isinstance(exc, redis.AuthenticationError):
         return errors.AuthFailed(f"authentication failed at {where}: {exc}")
     if isinstance(exc, redis.TimeoutError):
         wait = conn.connection_pool.connection_kwargs.get("socket_timeout")
         within = f" within {wait:g} s" if isinstance(wait, (int, float)) else ""
-        return errors.NoAnswer(
-            f"{where} did not answer{within}; the call may or may not have run"
-        )
+        return errors.NoAnswer(f"{where} did not answer{within}; the call may or may not have run")
     return errors.ServerUnavailable(f"cannot reach {where}: {exc}")
 
 
 def node_client(conn: redis.Redis, key: str) -> redis.Redis:
-    """The client that talks to the one node holding ``key``: ``conn`` itself on a single
-    server; on a cluster, the client of the primary that owns the key's slot.
-
-    For the commands that act on one node only (SCAN, WAIT), which a cluster cannot route by
-    their arguments.
-    """
+    """The client of the node holding ``key`` (``conn`` itself on a single server), for the
+    commands a cluster cannot route by their arguments (SCAN, WAIT)."""
     if not isinstance(conn, RedisCluster):
         return conn
     with reaching(conn):

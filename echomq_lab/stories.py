@@ -1,7 +1,5 @@
-"""The stories the notebooks tell, built only from real transitions, timed on the server's
-clock: :func:`sample_row` (current token 2), :class:`Transitions` (one named transition at a
-time) and :class:`Worker` (free play). The two-workers story is :mod:`echomq_lab.two_workers`.
-"""
+"""Stories told by real transitions on the server's clock: :func:`sample_row` (token 2),
+:class:`Transitions` (one transition at a time) and :class:`Worker` (free play)."""
 
 from __future__ import annotations
 
@@ -26,6 +24,21 @@ PAYLOAD = b'{"report": "march"}'
 
 def _state(row: Row | None) -> str:
     return RETIRED if row is None else row.state or "?"
+
+
+def row_of(conn: redis.Redis, queue: str, job_id: str | None) -> Row | None:
+    """The job's row (None without a job or a row)."""
+    return None if job_id is None else Row.from_record(jobs.record(conn, queue, job_id))
+
+
+def new_job(conn: redis.Redis, queue: str, payload: bytes = PAYLOAD, *,
+            fresh: bool = False) -> str:
+    """Enqueue one new job (on an emptied queue when ``fresh``); its id."""
+    if fresh:
+        reset(conn, queue)
+    job_id = branded.mint("JOB")
+    jobs.enqueue(conn, queue, job_id, payload)
+    return job_id
 
 
 def wrote(before: Mapping[bytes, bytes] | None, after: Mapping[bytes, bytes] | None) -> str:
@@ -63,9 +76,7 @@ def sample_row(conn: redis.Redis, queue: str, *, lease_ms: int = 300,
     the server clock, reap, and claim again (token 2, held for ``hold_ms``)."""
     jobs.check_lease(lease_ms)
     jobs.check_lease(hold_ms)
-    reset(conn, queue)
-    job_id = branded.mint("JOB")
-    jobs.enqueue(conn, queue, job_id, PAYLOAD)
+    job_id = new_job(conn, queue, fresh=True)
     first = claim_expected(conn, queue, job_id, lease_ms)
     wait_out_lease(conn, queue, job_id)
     if jobs.reap(conn, queue) != 1:
@@ -75,8 +86,7 @@ def sample_row(conn: redis.Redis, queue: str, *, lease_ms: int = 300,
 
 
 def dropped_note(dropped: jobs.Dropped, shown: int = 3) -> str:
-    """What a claim, promote or reap dropped, as a tail for its message (empty when nothing),
-    e.g. ``; dropped 1 × orphan (no row): 'JOB…'``."""
+    """What a claim, promote or reap dropped, as a tail for its message (empty: nothing)."""
     parts = []
     for kind, found in (("orphan (no row)", dropped.orphans),
                         ("member that is not a JOB id", dropped.malformed)):  # fmt: skip
@@ -117,9 +127,7 @@ class Transitions:
         self.job_id, self.token = None, None
 
     def _row(self, job_id: str | None) -> Row | None:
-        if job_id is None:
-            return None
-        return Row.from_record(jobs.record(self.conn, self.queue, job_id))
+        return row_of(self.conn, self.queue, job_id)
 
     def run(self, name: str) -> Taken:
         """Run transition ``name``; return what happened. Unknown names raise ValueError."""
@@ -137,12 +145,11 @@ class Transitions:
         """Call the handle behind ``name``; return what it wrote, in words, and the row after."""
         conn, q = self.conn, self.queue
         if name in ("enqueue", "schedule"):
-            new_id, due = branded.mint("JOB"), ""
             if name == "enqueue":
-                jobs.enqueue(conn, q, new_id, PAYLOAD)
+                new_id, due = new_job(conn, q), ""
             else:
+                new_id, due = branded.mint("JOB"), f", due in {self.delay_ms} ms (enqueue_in)"
                 jobs.enqueue_in(conn, q, new_id, PAYLOAD, self.delay_ms)
-                due = f", due in {self.delay_ms} ms (enqueue_in)"
             self.job_id, self.token = new_id, None
             row = self._row(new_id)
             switched = f"; a new job, {new_id}: the panel follows it now" if followed else ""
@@ -220,7 +227,7 @@ class Worker:
     held: jobs.Claimed | None = None
 
     def holding(self) -> str:
-        """What the worker holds, e.g. ``holds JOB… with token 2`` or ``holds nothing``."""
+        """``holds JOB… with token 2`` or ``holds nothing``."""
         held = self.held
         return "holds nothing" if held is None else f"holds {held.id} with token {held.token}"
 
@@ -231,8 +238,8 @@ class Worker:
 
     def _present(self, handle: Callable[..., object], *args: object,
                  keep: bool = False) -> tuple[jobs.Claimed, object]:
-        """Call ``handle`` with the held job's id and token, then ``args``; the job is let go
-        afterwards unless ``keep``, and always when the server finds it stale or gone."""
+        """Call ``handle`` with the held job's id, token and ``args``; let the job go unless
+        ``keep``, and always when the server finds it stale or gone."""
         held = self._need()
         try:
             reply = handle(self.conn, self.queue, held.id, held.token, *args)

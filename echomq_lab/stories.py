@@ -126,14 +126,11 @@ class Transitions:
         """Follow no job any more (after the queue was emptied)."""
         self.job_id, self.token = None, None
 
-    def _row(self, job_id: str | None) -> Row | None:
-        return row_of(self.conn, self.queue, job_id)
-
     def run(self, name: str) -> Taken:
         """Run transition ``name``; return what happened. Unknown names raise ValueError."""
         transitions.get(name)  # ValueError naming the choices for a name the registry lacks
         followed = self.job_id
-        old = self._row(followed)
+        old = row_of(self.conn, self.queue, followed)
         before = START if followed is None or name in ("enqueue", "schedule") else _state(old)
         message, row = self._apply(name, followed, old)
         if name == "claim" and self.job_id != followed:
@@ -151,7 +148,7 @@ class Transitions:
                 new_id, due = branded.mint("JOB"), f", due in {self.delay_ms} ms (enqueue_in)"
                 jobs.enqueue_in(conn, q, new_id, PAYLOAD, self.delay_ms)
             self.job_id, self.token = new_id, None
-            row = self._row(new_id)
+            row = row_of(conn, q, new_id)
             switched = f"; a new job, {new_id}: the panel follows it now" if followed else ""
             return f"{name} wrote {wrote(None, row)}{due}{switched}", row
         if name == "claim":
@@ -159,7 +156,7 @@ class Transitions:
             if claimed is None:
                 return "claim found nothing pending (it returned None)" + dropped_note(dropped), old
             self.job_id, self.token = claimed.id, claimed.token
-            row, note = self._row(claimed.id), ""
+            row, note = row_of(conn, q, claimed.id), ""
             if claimed.id != followed:  # claim wrote only state and attempts on that row
                 was = {b"state": b"pending", b"attempts": str(claimed.token - 1).encode()}
                 old = None if row is None else Row({**row, **was})
@@ -171,7 +168,7 @@ class Transitions:
         if name in ("promote", "reap"):
             sweep = jobs.promote_dropping if name == "promote" else jobs.reap_dropping
             count, dropped = sweep(conn, q)
-            row = self._row(followed)
+            row = row_of(conn, q, followed)
             what = "due job" if name == "promote" else "expired lease"
             message = f"{name} moved {count} {what}{'' if count == 1 else 's'} to pending"
             if followed and old != row:
@@ -184,7 +181,7 @@ class Transitions:
             raise ValueError("no job yet: run enqueue (or schedule) first")
         if name == "reprocess":
             jobs.reprocess(conn, q, job_id)
-            row = self._row(job_id)
+            row = row_of(conn, q, job_id)
             return f"reprocess wrote {wrote(old, row)}", row
         if token is None:
             raise ValueError(f"no token held for {job_id}: run claim first")
@@ -194,7 +191,7 @@ class Transitions:
         if name == "retry":
             outcome = jobs.retry(conn, q, job_id, token, self.delay_ms, self.max_attempts,
                                  f"try {token} failed")
-            row = self._row(job_id)
+            row = row_of(conn, q, job_id)
             message = f"retry with token {token} wrote {wrote(old, row)}"
             if outcome == "dead":
                 message += f" (attempts reached max_attempts={self.max_attempts})"

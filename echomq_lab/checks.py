@@ -48,8 +48,6 @@ class Observed:
 
 @dataclass(frozen=True)
 class Graded:
-    """A reader's choice, graded, and the explanation shown for it."""
-
     choice: str
     right: bool
     explanation: str

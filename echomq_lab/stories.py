@@ -99,8 +99,6 @@ def dropped_note(dropped: jobs.Dropped, shown: int = 3) -> str:
 
 @dataclass(frozen=True)
 class Taken:
-    """A transition that ran: its name, the job, the state before and after, and a message."""
-
     name: str
     job_id: str | None
     before: str
@@ -110,9 +108,8 @@ class Taken:
 
 @dataclass
 class Transitions:
-    """Run any transition on the job it follows: a job enqueue or schedule minted, or whichever
-    job claim took, with its token, which the fenced verbs present. Refusals propagate as the
-    library raises them, with nothing changed."""
+    """Run any transition on the job it follows (the one enqueue or schedule minted, or claim
+    took, with its token); refusals propagate as the library raises them, nothing changed."""
 
     conn: redis.Redis
     queue: str

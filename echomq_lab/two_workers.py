@@ -5,7 +5,6 @@ A step that fails (job taken by someone else, no server) is not taken."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import redis
 
@@ -36,19 +35,21 @@ STEP_NAMES: tuple[str, ...] = tuple(name for name, _ in STEPS)
 ACCEPTED, STALE, GONE = "accepted: the job is retired", "refused EMQSTALE", "refused: no such job"
 
 
-class Prediction(NamedTuple):
-    """A question asked before a step, whose outcome is one of ``choices``."""
+@dataclass(frozen=True)
+class Prediction:
+    """A question asked before ``step``; the step's outcome is one of ``choices``."""
 
+    step: str
     question: str
     choices: tuple[str, ...]
 
 
 #: The predictions, by the step they come before.
-PREDICTIONS: dict[str, Prediction] = {
-    "b_claims": Prediction("B claims the job now. Which token does B get?", ("1", "2", "0")),
-    "a_completes": Prediction("A wakes up and calls complete with its token. What does the "
-                              "server say?", (ACCEPTED, STALE, GONE)),
-}
+PREDICTIONS: dict[str, Prediction] = {ask.step: ask for ask in (
+    Prediction("b_claims", "B claims the job now. Which token does B get?", ("1", "2", "0")),
+    Prediction("a_completes", "A wakes up and calls complete with its token. What does the "
+               "server say?", (ACCEPTED, STALE, GONE)),
+)}
 #: The answers a program gives when it plays the whole story (it expects the fence).
 PROGRAM_GUESSES: dict[str, str] = {"b_claims": "2", "a_completes": STALE}
 

@@ -123,17 +123,14 @@ def claim_fields(conn: redis.Redis, queue: str) -> Observed:
     before = row_of(conn, queue, job_id)
     claimed = claim_expected(conn, queue, job_id, LONG_MS)
     after = row_of(conn, queue, job_id)
-    old, new = (before.raw if before else {}), (after.raw if after else {})
+    old, new = before or Row({}), after or Row({})
     changed = {decoded(k) for k in {*old, *new} if old.get(k) != new.get(k)}
     kept = {decoded(k) for k in new} - changed
 
-    def value(raw: Mapping[bytes, bytes], name: str) -> str:
-        return raw.get(name.encode(), b"-").decode(errors="replace")[:12]
-
     def refute(when: str) -> str:
         named = set(when.split())
-        parts = [f"claim also changed {f} ({value(old, f)} → {value(new, f)})"
-                 for f in sorted(changed - named)]
+        parts = [f"claim also changed {f} ({old.shown(f.encode(), '-')[:12]} → "
+                 f"{new.shown(f.encode(), '-')[:12]})" for f in sorted(changed - named)]
         parts += [f"claim left {f} as it was" for f in sorted(kept & named)]
         return "; ".join(parts) or "claim changed other fields"
 
@@ -355,7 +352,7 @@ def _answers(where: str, raw: Any,
 
 
 def _bound(where: str, name: str, fn: Observer, params: Any) -> Observer:
-    """``fn`` with ``params`` bound, checked against its keyword arguments' annotations."""
+    """``fn`` with ``params`` bound, each checked against its Literal (or list of Literal)."""
     if not isinstance(params, dict):
         raise QuestionsError(f"{where}: params must be a table, not {params!r}")
     try:
@@ -363,16 +360,14 @@ def _bound(where: str, name: str, fn: Observer, params: Any) -> Observer:
     except TypeError as exc:
         raise QuestionsError(f"{where}: observer {name} does not take these params: "
                              f"{exc}") from None
-    hints = typing.get_type_hints(fn)
     for arg, value in params.items():
-        kind = hints.get(arg)
+        kind = typing.get_type_hints(fn)[arg]
         many = typing.get_origin(kind) is list
         if many and not isinstance(value, list):
             raise QuestionsError(f"{where}: {arg} must be a list, not {value!r}")
-        (kind,) = typing.get_args(kind) if many else (kind,)
-        allowed = typing.get_args(kind) if typing.get_origin(kind) is Literal else None
+        allowed = typing.get_args(typing.get_args(kind)[0] if many else kind)
         for one in value if many else [value]:
-            if allowed is not None and one not in allowed:
+            if one not in allowed:
                 raise QuestionsError(f"{where}: {arg} = {one!r} is not one of {allowed}")
     return functools.partial(fn, **params) if params else fn
 

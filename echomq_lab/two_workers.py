@@ -155,6 +155,7 @@ class TwoWorkersStory:
             return None, None, now
         row = row_of(self.conn, self.queue, self.job_id)
         return row, lease_deadline(self.conn, self.queue, self.job_id), now
+
     def lease_left_ms(self) -> int | None:
         """Time left on the lease by the server's clock (below 0 once run out; None: no lease)."""
         _, deadline, now = self.server_view()

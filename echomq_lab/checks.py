@@ -1,9 +1,6 @@
-"""Self-checks graded by the server: a question, a few bare choices, and real transitions decide.
-
-The words live in ``questions.toml``; an *observer* (:data:`OBSERVERS`) runs real transitions
-and reports an :class:`Observed` outcome, and the right choice is the one whose ``when`` is that
-outcome, so it is never stored. Use :func:`get` and :func:`for_page`.
-"""
+"""Self-checks graded by the server. The words live in ``questions.toml``; an observer
+(:data:`OBSERVERS`) runs real transitions and reports an :class:`Observed` outcome, and the
+right choice is the one whose ``when`` is that outcome, so it is never stored."""
 
 from __future__ import annotations
 
@@ -25,12 +22,10 @@ from echomq_lab.connection import reaching
 from echomq_lab.fencing import attempt
 from echomq_lab.queues import claim_expected, reset
 from echomq_lab.row import Row, decoded
-from echomq_lab.stories import wrote
+from echomq_lab.stories import new_job, row_of, wrote
 
-#: A lease the checks let run out: short, so a check takes well under a second.
-SHORT_MS = 60
-#: A lease that must stay held while a check looks.
-LONG_MS = 600_000
+#: Leases: one the checks let run out, and one that stays held while a check looks.
+SHORT_MS, LONG_MS = 60, 600_000
 #: The longest choice a question may offer: a bare answer, no reasoning inside.
 CHOICE_MAX = 48
 #: A page's ``file`` as ``tools/pages.toml`` writes it; its first two digits are its number.
@@ -43,8 +38,8 @@ class QuestionsError(ValueError):
 
 @dataclass(frozen=True)
 class Observed:
-    """One run of a check: ``outcome`` the fact choices match (None: none does), ``did`` the
-    whole run, ``refute(when)`` what the server did against a choice waiting for ``when``."""
+    """One run: the ``outcome`` choices match (None: none does), ``did`` the whole run, and
+    ``refute(when)`` what the server did against a choice waiting for ``when``."""
 
     outcome: str | None
     did: str
@@ -53,8 +48,6 @@ class Observed:
 
 @dataclass(frozen=True)
 class Graded:
-    """A reader's choice, graded, and the explanation shown for it."""
-
     choice: str
     right: bool
     explanation: str
@@ -82,12 +75,11 @@ class Check:
 
     @property
     def number(self) -> int:
-        """The page's number: the first two digits of its file."""
         return int(self.page[:2])
 
     @property
     def queue(self) -> str:
-        """The queue this check runs on unless given another: ``check-<key>``."""
+        """The queue this check runs on unless given another."""
         return f"check-{self.key}".replace("_", "-")
 
     def grade(self, conn: redis.Redis, queue: str, choice: str) -> Graded:
@@ -102,24 +94,11 @@ class Check:
             return Graded(choice, False, "None of the choices fits what the server did: "
                           f"{seen.did}.", seen.did)
         right = self.choices[self.outcomes.index(seen.outcome)]
-        for said in (f"Not this one. The server: {seen.refute(when)}. Hint: {self.hint}",
-                     f"Not this one: the server did not do that. Hint: {self.hint}"):
-            if not gives_away(said, right, seen.outcome):
-                return Graded(choice, False, said, seen.did)
-        return Graded(choice, False, "Not this one: the server did not do that.", seen.did)
-
-
-def fresh_job(conn: redis.Redis, queue: str, payload: bytes = b'{"report": "march"}') -> str:
-    """Empty ``queue`` and enqueue one new job; its id."""
-    reset(conn, queue)
-    job_id = branded.mint("JOB")
-    jobs.enqueue(conn, queue, job_id, payload)
-    return job_id
-
-
-def row_of(conn: redis.Redis, queue: str, job_id: str) -> Row | None:
-    """The job's row, or None when it has none."""
-    return Row.from_record(jobs.record(conn, queue, job_id))
+        said = (f"Not this one. The server: {seen.refute(when)}. Hint: {self.hint}",
+                f"Not this one: the server did not do that. Hint: {self.hint}",
+                "Not this one: the server did not do that.")
+        safe = next(s for s in said if s == said[-1] or not gives_away(s, right, seen.outcome))
+        return Graded(choice, False, safe, seen.did)
 
 
 def fields(row: Row | None) -> str:
@@ -130,7 +109,6 @@ def fields(row: Row | None) -> str:
 
 
 def names(row: Row | None) -> list[str]:
-    """The names of the row's fields, in the row's order (none without a row)."""
     return [decoded(k) for k in row.field_order()] if row else []
 
 
@@ -141,21 +119,18 @@ def refuting(said: Mapping[str, str], otherwise: str) -> Callable[[str], str]:
 
 def claim_fields(conn: redis.Redis, queue: str) -> Observed:
     """Claim a new job; the outcome names the fields whose value changed, sorted."""
-    job_id = fresh_job(conn, queue)
+    job_id = new_job(conn, queue, fresh=True)
     before = row_of(conn, queue, job_id)
     claimed = claim_expected(conn, queue, job_id, LONG_MS)
     after = row_of(conn, queue, job_id)
-    old, new = (before.raw if before else {}), (after.raw if after else {})
+    old, new = before or Row({}), after or Row({})
     changed = {decoded(k) for k in {*old, *new} if old.get(k) != new.get(k)}
     kept = {decoded(k) for k in new} - changed
 
-    def value(raw: Mapping[bytes, bytes], name: str) -> str:
-        return raw.get(name.encode(), b"-").decode(errors="replace")[:12]
-
     def refute(when: str) -> str:
         named = set(when.split())
-        parts = [f"claim also changed {f} ({value(old, f)} → {value(new, f)})"
-                 for f in sorted(changed - named)]
+        parts = [f"claim also changed {f} ({old.shown(f.encode(), '-')[:12]} → "
+                 f"{new.shown(f.encode(), '-')[:12]})" for f in sorted(changed - named)]
         parts += [f"claim left {f} as it was" for f in sorted(kept & named)]
         return "; ".join(parts) or "claim changed other fields"
 
@@ -163,29 +138,25 @@ def claim_fields(conn: redis.Redis, queue: str) -> Observed:
     return Observed(" ".join(sorted(changed)), did, refute)
 
 
-ENDINGS = (("complete", "complete"), ("retry", "retry at the cap"), ("reap", "reap"))
+#: The ways a row may end, as steps from a claim: the last names the end, its first word the when.
+ENDINGS = (("claim", "complete"), ("claim", "retry at the cap"),
+           ("claim briefly", "expire", "reap"))
 
 
 def row_deleter(conn: redis.Redis, queue: str) -> Observed:
-    """Complete one job, retry one at its cap, reap one; the outcome is the one step after
-    which its row was gone (``none``: none; None: several)."""
+    """Take each ending on a job; the outcome is the one that left no row (``none``: none)."""
     after: dict[str, Row | None] = {}
-    for step, _words in ENDINGS:
-        job_id = fresh_job(conn, queue)
-        held = claim_expected(conn, queue, job_id, SHORT_MS if step == "reap" else LONG_MS)
-        if step == "complete":
-            jobs.complete(conn, queue, job_id, held.token)
-        elif step == "reap":
-            clock.wait_out_lease(conn, queue, job_id)
-            jobs.reap(conn, queue)
-        else:
-            jobs.retry(conn, queue, job_id, held.token, 0, 1, "it failed")
-        after[step] = row_of(conn, queue, job_id)
+    for claim, *then in ENDINGS:
+        job_id = new_job(conn, queue, fresh=True)
+        token = _step(conn, queue, job_id, claim, 0).token
+        for step in then:
+            _step(conn, queue, job_id, step, token)
+        after[then[-1]] = row_of(conn, queue, job_id)
     reset(conn, queue)
-    gone = [step for step, row in after.items() if row is None]
-    told = {step: f"after {words} the row "
-            + ("was gone" if after[step] is None else f"still held {fields(after[step])}")
-            for step, words in ENDINGS}
+    gone = [words.split()[0] for words, row in after.items() if row is None]
+    told = {words.split()[0]: f"after {words} the row "
+            + ("was gone" if row is None else f"still held {fields(row)}")
+            for words, row in after.items()}
     said = {**told, "none": f"one of the {len(ENDINGS)} rows was gone afterwards"}
     outcome = gone[0] if len(gone) == 1 else ("none" if not gone else None)
     return Observed(outcome, "; ".join(told.values()), refuting(said, "it ran something else"))
@@ -193,7 +164,7 @@ def row_deleter(conn: redis.Redis, queue: str) -> Observed:
 
 def id_field(conn: redis.Redis, queue: str) -> Observed:
     """Enqueue a job; ``id field`` when its row has a field named id, else ``key only``."""
-    job_id = fresh_job(conn, queue)
+    job_id = new_job(conn, queue, fresh=True)
     found = names(row_of(conn, queue, job_id))
     listed = ", ".join(found)
     said = {"id field": f"the new row's fields are {listed}, and none is called id"}
@@ -203,9 +174,9 @@ def id_field(conn: redis.Redis, queue: str) -> Observed:
 
 
 def mint_time(conn: redis.Redis, queue: str) -> Observed:
-    """Enqueue a job; ``created_at`` when its row has such a field, else ``pending score``
-    when pending scores it above 0, else ``in id`` (the mint time decoded from the id)."""
-    job_id = fresh_job(conn, queue)
+    """Enqueue a job: ``created_at`` when its row has that field, ``pending score`` when
+    pending scores it above 0, else ``in id``."""
+    job_id = new_job(conn, queue, fresh=True)
     row = row_of(conn, queue, job_id)
     with reaching(conn):
         score = conn.zscore(keyspace.queue_key(queue, "pending"), job_id) or 0.0
@@ -228,13 +199,11 @@ FACTS: dict[str, object] = {"binary_bytes": len(BINARY)}
 
 
 def payload_round_trip(conn: redis.Redis, queue: str) -> Observed:
-    """Enqueue :data:`BINARY` and claim it: ``same`` bytes back, ``cut`` at the first NUL, or
-    invalid UTF-8 ``replaced``."""
-    job_id = fresh_job(conn, queue, BINARY)
+    """Enqueue :data:`BINARY` and claim it: ``same``, ``cut`` at a NUL, or UTF-8 ``replaced``."""
+    job_id = new_job(conn, queue, BINARY, fresh=True)
     got = claim_expected(conn, queue, job_id, LONG_MS).payload
     replaced = BINARY.decode("utf-8", errors="replace").encode()
     outcome = {BINARY: "same", BINARY[: BINARY.index(b"\x00")]: "cut", replaced: "replaced"}
-
     said = {"cut": f"claim handed back {len(got)} bytes, {got.count(0)} of them NUL",
             "replaced": f"claim handed back {len(got)} bytes; byte 0xff is in it "
                         f"{got.count(255)} times"}
@@ -246,7 +215,7 @@ def payload_round_trip(conn: redis.Redis, queue: str) -> Observed:
 
 def _walk_payload(conn: redis.Redis, queue: str, payload: bytes) -> list[str]:
     """The replies and states of one job with ``payload`` through a whole cycle, ids left out."""
-    job_id = fresh_job(conn, queue, payload)
+    job_id = new_job(conn, queue, payload, fresh=True)
     row = row_of(conn, queue, job_id)
     first = claim_expected(conn, queue, job_id, LONG_MS)
     retried = jobs.retry(conn, queue, job_id, first.token, 0, 3, "e")
@@ -257,8 +226,7 @@ def _walk_payload(conn: redis.Redis, queue: str, payload: bytes) -> list[str]:
 
 
 def payload_read(conn: redis.Redis, queue: str) -> Observed:
-    """Walk each payload of :data:`PROBES` through the cycle: ``unread`` when all got the
-    same replies and states."""
+    """Walk each of :data:`PROBES` through the cycle: ``unread`` when all got the same replies."""
     walks = {p: _walk_payload(conn, queue, p) for p in PROBES}
     reset(conn, queue)
     alike = len({tuple(w) for w in walks.values()}) == 1
@@ -289,29 +257,25 @@ Ask = Literal["reply", "state", "attempts", "token", "fields"]
 
 def _step(conn: redis.Redis, queue: str, job_id: str, step: str, token: int) -> Any:
     verb, _, how = step.partition(" ")
-    if verb == "claim":
-        return claim_expected(conn, queue, job_id, SHORT_MS if how else LONG_MS)
-    if verb in ("reap", "promote"):
-        return getattr(jobs, verb)(conn, queue)
-    if verb == "expire":
-        return clock.wait_out_lease(conn, queue, job_id)
-    if verb == "reprocess":
-        return jobs.reprocess(conn, queue, job_id)
-    if verb == "complete":
-        return jobs.complete(conn, queue, job_id, token)
-    if verb == "extend":
-        return jobs.extend(conn, queue, job_id, token, LONG_MS)
-    return jobs.retry(conn, queue, job_id, token, 0, token if how == "at the cap" else token + 1,
-                      "it failed")
+    cap = token if how == "at the cap" else token + 1
+    calls: dict[str, Callable[[], Any]] = {
+        "claim": lambda: claim_expected(conn, queue, job_id, SHORT_MS if how else LONG_MS),
+        "expire": lambda: clock.wait_out_lease(conn, queue, job_id),
+        "reap": lambda: jobs.reap(conn, queue),
+        "promote": lambda: jobs.promote(conn, queue),
+        "reprocess": lambda: jobs.reprocess(conn, queue, job_id),
+        "complete": lambda: jobs.complete(conn, queue, job_id, token),
+        "extend": lambda: jobs.extend(conn, queue, job_id, token, LONG_MS),
+        "retry": lambda: jobs.retry(conn, queue, job_id, token, 0, cap, "it failed"),
+    }
+    return calls[verb]()
 
 
 def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Observed:
-    """Enqueue one job and take ``steps`` (``claim briefly`` takes a lease ``expire`` waits
-    out; a ``stale`` step sends the token before the live one, a ``future`` one the token
-    after it). The outcome is what ``ask`` names after the last step: the ``reply``, the row's
-    ``state``, ``attempts`` or sorted ``fields`` (``none`` without a row), or the last claim's
-    ``token``."""
-    job_id = fresh_job(conn, queue)
+    """Enqueue one job and take ``steps`` (``claim briefly``: a lease ``expire`` waits out; a
+    ``stale`` step sends the token before the live one, a ``future`` one the token after it).
+    The outcome is what ``ask`` names after the last step (``none`` without a row)."""
+    job_id = new_job(conn, queue, fresh=True)
     token, told, reply, label = 0, ["enqueue: done"], "accepted", "enqueue"
     for step in steps:
         verb, _, how = step.partition(" ")
@@ -388,7 +352,7 @@ def _answers(where: str, raw: Any,
 
 
 def _bound(where: str, name: str, fn: Observer, params: Any) -> Observer:
-    """``fn`` with ``params`` bound, checked against its keyword arguments' annotations."""
+    """``fn`` with ``params`` bound, each checked against its Literal (or list of Literal)."""
     if not isinstance(params, dict):
         raise QuestionsError(f"{where}: params must be a table, not {params!r}")
     try:
@@ -396,16 +360,14 @@ def _bound(where: str, name: str, fn: Observer, params: Any) -> Observer:
     except TypeError as exc:
         raise QuestionsError(f"{where}: observer {name} does not take these params: "
                              f"{exc}") from None
-    hints = typing.get_type_hints(fn)
     for arg, value in params.items():
-        kind = hints.get(arg)
+        kind = typing.get_type_hints(fn)[arg]
         many = typing.get_origin(kind) is list
         if many and not isinstance(value, list):
             raise QuestionsError(f"{where}: {arg} must be a list, not {value!r}")
-        (kind,) = typing.get_args(kind) if many else (kind,)
-        allowed = typing.get_args(kind) if typing.get_origin(kind) is Literal else None
+        allowed = typing.get_args(typing.get_args(kind)[0] if many else kind)
         for one in value if many else [value]:
-            if allowed is not None and one not in allowed:
+            if one not in allowed:
                 raise QuestionsError(f"{where}: {arg} = {one!r} is not one of {allowed}")
     return functools.partial(fn, **params) if params else fn
 

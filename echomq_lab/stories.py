@@ -1,7 +1,5 @@
-"""The stories the notebooks tell, built only from real transitions, timed on the server's
-clock: :func:`sample_row` (current token 2), :class:`Transitions` (one named transition at a
-time) and :class:`Worker` (free play). The two-workers story is :mod:`echomq_lab.two_workers`.
-"""
+"""Stories told by real transitions on the server's clock: :func:`sample_row` (token 2),
+:class:`Transitions` (one transition at a time) and :class:`Worker` (free play)."""
 
 from __future__ import annotations
 
@@ -26,6 +24,21 @@ PAYLOAD = b'{"report": "march"}'
 
 def _state(row: Row | None) -> str:
     return RETIRED if row is None else row.state or "?"
+
+
+def row_of(conn: redis.Redis, queue: str, job_id: str | None) -> Row | None:
+    """The job's row (None without a job or a row)."""
+    return None if job_id is None else Row.from_record(jobs.record(conn, queue, job_id))
+
+
+def new_job(conn: redis.Redis, queue: str, payload: bytes = PAYLOAD, *,
+            fresh: bool = False) -> str:
+    """Enqueue one new job (on an emptied queue when ``fresh``); its id."""
+    if fresh:
+        reset(conn, queue)
+    job_id = branded.mint("JOB")
+    jobs.enqueue(conn, queue, job_id, payload)
+    return job_id
 
 
 def wrote(before: Mapping[bytes, bytes] | None, after: Mapping[bytes, bytes] | None) -> str:
@@ -63,9 +76,7 @@ def sample_row(conn: redis.Redis, queue: str, *, lease_ms: int = 300,
     the server clock, reap, and claim again (token 2, held for ``hold_ms``)."""
     jobs.check_lease(lease_ms)
     jobs.check_lease(hold_ms)
-    reset(conn, queue)
-    job_id = branded.mint("JOB")
-    jobs.enqueue(conn, queue, job_id, PAYLOAD)
+    job_id = new_job(conn, queue, fresh=True)
     first = claim_expected(conn, queue, job_id, lease_ms)
     wait_out_lease(conn, queue, job_id)
     if jobs.reap(conn, queue) != 1:
@@ -75,8 +86,7 @@ def sample_row(conn: redis.Redis, queue: str, *, lease_ms: int = 300,
 
 
 def dropped_note(dropped: jobs.Dropped, shown: int = 3) -> str:
-    """What a claim, promote or reap dropped, as a tail for its message (empty when nothing),
-    e.g. ``; dropped 1 × orphan (no row): 'JOB…'``."""
+    """What a claim, promote or reap dropped, as a tail for its message (empty: nothing)."""
     parts = []
     for kind, found in (("orphan (no row)", dropped.orphans),
                         ("member that is not a JOB id", dropped.malformed)):  # fmt: skip
@@ -89,8 +99,6 @@ def dropped_note(dropped: jobs.Dropped, shown: int = 3) -> str:
 
 @dataclass(frozen=True)
 class Taken:
-    """A transition that ran: its name, the job, the state before and after, and a message."""
-
     name: str
     job_id: str | None
     before: str
@@ -100,9 +108,8 @@ class Taken:
 
 @dataclass
 class Transitions:
-    """Run any transition on the job it follows: a job enqueue or schedule minted, or whichever
-    job claim took, with its token, which the fenced verbs present. Refusals propagate as the
-    library raises them, with nothing changed."""
+    """Run any transition on the job it follows (the one enqueue or schedule minted, or claim
+    took, with its token); refusals propagate as the library raises them, nothing changed."""
 
     conn: redis.Redis
     queue: str
@@ -116,16 +123,11 @@ class Transitions:
         """Follow no job any more (after the queue was emptied)."""
         self.job_id, self.token = None, None
 
-    def _row(self, job_id: str | None) -> Row | None:
-        if job_id is None:
-            return None
-        return Row.from_record(jobs.record(self.conn, self.queue, job_id))
-
     def run(self, name: str) -> Taken:
         """Run transition ``name``; return what happened. Unknown names raise ValueError."""
         transitions.get(name)  # ValueError naming the choices for a name the registry lacks
         followed = self.job_id
-        old = self._row(followed)
+        old = row_of(self.conn, self.queue, followed)
         before = START if followed is None or name in ("enqueue", "schedule") else _state(old)
         message, row = self._apply(name, followed, old)
         if name == "claim" and self.job_id != followed:
@@ -137,14 +139,13 @@ class Transitions:
         """Call the handle behind ``name``; return what it wrote, in words, and the row after."""
         conn, q = self.conn, self.queue
         if name in ("enqueue", "schedule"):
-            new_id, due = branded.mint("JOB"), ""
             if name == "enqueue":
-                jobs.enqueue(conn, q, new_id, PAYLOAD)
+                new_id, due = new_job(conn, q), ""
             else:
+                new_id, due = branded.mint("JOB"), f", due in {self.delay_ms} ms (enqueue_in)"
                 jobs.enqueue_in(conn, q, new_id, PAYLOAD, self.delay_ms)
-                due = f", due in {self.delay_ms} ms (enqueue_in)"
             self.job_id, self.token = new_id, None
-            row = self._row(new_id)
+            row = row_of(conn, q, new_id)
             switched = f"; a new job, {new_id}: the panel follows it now" if followed else ""
             return f"{name} wrote {wrote(None, row)}{due}{switched}", row
         if name == "claim":
@@ -152,7 +153,7 @@ class Transitions:
             if claimed is None:
                 return "claim found nothing pending (it returned None)" + dropped_note(dropped), old
             self.job_id, self.token = claimed.id, claimed.token
-            row, note = self._row(claimed.id), ""
+            row, note = row_of(conn, q, claimed.id), ""
             if claimed.id != followed:  # claim wrote only state and attempts on that row
                 was = {b"state": b"pending", b"attempts": str(claimed.token - 1).encode()}
                 old = None if row is None else Row({**row, **was})
@@ -164,7 +165,7 @@ class Transitions:
         if name in ("promote", "reap"):
             sweep = jobs.promote_dropping if name == "promote" else jobs.reap_dropping
             count, dropped = sweep(conn, q)
-            row = self._row(followed)
+            row = row_of(conn, q, followed)
             what = "due job" if name == "promote" else "expired lease"
             message = f"{name} moved {count} {what}{'' if count == 1 else 's'} to pending"
             if followed and old != row:
@@ -177,7 +178,7 @@ class Transitions:
             raise ValueError("no job yet: run enqueue (or schedule) first")
         if name == "reprocess":
             jobs.reprocess(conn, q, job_id)
-            row = self._row(job_id)
+            row = row_of(conn, q, job_id)
             return f"reprocess wrote {wrote(old, row)}", row
         if token is None:
             raise ValueError(f"no token held for {job_id}: run claim first")
@@ -187,7 +188,7 @@ class Transitions:
         if name == "retry":
             outcome = jobs.retry(conn, q, job_id, token, self.delay_ms, self.max_attempts,
                                  f"try {token} failed")
-            row = self._row(job_id)
+            row = row_of(conn, q, job_id)
             message = f"retry with token {token} wrote {wrote(old, row)}"
             if outcome == "dead":
                 message += f" (attempts reached max_attempts={self.max_attempts})"
@@ -220,7 +221,7 @@ class Worker:
     held: jobs.Claimed | None = None
 
     def holding(self) -> str:
-        """What the worker holds, e.g. ``holds JOB… with token 2`` or ``holds nothing``."""
+        """``holds JOB… with token 2`` or ``holds nothing``."""
         held = self.held
         return "holds nothing" if held is None else f"holds {held.id} with token {held.token}"
 
@@ -231,8 +232,8 @@ class Worker:
 
     def _present(self, handle: Callable[..., object], *args: object,
                  keep: bool = False) -> tuple[jobs.Claimed, object]:
-        """Call ``handle`` with the held job's id and token, then ``args``; the job is let go
-        afterwards unless ``keep``, and always when the server finds it stale or gone."""
+        """Call ``handle`` with the held job's id, token and ``args``; let the job go unless
+        ``keep``, and always when the server finds it stale or gone."""
         held = self._need()
         try:
             reply = handle(self.conn, self.queue, held.id, held.token, *args)

@@ -1,6 +1,6 @@
-"""Two workers, one job: a step machine of real transitions, the reader predicting B's token and
-the answer to A's late complete first. ``fence=False`` sends that complete through the unfenced
-demonstration script. A step that fails (job taken by someone else, no server) is not taken."""
+"""Two workers, one job: real transitions step by step, the reader predicting B's token and the
+answer to A's late complete first (``fence=False``: that complete is the unfenced script's).
+A step that fails (job taken by someone else, no server) is not taken."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 import redis
 
-from echomq_lab import branded, errors, jobs, unfenced
+from echomq_lab import errors, jobs, unfenced
 from echomq_lab.clock import lease_deadline, server_now_ms, wait_out_lease
 from echomq_lab.queues import forget
 from echomq_lab.row import Row
-from echomq_lab.stories import DEFAULT_LEASE_MS, HOLD_MS
+from echomq_lab.stories import DEFAULT_LEASE_MS, HOLD_MS, new_job, row_of
 from echomq_lab.transitions import RETIRED
 
 
@@ -93,8 +93,7 @@ class TwoWorkersStory:
         jobs.check_lease(self.lease_ms)
         if self.job_id:
             forget(self.conn, self.queue, self.job_id)
-        self.job_id = branded.mint("JOB")
-        jobs.enqueue(self.conn, self.queue, self.job_id, b'{"report": "march"}')
+        self.job_id = new_job(self.conn, self.queue)
         self.started_ms = server_now_ms(self.conn)
         self.token_a = self.token_b = self.deadline_a = None
         self.done, self.predicted = [], {}
@@ -111,25 +110,28 @@ class TwoWorkersStory:
         nxt = self.next_step or ""
         return None if nxt in self.predicted else PREDICTIONS.get(nxt)
 
-    def predict(self, step: str, choice: str) -> None:
+    def _must_be_next(self, step: str) -> None:
+        if step not in STEP_NAMES:
+            raise ValueError(f"unknown step {step!r}: the steps are {', '.join(STEP_NAMES)}")
+        if step != self.next_step:
+            nxt = self.next_step or "none (the story is over: start again)"
+            raise ValueError(f"step {step!r} is not next; the next step is {nxt}")
+
+    def predict(self, step: str, choice: str) -> str:
         """Commit to ``choice`` before ``step`` (it must be next and ask for a prediction)."""
         ask = PREDICTIONS.get(step)
         if ask is None:
             raise ValueError(f"step {step!r} asks for no prediction; {', '.join(PREDICTIONS)} do")
-        if step != self.next_step:
-            raise ValueError(f"step {step!r} is not next; the next step is {self.next_step}")
+        self._must_be_next(step)
         if choice not in ask.choices:
             raise ValueError(f"{choice!r} is not a choice; the choices are {list(ask.choices)}")
         self.predicted[step] = choice
+        return f"you said: {choice}. Now let it happen."
 
     def step(self, name: str, *, wait: bool = True) -> StepResult:
         """Run step ``name``, the next one, its prediction made (ValueError otherwise). With
         ``wait=False`` ``a_stalls`` raises :class:`NotYet` while A's lease has time left."""
-        if name not in STEP_NAMES:
-            raise ValueError(f"unknown step {name!r}: the steps are {', '.join(STEP_NAMES)}")
-        if name != self.next_step:
-            nxt = self.next_step or "none (the story is over: start again)"
-            raise ValueError(f"step {name!r} is not next; the next step is {nxt}")
+        self._must_be_next(name)
         if (ask := self.waiting_for) is not None:
             raise ValueError(f"predict first: {ask.question} ({' / '.join(ask.choices)})")
         result = StepResult(name, dict(STEPS)[name], *self._take(name, wait),
@@ -151,7 +153,7 @@ class TwoWorkersStory:
         now = server_now_ms(self.conn)
         if not self.job_id:
             return None, None, now
-        row = Row.from_record(jobs.record(self.conn, self.queue, self.job_id))
+        row = row_of(self.conn, self.queue, self.job_id)
         return row, lease_deadline(self.conn, self.queue, self.job_id), now
 
     def lease_left_ms(self) -> int | None:

@@ -1,6 +1,5 @@
-"""TwoWorkersStory: :mod:`echomq_lab.two_workers` as an explorable: lanes for A and B, A's lease
-draining on a front-end clock, what each believes beside what the server holds, the next step
-only (after its prediction), and the fence switch's two runs side by side."""
+"""The two-workers story as an explorable: lanes for A and B, A's lease draining on a front-end
+clock, beliefs beside the server, the next step only, and the fence switch's two runs."""
 
 from __future__ import annotations
 
@@ -122,7 +121,6 @@ class TwoWorkersStory(Panel):
         self._restart()
 
     def _button(self, description: str, action: Callable[[], object], **look: str) -> W.Button:
-        """A button that runs ``action`` (guarded) when clicked."""
         button = W.Button(description=description, layout=W.Layout(width="auto"), **look)
         self._on(button, action)
         return button
@@ -133,11 +131,7 @@ class TwoWorkersStory(Panel):
         self._draw()
 
     def _predict(self, step: str, choice: str) -> None:
-        def act() -> str:
-            self.story.predict(step, choice)
-            return f"you said: {choice}. Now let it happen."
-
-        self._safely(self.message, act)
+        self._safely(self.message, lambda: self.story.predict(step, choice))
         self._draw()
 
     def _step(self, step: str) -> None:
@@ -177,8 +171,7 @@ class TwoWorkersStory(Panel):
         return ran and bool(keep) and self.last_error is None
 
     def tick(self) -> bool:
-        """One beat of the live clock: take the stall once A's deadline has passed, and redraw;
-        False when nothing is left to watch."""
+        """One beat of the clock: take the stall once A's lease is out, redraw; False: all done."""
         if self.story.next_step == "a_stalls":
             with contextlib.suppress(tw.NotYet):
                 self._say(self.message, self.story.step("a_stalls", wait=False).message, ok=True)

@@ -18,8 +18,6 @@ from echomq_lab import errors
 from echomq_lab.keyspace import SetName
 from echomq_lab.snapshot import Drift, Snapshot, drifts
 
-# ---- the ledger ----------------------------------------------------------------------------
-
 Outcome = Literal["accepted", "refused", "gone", "lost-reply"]
 #: A settle turned away: refused by the fence, or its row found gone.
 TURNED_AWAY: frozenset[str] = frozenset({"refused", "gone"})
@@ -89,16 +87,12 @@ class Ledger:
                      exc: errors.EchoMQError, *, started: float, lease_ms: int = 0,
                      stalled: bool = False, after_lost_reply: bool = False) -> Call:
         """Append a call that raised ``exc``, with :func:`errors.kind_of` as its reply."""
-        outcome: Outcome = (
-            "refused" if isinstance(exc, errors.Refusal)
-            else "gone" if isinstance(exc, errors.JobGone) else "lost-reply"
-        )  # fmt: skip
+        outcome: Outcome = ("refused" if isinstance(exc, errors.Refusal)
+                            else "gone" if isinstance(exc, errors.JobGone) else "lost-reply")
         return self.record(actor, verb, job_id, token, outcome, errors.kind_of(exc),
                            started=started, detail=exc.detail, lease_ms=lease_ms,
                            stalled=stalled, after_lost_reply=after_lost_reply)
 
-
-# ---- the verdicts --------------------------------------------------------------------------
 
 V_ONCE = "every job completed exactly once or dead"
 V_FINAL = "every accepted complete carried the job's final token"
@@ -109,9 +103,8 @@ V_CLEAN = "nothing left behind but the dead"
 V_ORPHANS = "no job was claimed again after its row was deleted"
 V_LEASE = "no job was settled by a worker that had lost its lease"
 V_RUN = "the run finished cleanly (no timeout, no crashed thread)"
-VERDICTS: tuple[str, ...] = (
-    V_ONCE, V_FINAL, V_TOKENS, V_STALE, V_DRIFT, V_CLEAN, V_ORPHANS, V_LEASE, V_RUN,
-)  # fmt: skip
+VERDICTS: tuple[str, ...] = (V_ONCE, V_FINAL, V_TOKENS, V_STALE, V_DRIFT, V_CLEAN, V_ORPHANS,
+                             V_LEASE, V_RUN)
 
 Fate = Literal["completed", "dead", "unfinished", "lost", "evicted"]
 
@@ -187,13 +180,11 @@ class _Run:
         self.on_server = set(final.ids()) if final else set()
         #: job id -> the call that deleted its row (the eviction fault)
         self.evictions = {c.job_id: c for c in calls if accepted(c, "evict")}
-        self.resends = [c for c in calls if c.verb == "resend"]
 
 
 class _Job:
-    """One job's calls, and what they add up to. A complete of the final token sent again after
-    a lost reply that found the row gone retired the job (its first try landed), unless another
-    complete was accepted."""
+    """One job's calls, and what they add up to. A complete of the final token re-sent after a
+    lost reply that found the row gone retired the job, unless another complete was accepted."""
 
     def __init__(self, job_id: str, mine: list[Call], run: _Run) -> None:
         self.job_id, self.calls = job_id, mine
@@ -231,10 +222,8 @@ def _shared_tokens(job: _Job) -> list[str]:
     holders: dict[int, list[str]] = defaultdict(list)
     for c in job.claims:
         holders[c.token].append(c.actor)
-    return [
-        f"job {job.job_id}: token {token} was handed to {', '.join(who)}"
-        for token, who in sorted(holders.items()) if len(who) > 1
-    ]  # fmt: skip
+    return [f"job {job.job_id}: token {token} was handed to {', '.join(who)}"
+            for token, who in sorted(holders.items()) if len(who) > 1]
 
 
 def _once_problems(job: _Job, run: _Run) -> list[str]:
@@ -296,9 +285,8 @@ def _claimed_after_eviction(job: _Job, run: _Run) -> list[str]:
 
 
 def _lease_lost_by(c: Call, job: _Job, run: _Run) -> str | None:
-    """How the ledger proves accepted settle ``c`` came from a lost lease, or None: another
-    claim between ``c``'s own and ``c``, or the id dropped as an orphan after ``c`` (the settle
-    deleted the row of a job no longer in active), the eviction fault's orphans aside."""
+    """How the ledger proves accepted settle ``c`` came from a lost lease, or None: a later claim
+    before ``c``, or the id dropped as an orphan after ``c`` (the eviction fault's aside)."""
     own = [k for k in job.claims
            if k.actor == c.actor and k.token == c.token and k.started <= c.started]
     mine = max(own, key=lambda k: k.started) if own else None
@@ -414,7 +402,7 @@ def audit(calls: Sequence[Call], final: Snapshot | None, samples: Sequence[Sampl
     tally.problems[V_ORPHANS].extend(_undropped(run))
     tally.problems[V_CLEAN].extend(_leftovers(final, set(run.enqueued)))
     tally.problems[V_RUN].extend(notes)
-    fates, resends = tally.fates, Counter(c.outcome for c in run.resends)
+    fates, resends = tally.fates, Counter(c.outcome for c in calls if c.verb == "resend")
     return Audit(
         problems={name: tally.problems[name] for name in VERDICTS},
         completed=len(fates["completed"]), dead=len(fates["dead"]), lost=fates["lost"],
@@ -428,11 +416,8 @@ def audit(calls: Sequence[Call], final: Snapshot | None, samples: Sequence[Sampl
     )  # fmt: skip
 
 
-# ---- proving a turned-away settle deserved it ----------------------------------------------
-# It did when the lease could have expired, a reap ran after that, and the job had moved on to
-# a later lease. Ledger times are the client's and the server's TIME is rounded to the ms, so
-# every comparison with a lease deadline allows CLOCK_SLACK_S.
-
+#: Ledger times are the client's and the server's TIME is rounded to the ms, so every
+#: comparison with a lease deadline allows this much.
 CLOCK_SLACK_S = 0.003
 #: The verbs that settle a lease (the only calls the fence can turn away), and its answer.
 SETTLES = ("complete", "retry")
@@ -440,15 +425,9 @@ STALE = "EMQSTALE"
 _ATTEMPTS_IS = re.compile(r"attempts is (\d+)")
 
 
-def _reaped_between(reaps: Sequence[Call], low: float, high: float) -> bool:
-    """True when some reap of ``reaps`` (ordered by end) ran after ``low`` and before ``high``."""
-    i = bisect.bisect_left(reaps, low, key=lambda c: c.ended)
-    return i < len(reaps) and reaps[i].started <= high
-
-
 def unproven(c: Call, job: _Job, run: _Run) -> str | None:
-    """None when the ledger proves ``job``'s turned-away call ``c`` was for a stale token; else
-    why not."""
+    """None when the ledger proves ``job``'s turned-away call ``c`` was for a stale token (its
+    lease could have expired, a reap ran after that, the job had moved on); else why not."""
     claims = job.claims
     if c.outcome != "gone" and c.reply != STALE:
         return f"a refusal of that class is not the fence's (only {STALE} or a gone row are)"
@@ -458,7 +437,8 @@ def unproven(c: Call, job: _Job, run: _Run) -> str | None:
     expiry = lease.started + lease.lease_ms / 1000
     if c.ended + CLOCK_SLACK_S < expiry:
         return f"its lease of {lease.lease_ms} ms could not have expired yet"
-    if not _reaped_between(run.reaps, expiry - CLOCK_SLACK_S, c.ended):
+    first = bisect.bisect_left(run.reaps, expiry - CLOCK_SLACK_S, key=lambda k: k.ended)
+    if first == len(run.reaps) or run.reaps[first].started > c.ended:  # no reap in between
         return "no reap returned any job between the lease's expiry and the refusal"
     if c.outcome == "gone" or "gone" in c.detail:
         done = any(f.token > c.token and f.started <= c.ended for f in job.finishing)

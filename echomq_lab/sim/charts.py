@@ -120,9 +120,9 @@ Window = tuple[float, float]
 #: The most jobs offered to follow.
 MOST_JOBS = 30
 #: The order and the words of :func:`tally_text`.
-_TALLY = (("claims", "claims"), ("completed", "completed"), ("retried", "retried"),
-          ("dead", "dead"), ("reaped", "leases reaped"), ("EMQSTALE", "refused EMQSTALE"),
-          ("job gone", "turned away, job gone"))  # fmt: skip
+_TALLY = {"claims": "claims", "completed": "completed", "retried": "retried", "dead": "dead",
+          "reaped": "leases reaped", "EMQSTALE": "refused EMQSTALE",
+          "job gone": "turned away, job gone"}
 
 
 def tally(calls: Iterable[Call]) -> dict[str, int]:
@@ -144,9 +144,8 @@ def tally(calls: Iterable[Call]) -> dict[str, int]:
 
 def tally_text(counts: dict[str, int]) -> str:
     """The tally in words, e.g. ``claims 80 · completed 57 · refused EMQSTALE 9``."""
-    known = dict(_TALLY)
-    parts = [f"{words} {counts.get(name, 0)}" for name, words in _TALLY]
-    parts += [f"{name} {n}" for name, n in sorted(counts.items()) if name not in known]
+    parts = [f"{words} {counts.get(name, 0)}" for name, words in _TALLY.items()]
+    parts += [f"{name} {n}" for name, n in sorted(counts.items()) if name not in _TALLY]
     return " · ".join(parts)
 
 
@@ -181,9 +180,8 @@ def _mine(all_leases: Sequence[Lease], key: str) -> list[Lease]:
 
 def span(all_leases: Sequence[Lease]) -> Window:
     """From the first claim to the last settle, in seconds since the run began."""
-    if not all_leases:
-        return (0.0, 0.0)
-    return (min(le.start for le in all_leases), max(le.end for le in all_leases))
+    return (min((le.start for le in all_leases), default=0.0),
+            max((le.end for le in all_leases), default=0.0))
 
 
 def window_of(all_leases: Sequence[Lease], key: str, length_s: float) -> Window:
@@ -275,12 +273,10 @@ def lease_timeline(all_leases: Sequence[Lease], ax: Axes | None = None, *,
     for lease in all_leases:
         _draw_lease(ax, lease, row[lease.worker])
     ax.set_yticks(range(len(workers)), workers)
-    ax.set_ylabel("worker")
-    ax.set_ylim(-0.7, len(workers) - 0.3)
+    ax.set(ylabel="worker", ylim=(-0.7, len(workers) - 0.3), xlabel="seconds since the run began",
+           title=title or "Each worker's leases, claim to settle")
     ax.invert_yaxis()
     ax.margins(x=0.01)
-    ax.set_xlabel("seconds since the run began")
-    ax.set_title(title or "Each worker's leases, claim to settle")
     _legend(ax, all_leases)
     return ax
 
@@ -302,8 +298,7 @@ SIDE_FIGURES = (
 
 
 def side_by_side_html(runs: Mapping[str, Result]) -> str:
-    """An HTML table, one column per run headed by its key: :data:`SIDE_FIGURES`, then a ✓ or
-    ✗ per verdict."""
+    """An HTML table, a column per run headed by its key: :data:`SIDE_FIGURES`, then verdicts."""
 
     def row(words: str, cells: Iterable[object]) -> str:
         tds = "".join(f'<td style="padding:2px 10px;text-align:right">{c}</td>' for c in cells)

@@ -1,8 +1,6 @@
-"""One simulated run: :class:`Settings`, :class:`Simulation` and its actors, :class:`Result`.
-Workers claim, work (or stall past the lease) and settle beside a reaper, a promoter, a drift
-sampler and the faults asked for; every answer goes into the ledger. An actor that cannot reach
-the server records a lost reply, backs off and carries on.
-"""
+"""One run: :class:`Settings`, :class:`Simulation` and its actors, :class:`Result`. Workers
+claim, work (or stall past the lease) and settle beside a reaper, a promoter, a drift sampler
+and the faults asked for, every answer in the ledger (a lost reply too, then a backoff)."""
 
 from __future__ import annotations
 
@@ -26,10 +24,6 @@ from echomq_lab.scripts import load
 from echomq_lab.sim.audit import Audit, Call, Ledger, Sample, accepted, audit
 from echomq_lab.sim.charts import Lease, leases
 from echomq_lab.snapshot import Snapshot, drifts, snapshot
-
-_INTS = ("jobs", "workers", "max_attempts", "payload_bytes", "seed", "evictions")
-_RANGES = ("lease_ms", "work_ms", "overrun_ms", "retry_delay_ms")
-_PERIODS = ("reap_every_s", "promote_every_s", "sample_every_s", "timeout_s", "evict_every_s")
 
 
 @dataclass(frozen=True)
@@ -65,7 +59,7 @@ class Settings:
                 raise TypeError(f"{name} must be True or False")
         if self.resend and not self.evictions:
             raise ValueError("resend re-sends evicted ids: it needs evictions above 0")
-        for name in _INTS:
+        for name in ("jobs", "workers", "max_attempts", "payload_bytes", "seed", "evictions"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
@@ -80,13 +74,14 @@ class Settings:
         for name in ("stall", "fail"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a probability: between 0 and 1")
-        for name in _RANGES:
+        for name in ("lease_ms", "work_ms", "overrun_ms", "retry_delay_ms"):
             low, high = getattr(self, name)
             if not 0 <= low <= high:
                 raise ValueError(f"{name} must be a range (low, high) with 0 <= low <= high")
         if self.lease_ms[0] < 1:
             raise ValueError("leases must be at least 1 ms")
-        for name in _PERIODS:
+        for name in ("reap_every_s", "promote_every_s", "sample_every_s", "timeout_s",
+                     "evict_every_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
 
@@ -290,6 +285,7 @@ def answered(sim: Simulation, actor: str, verb: str, job_id: str, token: int,
         started = sim.ledger.now()
         try:
             reply = send()
+            break
         except (errors.Refusal, errors.JobGone) as exc:
             sim.ledger.record_error(actor, verb, job_id, token, exc, started=started,
                                     stalled=stalled, after_lost_reply=lost)
@@ -303,11 +299,9 @@ def answered(sim: Simulation, actor: str, verb: str, job_id: str, token: int,
             lost = True
             if backoff.wait(sim.aborting):
                 return
-            continue
-        backoff.reset()
-        sim.ledger.record(actor, verb, job_id, token, "accepted", reply, started=started,
-                          stalled=stalled, after_lost_reply=lost)
-        return
+    backoff.reset()
+    sim.ledger.record(actor, verb, job_id, token, "accepted", reply, started=started,
+                      stalled=stalled, after_lost_reply=lost)
 
 
 def enqueue_all(sim: Simulation, conn: redis.Redis, deadline: float) -> None:
@@ -323,8 +317,7 @@ def enqueue_all(sim: Simulation, conn: redis.Redis, deadline: float) -> None:
 
 
 def record_drops(sim: Simulation, name: str, dropped: jobs.Dropped, started: float) -> None:
-    """One ``drop`` call in the ledger per member a transition dropped (orphan or malformed):
-    the audit can then show that no token was minted for it."""
+    """Ledger a ``drop`` call for each orphan or malformed member a transition dropped."""
     for kind, found in (("orphan", dropped.orphans), ("malformed", dropped.malformed)):
         for member in found:
             job_id = member.decode("ascii", "replace")

@@ -1,9 +1,7 @@
-"""The fence under load: many workers, stalls past the lease, failures, a reaper and a promoter,
-with a ledger of every call, audited at the end.
-
-:mod:`.run` runs it, :mod:`.audit` keeps the ledger and judges it, :mod:`.charts` (also as
-``follow``) reads a run back and draws it. Importing it loads no matplotlib or ipywidgets.
-"""
+"""The fence under load: many workers, stalls past the lease, failures, a reaper, a promoter and
+a ledger of every call, audited at the end. :mod:`.run` runs it, :mod:`.audit` judges the
+ledger, :mod:`.charts` (also ``follow``) reads a run back and draws it. Importing it loads no
+matplotlib or ipywidgets."""
 
 from echomq_lab.sim import charts as follow
 from echomq_lab.sim.audit import (

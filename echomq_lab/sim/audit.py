@@ -10,15 +10,13 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from echomq_lab import errors
 from echomq_lab.keyspace import SetName
 from echomq_lab.snapshot import Drift, Snapshot, drifts
-
-# ---- the ledger ----------------------------------------------------------------------------
 
 Outcome = Literal["accepted", "refused", "gone", "lost-reply"]
 #: A settle turned away: refused by the fence, or its row found gone.
@@ -76,10 +74,9 @@ class Ledger:
                reply: str, *, started: float, detail: str = "", lease_ms: int = 0,
                stalled: bool = False, after_lost_reply: bool = False) -> Call:
         """Append one call, ended now."""
-        ended = self.now()
         with self._lock:
             call = Call(len(self.calls), actor, verb, job_id, token, outcome, reply, detail,
-                        started, ended, lease_ms, stalled, after_lost_reply)
+                        started, self.now(), lease_ms, stalled, after_lost_reply)
             self.calls.append(call)
             if accepted(call, "complete") or dead_lettered(call) or gone_on_resend(call):
                 self.finished.add(job_id)
@@ -89,16 +86,12 @@ class Ledger:
                      exc: errors.EchoMQError, *, started: float, lease_ms: int = 0,
                      stalled: bool = False, after_lost_reply: bool = False) -> Call:
         """Append a call that raised ``exc``, with :func:`errors.kind_of` as its reply."""
-        outcome: Outcome = (
-            "refused" if isinstance(exc, errors.Refusal)
-            else "gone" if isinstance(exc, errors.JobGone) else "lost-reply"
-        )  # fmt: skip
+        outcome: Outcome = ("refused" if isinstance(exc, errors.Refusal)
+                            else "gone" if isinstance(exc, errors.JobGone) else "lost-reply")
         return self.record(actor, verb, job_id, token, outcome, errors.kind_of(exc),
                            started=started, detail=exc.detail, lease_ms=lease_ms,
                            stalled=stalled, after_lost_reply=after_lost_reply)
 
-
-# ---- the verdicts --------------------------------------------------------------------------
 
 V_ONCE = "every job completed exactly once or dead"
 V_FINAL = "every accepted complete carried the job's final token"
@@ -109,9 +102,8 @@ V_CLEAN = "nothing left behind but the dead"
 V_ORPHANS = "no job was claimed again after its row was deleted"
 V_LEASE = "no job was settled by a worker that had lost its lease"
 V_RUN = "the run finished cleanly (no timeout, no crashed thread)"
-VERDICTS: tuple[str, ...] = (
-    V_ONCE, V_FINAL, V_TOKENS, V_STALE, V_DRIFT, V_CLEAN, V_ORPHANS, V_LEASE, V_RUN,
-)  # fmt: skip
+VERDICTS: tuple[str, ...] = (V_ONCE, V_FINAL, V_TOKENS, V_STALE, V_DRIFT, V_CLEAN, V_ORPHANS,
+                             V_LEASE, V_RUN)
 
 Fate = Literal["completed", "dead", "unfinished", "lost", "evicted"]
 
@@ -187,13 +179,11 @@ class _Run:
         self.on_server = set(final.ids()) if final else set()
         #: job id -> the call that deleted its row (the eviction fault)
         self.evictions = {c.job_id: c for c in calls if accepted(c, "evict")}
-        self.resends = [c for c in calls if c.verb == "resend"]
 
 
 class _Job:
-    """One job's calls, and what they add up to. A complete of the final token sent again after
-    a lost reply that found the row gone retired the job (its first try landed), unless another
-    complete was accepted."""
+    """One job's calls, and what they add up to. A complete of the final token re-sent after a
+    lost reply that found the row gone retired the job, unless another complete was accepted."""
 
     def __init__(self, job_id: str, mine: list[Call], run: _Run) -> None:
         self.job_id, self.calls = job_id, mine
@@ -231,27 +221,23 @@ def _shared_tokens(job: _Job) -> list[str]:
     holders: dict[int, list[str]] = defaultdict(list)
     for c in job.claims:
         holders[c.token].append(c.actor)
-    return [
-        f"job {job.job_id}: token {token} was handed to {', '.join(who)}"
-        for token, who in sorted(holders.items()) if len(who) > 1
-    ]  # fmt: skip
+    return [f"job {job.job_id}: token {token} was handed to {', '.join(who)}"
+            for token, who in sorted(holders.items()) if len(who) > 1]
 
 
-def _once_problems(job: _Job, run: _Run) -> list[str]:
+def _once_problems(job: _Job, run: _Run) -> Iterator[str]:
     """Violations of "completed exactly once or dead" that one job shows on its own."""
-    out: list[str] = []
     jid = job.job_id
     if job.dead_unseen and not job.retry_lost:
-        out.append(f"job {jid} is in the dead set but no accepted retry put it there")
+        yield f"job {jid} is in the dead set but no accepted retry put it there"
     if len(job.finishing) > 1:
         tokens = ", ".join(str(c.token) for c in job.finishing)
-        out.append(f"job {jid} was completed {len(job.finishing)} times (tokens {tokens})")
+        yield f"job {jid} was completed {len(job.finishing)} times (tokens {tokens})"
     if job.finishing and job.dead:
-        out.append(f"job {jid} was completed and is also dead")
+        yield f"job {jid} was completed and is also dead"
     left = run.final is not None and jid not in run.final_dead and jid in run.on_server
     if job.dead_calls and left:
-        out.append(f"job {jid} was dead-lettered but left the dead set")
-    return out
+        yield f"job {jid} was dead-lettered but left the dead set"
 
 
 def _fate(job: _Job, run: _Run) -> Fate:
@@ -288,17 +274,14 @@ def _check_refusals(job: _Job, run: _Run, tally: _Tally) -> None:
 def _claimed_after_eviction(job: _Job, run: _Run) -> list[str]:
     """A violation for each claim of the job that began after its row was deleted."""
     evicted = run.evictions.get(job.job_id)
-    if evicted is None:
-        return []
     return [f"job {job.job_id}: {c.actor} claimed it with token {c.token} after its row was "
             "deleted (nothing may mint a token for an orphan)"
-            for c in job.claims if c.started > evicted.ended]
+            for c in job.claims if evicted is not None and c.started > evicted.ended]
 
 
 def _lease_lost_by(c: Call, job: _Job, run: _Run) -> str | None:
-    """How the ledger proves accepted settle ``c`` came from a lost lease, or None: another
-    claim between ``c``'s own and ``c``, or the id dropped as an orphan after ``c`` (the settle
-    deleted the row of a job no longer in active), the eviction fault's orphans aside."""
+    """How the ledger proves accepted settle ``c`` came from a lost lease, or None: a later claim
+    before ``c``, or the id dropped as an orphan after ``c`` (the eviction fault's aside)."""
     own = [k for k in job.claims
            if k.actor == c.actor and k.token == c.token and k.started <= c.started]
     mine = max(own, key=lambda k: k.started) if own else None
@@ -306,10 +289,9 @@ def _lease_lost_by(c: Call, job: _Job, run: _Run) -> str | None:
         later = mine is None or (k.token, k.started) > (mine.token, mine.started)
         if k is not mine and k.ended < c.started and later:
             return f"{k.actor} had claimed it with token {k.token} before that"
-    if job.job_id not in run.evictions:
-        for d in run.dropped.get(job.job_id, []):
-            if d.started > c.ended:
-                return "its id was left in a set without its row, and dropped as an orphan"
+    dropped_after = any(d.started > c.ended for d in run.dropped.get(job.job_id, []))
+    if dropped_after and job.job_id not in run.evictions:
+        return "its id was left in a set without its row, and dropped as an orphan"
     return None
 
 
@@ -332,8 +314,7 @@ def _check_settles(job: _Job, run: _Run, tally: _Tally) -> None:
 
 
 def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
-    """Every per-job check, into ``tally``. The refusals of a vanished or evicted job are the
-    vanishing's, not the fence's, so they are not checked."""
+    """Every per-job check into ``tally`` (a lost or evicted job's refusals are not the fence's)."""
     tally.problems[V_ORPHANS].extend(_claimed_after_eviction(job, run))
     tally.problems[V_TOKENS].extend(_shared_tokens(job))
     tally.problems[V_ONCE].extend(_once_problems(job, run))
@@ -345,61 +326,54 @@ def _audit_job(job: _Job, run: _Run, tally: _Tally) -> None:
         _check_refusals(job, run, tally)
 
 
-def _missing(tally: _Tally, restarts: int) -> list[str]:
+def _missing(tally: _Tally, restarts: int) -> Iterator[str]:
     """The run-wide violations of "exactly once": jobs lost, jobs left unfinished."""
-    out: list[str] = []
     lost, unfinished = len(tally.fates["lost"]), len(tally.fates["unfinished"])
     nowhere = "they are neither completed, dead, nor on the server"
     if lost and restarts:
-        out.append(f"{lost} jobs vanished: the server restarted without persistence (it "
-                   f"restarted {restarts} time(s) and came back without them; {nowhere})")
+        yield (f"{lost} jobs vanished: the server restarted without persistence (it "
+               f"restarted {restarts} time(s) and came back without them; {nowhere})")
     elif lost:
-        out.append(f"{lost} jobs vanished: {nowhere}")
+        yield f"{lost} jobs vanished: {nowhere}"
     if unfinished:
-        out.append(f"{unfinished} jobs were still unfinished on the server when the run stopped")
-    return out
+        yield f"{unfinished} jobs were still unfinished on the server when the run stopped"
 
 
-def _sampled_drift(samples: Sequence[Sample], excused: set[str]) -> list[str]:
+def _sampled_drift(samples: Sequence[Sample], excused: set[str]) -> Iterator[str]:
     """One violation per drift check that found something, naming its first drift. A drift of a
     job whose row the eviction fault deleted (its id waiting to be dropped) is the fault's."""
-    out: list[str] = []
     for sample in samples:
         found = [d for d in sample.drifts if d.job_id not in excused]
         if found:
             more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-            out.append(f"drift at {sample.at:.3f} s: {found[0]}{more}")
-    return out
+            yield f"drift at {sample.at:.3f} s: {found[0]}{more}"
 
 
-def _undropped(run: _Run) -> list[str]:
+def _undropped(run: _Run) -> Iterator[str]:
     """Evicted jobs whose id no transition dropped, though the final state no longer holds it."""
     gone = [j for j in run.evictions if j not in run.dropped and j not in run.on_server]
-    if run.final is None or not gone:
-        return []
-    return [f"{len(gone)} evicted ids left the sets without being dropped as orphans, "
-            f"e.g. {gone[0]}"]
+    if run.final is not None and gone:
+        yield (f"{len(gone)} evicted ids left the sets without being dropped as orphans, "
+               f"e.g. {gone[0]}")
 
 
-def _leftovers(final: Snapshot | None, enqueued: set[str]) -> list[str]:
+def _leftovers(final: Snapshot | None, enqueued: set[str]) -> Iterator[str]:
     """What the final state holds beyond the dead jobs' rows (or that it could not be read)."""
     if final is None:
-        return ["the final state could not be read from the server"]
-    found: list[str] = []
+        yield "the final state could not be read from the server"
+        return
     names: tuple[SetName, ...] = ("pending", "active", "schedule")
     for name in names:
         members = final.members(name)
         if members:
-            found.append(f"{len(members)} ids left in {name} at the end, e.g. {members[0]}")
+            yield f"{len(members)} ids left in {name} at the end, e.g. {members[0]}"
     dead = set(final.members("dead"))
     rows = [job_id for job_id in final.rows if job_id not in dead]
     if rows:
-        found.append(f"{len(rows)} rows left behind that are not dead, e.g. {rows[0]}")
-    strangers = sorted(dead - enqueued)
-    if strangers:
-        found.append(f"{len(strangers)} dead ids were never enqueued by this run")
-    found.extend(f"final state drift: {drift}" for drift in drifts(final))
-    return found
+        yield f"{len(rows)} rows left behind that are not dead, e.g. {rows[0]}"
+    if strangers := dead - enqueued:
+        yield f"{len(strangers)} dead ids were never enqueued by this run"
+    yield from (f"final state drift: {drift}" for drift in drifts(final))
 
 
 def audit(calls: Sequence[Call], final: Snapshot | None, samples: Sequence[Sample] = (), *,
@@ -414,7 +388,7 @@ def audit(calls: Sequence[Call], final: Snapshot | None, samples: Sequence[Sampl
     tally.problems[V_ORPHANS].extend(_undropped(run))
     tally.problems[V_CLEAN].extend(_leftovers(final, set(run.enqueued)))
     tally.problems[V_RUN].extend(notes)
-    fates, resends = tally.fates, Counter(c.outcome for c in run.resends)
+    fates, resends = tally.fates, Counter(c.outcome for c in calls if c.verb == "resend")
     return Audit(
         problems={name: tally.problems[name] for name in VERDICTS},
         completed=len(fates["completed"]), dead=len(fates["dead"]), lost=fates["lost"],
@@ -428,11 +402,8 @@ def audit(calls: Sequence[Call], final: Snapshot | None, samples: Sequence[Sampl
     )  # fmt: skip
 
 
-# ---- proving a turned-away settle deserved it ----------------------------------------------
-# It did when the lease could have expired, a reap ran after that, and the job had moved on to
-# a later lease. Ledger times are the client's and the server's TIME is rounded to the ms, so
-# every comparison with a lease deadline allows CLOCK_SLACK_S.
-
+#: Ledger times are the client's and the server's TIME is rounded to the ms, so every
+#: comparison with a lease deadline allows this much.
 CLOCK_SLACK_S = 0.003
 #: The verbs that settle a lease (the only calls the fence can turn away), and its answer.
 SETTLES = ("complete", "retry")
@@ -440,15 +411,9 @@ STALE = "EMQSTALE"
 _ATTEMPTS_IS = re.compile(r"attempts is (\d+)")
 
 
-def _reaped_between(reaps: Sequence[Call], low: float, high: float) -> bool:
-    """True when some reap of ``reaps`` (ordered by end) ran after ``low`` and before ``high``."""
-    i = bisect.bisect_left(reaps, low, key=lambda c: c.ended)
-    return i < len(reaps) and reaps[i].started <= high
-
-
 def unproven(c: Call, job: _Job, run: _Run) -> str | None:
-    """None when the ledger proves ``job``'s turned-away call ``c`` was for a stale token; else
-    why not."""
+    """None when the ledger proves ``job``'s turned-away call ``c`` was for a stale token (its
+    lease could have expired, a reap ran after that, the job had moved on); else why not."""
     claims = job.claims
     if c.outcome != "gone" and c.reply != STALE:
         return f"a refusal of that class is not the fence's (only {STALE} or a gone row are)"
@@ -458,23 +423,19 @@ def unproven(c: Call, job: _Job, run: _Run) -> str | None:
     expiry = lease.started + lease.lease_ms / 1000
     if c.ended + CLOCK_SLACK_S < expiry:
         return f"its lease of {lease.lease_ms} ms could not have expired yet"
-    if not _reaped_between(run.reaps, expiry - CLOCK_SLACK_S, c.ended):
+    first = bisect.bisect_left(run.reaps, expiry - CLOCK_SLACK_S, key=lambda k: k.ended)
+    if first == len(run.reaps) or run.reaps[first].started > c.ended:  # no reap in between
         return "no reap returned any job between the lease's expiry and the refusal"
     if c.outcome == "gone" or "gone" in c.detail:
         done = any(f.token > c.token and f.started <= c.ended for f in job.finishing)
         return None if done else "no later lease had retired the job"
-    return _no_later_token(c, claims, run.lost_claims)
-
-
-def _no_later_token(c: Call, claims: Sequence[Call], lost_claims: int) -> str | None:
-    """When the server named the row's attempts, why that is not a token minted after ``c``'s."""
-    match = _ATTEMPTS_IS.search(c.detail)
+    match = _ATTEMPTS_IS.search(c.detail)  # the server named the row's attempts: a later token?
     if not match:
         return None
     minted = int(match.group(1))
     if minted <= c.token:
         return f"the server said attempts is {minted}, not above the token"
     seen = any(k.token == minted and k.started <= c.ended for k in claims)
-    if not seen and lost_claims == 0:
+    if not seen and run.lost_claims == 0:
         return f"no claim before the refusal had minted token {minted}"
     return None

@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 import html
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from echomq_lab.sim.audit import TURNED_AWAY, Call, accepted, dead_lettered
+from echomq_lab.sim.audit import SETTLES, TURNED_AWAY, Call, accepted, dead_lettered
 from echomq_lab.theme import MUTED, STATE_COLOURS, VERDICTS, message_html, on_page
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def leases(calls: Iterable[Call]) -> list[Lease]:
     settle), in claim order; a job runs again under any token above its first cut-off one."""
     calls = list(calls)
     settles = {(c.actor, c.job_id, c.token): c for c in calls
-               if c.verb in ("complete", "retry") and c.outcome != "lost-reply"}
+               if c.verb in SETTLES and c.outcome != "lost-reply"}
     cut: dict[str, int] = {}
     for (_, job_id, token), settle in settles.items():
         if settle.outcome in TURNED_AWAY:
@@ -79,12 +79,10 @@ def leases(calls: Iterable[Call]) -> list[Lease]:
 
 def _by_job(all_leases: Iterable[Lease]) -> dict[str, list[Lease]]:
     """Each job's leases in token order (jobs in the order first seen)."""
-    by_job: dict[str, list[Lease]] = defaultdict(list)
+    by_job: dict[str, list[Lease]] = {}
     for lease in all_leases:
-        by_job[lease.job_id].append(lease)
-    for mine in by_job.values():
-        mine.sort(key=lambda le: le.token)
-    return by_job
+        by_job.setdefault(lease.job_id, []).append(lease)
+    return {job_id: sorted(mine, key=lambda le: le.token) for job_id, mine in by_job.items()}
 
 
 def ran_twice(all_leases: Sequence[Lease]) -> list[str]:
@@ -118,15 +116,13 @@ def lease_story(all_leases: Sequence[Lease], job_id: str) -> list[str]:
     return [f"token {le.token}: claimed; {_told(le)}" for le in mine]
 
 
-# ---- following a run a piece at a time -----------------------------------------------------
-
 Window = tuple[float, float]
 #: The most jobs offered to follow.
 MOST_JOBS = 30
 #: The order and the words of :func:`tally_text`.
-_TALLY = (("claims", "claims"), ("completed", "completed"), ("retried", "retried"),
-          ("dead", "dead"), ("reaped", "leases reaped"), ("EMQSTALE", "refused EMQSTALE"),
-          ("job gone", "turned away, job gone"))  # fmt: skip
+_TALLY = {"claims": "claims", "completed": "completed", "retried": "retried", "dead": "dead",
+          "reaped": "leases reaped", "EMQSTALE": "refused EMQSTALE",
+          "job gone": "turned away, job gone"}
 
 
 def tally(calls: Iterable[Call]) -> dict[str, int]:
@@ -139,7 +135,7 @@ def tally(calls: Iterable[Call]) -> dict[str, int]:
             counts["completed"] += 1
         elif accepted(call, "retry"):
             counts["dead" if dead_lettered(call) else "retried"] += 1
-        elif call.verb in ("complete", "retry") and call.outcome in TURNED_AWAY:
+        elif call.verb in SETTLES and call.outcome in TURNED_AWAY:
             counts[call.reply] += 1
         elif accepted(call, "reap") and call.reply not in ("", "0"):
             counts["reaped"] += int(call.reply) if call.reply.isdigit() else 1
@@ -148,9 +144,8 @@ def tally(calls: Iterable[Call]) -> dict[str, int]:
 
 def tally_text(counts: dict[str, int]) -> str:
     """The tally in words, e.g. ``claims 80 · completed 57 · refused EMQSTALE 9``."""
-    known = dict(_TALLY)
-    parts = [f"{words} {counts.get(name, 0)}" for name, words in _TALLY]
-    parts += [f"{name} {n}" for name, n in sorted(counts.items()) if name not in known]
+    parts = [f"{words} {counts.get(name, 0)}" for name, words in _TALLY.items()]
+    parts += [f"{name} {n}" for name, n in sorted(counts.items()) if name not in _TALLY]
     return " · ".join(parts)
 
 
@@ -185,9 +180,8 @@ def _mine(all_leases: Sequence[Lease], key: str) -> list[Lease]:
 
 def span(all_leases: Sequence[Lease]) -> Window:
     """From the first claim to the last settle, in seconds since the run began."""
-    if not all_leases:
-        return (0.0, 0.0)
-    return (min(le.start for le in all_leases), max(le.end for le in all_leases))
+    return (min((le.start for le in all_leases), default=0.0),
+            max((le.end for le in all_leases), default=0.0))
 
 
 def window_of(all_leases: Sequence[Lease], key: str, length_s: float) -> Window:
@@ -217,8 +211,6 @@ def describe(all_leases: Sequence[Lease], key: str, window: Window) -> list[str]
                      f"ms: {_told(le)}")
     return lines or ["no lease in this window"]
 
-
-# ---- the pictures --------------------------------------------------------------------------
 
 #: How a lease ended -> its colour on the timeline, and its words in the legend.
 OUTCOME_LOOK: dict[str, tuple[str, str]] = {
@@ -269,9 +261,8 @@ def _legend(ax: Axes, all_leases: Sequence[Lease]) -> None:
               fontsize="small", frameon=False)
 
 
-def lease_timeline(
-    all_leases: Sequence[Lease], ax: Axes | None = None, *, title: str | None = None
-) -> Axes:
+def lease_timeline(all_leases: Sequence[Lease], ax: Axes | None = None, *,
+                   title: str | None = None) -> Axes:
     """Draw the leases on ``ax`` (a new figure's axes if None), one row per worker."""
     from matplotlib.figure import Figure
 
@@ -282,12 +273,10 @@ def lease_timeline(
     for lease in all_leases:
         _draw_lease(ax, lease, row[lease.worker])
     ax.set_yticks(range(len(workers)), workers)
-    ax.set_ylabel("worker")
-    ax.set_ylim(-0.7, len(workers) - 0.3)
+    ax.set(ylabel="worker", ylim=(-0.7, len(workers) - 0.3), xlabel="seconds since the run began",
+           title=title or "Each worker's leases, claim to settle")
     ax.invert_yaxis()
     ax.margins(x=0.01)
-    ax.set_xlabel("seconds since the run began")
-    ax.set_title(title or "Each worker's leases, claim to settle")
     _legend(ax, all_leases)
     return ax
 
@@ -309,8 +298,7 @@ SIDE_FIGURES = (
 
 
 def side_by_side_html(runs: Mapping[str, Result]) -> str:
-    """An HTML table, one column per run headed by its key: :data:`SIDE_FIGURES`, then a ✓ or
-    ✗ per verdict."""
+    """An HTML table, a column per run headed by its key: :data:`SIDE_FIGURES`, then verdicts."""
 
     def row(words: str, cells: Iterable[object]) -> str:
         tds = "".join(f'<td style="padding:2px 10px;text-align:right">{c}</td>' for c in cells)

@@ -1,8 +1,6 @@
-"""One simulated run: :class:`Settings`, :class:`Simulation` and its actors, :class:`Result`.
-Workers claim, work (or stall past the lease), then complete or retry, with a reaper, a
-promoter, a drift sampler and the faults asked for beside them; every answer goes into the
-ledger. An actor that cannot reach the server records a lost reply, backs off and carries on.
-"""
+"""One run: :class:`Settings`, :class:`Simulation` and its actors, :class:`Result`. Workers
+claim, work (or stall past the lease) and settle beside a reaper, a promoter, a drift sampler
+and the faults asked for, every answer in the ledger (a lost reply too, then a backoff)."""
 
 from __future__ import annotations
 
@@ -22,15 +20,10 @@ import redis
 
 from echomq_lab import branded, errors, jobs, keyspace, unfenced
 from echomq_lab.connection import EMBEDDED, ENV_URL, connect, describe, reaching
+from echomq_lab.scripts import load
 from echomq_lab.sim.audit import Audit, Call, Ledger, Sample, accepted, audit
 from echomq_lab.sim.charts import Lease, leases
 from echomq_lab.snapshot import Snapshot, drifts, snapshot
-
-# ---- settings: how a run behaves -----------------------------------------------------------
-
-_INTS = ("jobs", "workers", "max_attempts", "payload_bytes", "seed", "evictions")
-_RANGES = ("lease_ms", "work_ms", "overrun_ms", "retry_delay_ms")
-_PERIODS = ("reap_every_s", "promote_every_s", "sample_every_s", "timeout_s", "evict_every_s")
 
 
 @dataclass(frozen=True)
@@ -66,7 +59,7 @@ class Settings:
                 raise TypeError(f"{name} must be True or False")
         if self.resend and not self.evictions:
             raise ValueError("resend re-sends evicted ids: it needs evictions above 0")
-        for name in _INTS:
+        for name in ("jobs", "workers", "max_attempts", "payload_bytes", "seed", "evictions"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
@@ -81,18 +74,17 @@ class Settings:
         for name in ("stall", "fail"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a probability: between 0 and 1")
-        for name in _RANGES:
+        for name in ("lease_ms", "work_ms", "overrun_ms", "retry_delay_ms"):
             low, high = getattr(self, name)
             if not 0 <= low <= high:
                 raise ValueError(f"{name} must be a range (low, high) with 0 <= low <= high")
         if self.lease_ms[0] < 1:
             raise ValueError("leases must be at least 1 ms")
-        for name in _PERIODS:
+        for name in ("reap_every_s", "promote_every_s", "sample_every_s", "timeout_s",
+                     "evict_every_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
 
-
-# ---- clients, and the backoff they use while the server is away ----------------------------
 
 class Backoff:
     """Bounded exponential backoff with jitter: half the step, plus up to half again at random."""
@@ -100,49 +92,39 @@ class Backoff:
     def __init__(self, rng: random.Random, base_s: float = 0.005, cap_s: float = 0.5) -> None:
         self.rng, self.base_s, self.cap_s, self.n = rng, base_s, cap_s, 0
 
-    def wait(self, stop: threading.Event) -> None:
-        """Wait one step (doubling each time, up to the cap), or until ``stop`` is set."""
+    def wait(self, stop: threading.Event) -> bool:
+        """Wait one step (doubling each time, up to the cap) or until ``stop`` is set (True)."""
         step = min(self.cap_s, self.base_s * 2**self.n)
         self.n = min(self.n + 1, 30)
-        stop.wait(step / 2 + self.rng.uniform(0, step / 2))
+        return stop.wait(step / 2 + self.rng.uniform(0, step / 2))
 
     def reset(self) -> None:
         """Start again from the shortest step (the server answered)."""
         self.n = 0
 
 
-def client_factory(url: str | None) -> tuple[Callable[[], redis.Redis], str]:
-    """A maker of clients on one server (a fresh embedded one for ``url=None``), and that
-    server's description. ``connect`` switches redis-py's silent resends off: a lost connection
-    reaches the actor, as a silent resend could run a script twice."""
-    if url is None:
-        server = fakeredis.FakeServer()
-        return lambda: fakeredis.FakeRedis(server=server, decode_responses=False), EMBEDDED
-    first = connect(url)
-    try:
-        return lambda: connect(url), describe(first)
-    finally:
-        first.close()
-
-
-# ---- the run, and what its threads share ---------------------------------------------------
-
 #: How often (s) the run asks the server whether anything is left, once it looks idle.
 PROBE_EVERY_S = 0.25
 
 
 class Simulation:
-    """One run. Call :meth:`run` (in any thread); watch :attr:`finished` while it goes. Its
-    threads share it: ``stopping`` ends new claims, ``aborting`` (set only with or after
-    ``stopping``) drops the leases in hand; ``notes`` are run-level failures."""
+    """One run: call :meth:`run` (in any thread), watch :attr:`finished`. ``stopping`` ends new
+    claims, ``aborting`` (only with or after it) drops the leases in hand."""
 
     def __init__(self, settings: Settings | None = None, url: str | None = None) -> None:
         self.settings = settings or Settings()
         self.settings.check()
         self.url = url
         self.queue = self.settings.queue or f"sim-{branded.mint()[3:]}"
-        self.make, self.backend = client_factory(url)
-        self.server = f"fakeredis {fakeredis.__version__}" if url is None else "unknown"
+        if url is None:  # the run's clients share one fresh embedded server
+            server = fakeredis.FakeServer()
+            self.make: Callable[[], redis.Redis] = partial(
+                fakeredis.FakeRedis, server=server, decode_responses=False)
+            self.backend, self.server = EMBEDDED, f"fakeredis {fakeredis.__version__}"
+        else:  # connect() turns silent resends off: one could run a script twice
+            self.make = partial(connect, url)
+            with connect(url) as first:
+                self.backend, self.server = describe(first), "unknown"
         self.ledger = Ledger()
         self.stopping = threading.Event()
         self.aborting = threading.Event()
@@ -189,8 +171,7 @@ class Simulation:
         self.watch_restarts(conn)
         conn.close()
         restarts = max(0, len(set(self.run_ids)) - 1)
-        verdict = audit(self.ledger.calls, final, self.samples, restarts=restarts,
-                        notes=self.notes)
+        verdict = audit(self.ledger.calls, final, self.samples, restarts=restarts, notes=self.notes)
         calls, c = list(self.ledger.calls), self.counts
         return Result(
             **vars(verdict), settings=s, backend=self.backend, server=self.server,
@@ -224,10 +205,10 @@ class Simulation:
         """Run the threads until the work is done or the deadline (then True). A worker still in
         a (stale) lease then settles it, unless time is up."""
         s = self.settings
-        bodies: list[tuple[str, Body, int]] = [(f"w{i}", worker, i) for i in range(s.workers)]
-        bodies += [(name, body, 0) for name, body in HOUSEKEEPERS]
-        threads = [threading.Thread(target=body, args=(self, name, index), daemon=True)
-                   for name, body, index in bodies]
+        actors = [(f"w{i}", worker) for i in range(s.workers)]
+        actors += [(body.__name__, body) for body in (reaper, promoter, sampler, evictor)]
+        threads = [threading.Thread(target=body, args=(self, name), daemon=True)
+                   for name, body in actors]
         for t in threads:
             t.start()
         timed_out = self._wait_until_done(conn, deadline, threads[: s.workers])
@@ -241,9 +222,8 @@ class Simulation:
             t.join(timeout=5)
         return timed_out
 
-    def _wait_until_done(
-        self, conn: redis.Redis, deadline: float, workers: Sequence[threading.Thread]
-    ) -> bool:
+    def _wait_until_done(self, conn: redis.Redis, deadline: float,
+                         workers: Sequence[threading.Thread]) -> bool:
         """Wait until every job finished, nothing is left (seen twice), or the deadline (True)."""
         quiet = 0
         next_probe = time.monotonic() + PROBE_EVERY_S
@@ -262,8 +242,6 @@ class Simulation:
 
     def _nothing_left(self, conn: redis.Redis) -> bool:
         """True when no job waits on the server and no worker holds a lease."""
-        if any(self.holding.values()):
-            return False
         try:
             with reaching(conn):
                 pipe = conn.pipeline(transaction=True)
@@ -297,11 +275,6 @@ def simulate(url: str | None = None, **settings: Any) -> Result:
     return Simulation(Settings(**settings), url=url).run()
 
 
-# ---- the actors: producer, workers, housekeepers, faults -----------------------------------
-# Each id a claim, reap or promote drops as an orphan goes into the ledger as a ``drop`` call:
-# the audit can then show that no token was minted for it.
-
-
 def answered(sim: Simulation, actor: str, verb: str, job_id: str, token: int,
              send: Callable[[], str], backoff: Backoff, *, stalled: bool = False,
              deadline: float = math.inf) -> None:
@@ -312,6 +285,7 @@ def answered(sim: Simulation, actor: str, verb: str, job_id: str, token: int,
         started = sim.ledger.now()
         try:
             reply = send()
+            break
         except (errors.Refusal, errors.JobGone) as exc:
             sim.ledger.record_error(actor, verb, job_id, token, exc, started=started,
                                     stalled=stalled, after_lost_reply=lost)
@@ -323,14 +297,11 @@ def answered(sim: Simulation, actor: str, verb: str, job_id: str, token: int,
             if time.monotonic() > deadline:
                 raise
             lost = True
-            backoff.wait(sim.aborting)
-            if sim.aborting.is_set():
+            if backoff.wait(sim.aborting):
                 return
-            continue
-        backoff.reset()
-        sim.ledger.record(actor, verb, job_id, token, "accepted", reply, started=started,
-                          stalled=stalled, after_lost_reply=lost)
-        return
+    backoff.reset()
+    sim.ledger.record(actor, verb, job_id, token, "accepted", reply, started=started,
+                      stalled=stalled, after_lost_reply=lost)
 
 
 def enqueue_all(sim: Simulation, conn: redis.Redis, deadline: float) -> None:
@@ -346,7 +317,7 @@ def enqueue_all(sim: Simulation, conn: redis.Redis, deadline: float) -> None:
 
 
 def record_drops(sim: Simulation, name: str, dropped: jobs.Dropped, started: float) -> None:
-    """One ``drop`` call in the ledger per member a transition dropped (orphan or malformed)."""
+    """Ledger a ``drop`` call for each orphan or malformed member a transition dropped."""
     for kind, found in (("orphan", dropped.orphans), ("malformed", dropped.malformed)):
         for member in found:
             job_id = member.decode("ascii", "replace")
@@ -405,9 +376,8 @@ def _work(sim: Simulation, conn: redis.Redis, name: str, got: jobs.Claimed, leas
 
 def _loop(sim: Simulation, name: str, every_s: float,
           step: Callable[[redis.Redis], float | None]) -> None:
-    """Thread ``name``'s body: run ``step`` on a client of its own every ``every_s`` (or the
-    longer pause it returns) until the run stops, backing off while the server is away. A crash
-    is a violation, not a silent death."""
+    """Run ``step`` on a client of its own every ``every_s`` (or the longer pause it returns)
+    until the run stops, backing off while the server is away; a crash becomes a run note."""
     backoff = Backoff(random.Random(f"{sim.settings.seed}:{name}"))
     conn: redis.Redis | None = None
     try:
@@ -429,9 +399,9 @@ def _loop(sim: Simulation, name: str, every_s: float,
             conn.close()
 
 
-def worker(sim: Simulation, name: str, index: int) -> None:
-    """Claim, work and settle jobs until the run stops (seeded by the worker's index)."""
-    rng = random.Random(f"{sim.settings.seed}:worker:{index}")
+def worker(sim: Simulation, name: str) -> None:
+    """Claim, work and settle jobs until the run stops (seeded by the number in ``w<n>``)."""
+    rng = random.Random(f"{sim.settings.seed}:worker:{name[1:]}")
     backoff = Backoff(rng)
 
     def step(conn: redis.Redis) -> float:
@@ -456,7 +426,7 @@ def _round(sim: Simulation, name: str, verb: str,
     return n + dropped.total
 
 
-def reaper(sim: Simulation, name: str, index: int) -> None:
+def reaper(sim: Simulation, name: str) -> None:
     """Return expired leases to pending every ``reap_every_s``, in rounds of up to 100."""
 
     def step(conn: redis.Redis) -> None:
@@ -466,17 +436,16 @@ def reaper(sim: Simulation, name: str, index: int) -> None:
     _loop(sim, name, sim.settings.reap_every_s, step)
 
 
-def promoter(sim: Simulation, name: str, index: int) -> None:
+def promoter(sim: Simulation, name: str) -> None:
     """Move due retried jobs back to pending every ``promote_every_s``."""
 
     def step(conn: redis.Redis) -> None:
-        _round(sim, name, "promote",
-               partial(jobs.promote_dropping, conn, sim.queue, batch=1000))
+        _round(sim, name, "promote", partial(jobs.promote_dropping, conn, sim.queue, batch=1000))
 
     _loop(sim, name, sim.settings.promote_every_s, step)
 
 
-def sampler(sim: Simulation, name: str, index: int) -> None:
+def sampler(sim: Simulation, name: str) -> None:
     """Check an atomic snapshot for drift every ``sample_every_s``, or less often: a snapshot
     blocks the server while it reads every row, so it is kept under ~10% of the time."""
 
@@ -492,30 +461,10 @@ def sampler(sim: Simulation, name: str, index: int) -> None:
     _loop(sim, name, sim.settings.sample_every_s, step)
 
 
-#: The eviction fault, as another client's atomic step (or maxmemory with allkeys-lru): delete
-#: the row of one of the first 50 leases due at least ARGV[3] ms from now, leaving the id in
-#: active. Replies the id, or nil when no lease was live enough.
-EVICT_LUA = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local from = '(' .. (now + tonumber(ARGV[3]))
-local live = redis.call('ZRANGE', KEYS[1], from, '+inf', 'BYSCORE', 'LIMIT', 0, 50)
-if #live == 0 then
-  return false
-end
-local id = live[tonumber(ARGV[2]) % #live + 1]
-if redis.call('DEL', ARGV[1] .. id) == 0 then
-  return false
-end
-return id
-"""
-
-
-def evictor(sim: Simulation, name: str, index: int) -> None:
-    """Delete ``evictions`` job rows under live leases (with half the shortest lease still to
-    run), one every ``evict_every_s``. With ``resend``, the producer re-sends each evicted id at
-    once: ``jobs.enqueue`` refuses it while the id holds a place in the queue; the unguarded
-    enqueue (``resend_guard`` off) gives it a fresh row."""
+def evictor(sim: Simulation, name: str) -> None:
+    """Delete ``evictions`` rows under leases with half the shortest lease still to run
+    (``evict.lua``), one every ``evict_every_s``. With ``resend`` the producer re-sends each
+    evicted id at once: refused by ``jobs.enqueue``, given a fresh row if unguarded."""
     s = sim.settings
     rng = random.Random(f"{s.seed}:{name}")
     backoff = Backoff(rng)
@@ -527,27 +476,18 @@ def evictor(sim: Simulation, name: str, index: int) -> None:
         if sim.counts["evicted"] >= s.evictions:
             return 3600.0  # done: sleep until the run stops
         started = sim.ledger.now()
-        with reaching(conn):
-            got = conn.eval(EVICT_LUA, 1, *keys, prefix, rng.randrange(1 << 30),
-                            s.lease_ms[0] // 2)
-        if got is None:
-            return None
-        job_id = got.decode("ascii")
-        sim.count("evicted")
-        sim.ledger.record(name, "evict", job_id, 0, "accepted", "row deleted", started=started)
-        if s.resend:
-            send = partial(resend, conn, sim.queue, job_id, sim.payloads[job_id])
-            answered(sim, "producer", "resend", job_id, 0, send, backoff)
+        got = load("evict")(conn, keys, [prefix, rng.randrange(1 << 30), s.lease_ms[0] // 2])
+        if got is not None:
+            job_id = got.decode("ascii")
+            sim.count("evicted")
+            sim.ledger.record(name, "evict", job_id, 0, "accepted", "row deleted", started=started)
+            if s.resend:
+                send = partial(resend, conn, sim.queue, job_id, sim.payloads[job_id])
+                answered(sim, "producer", "resend", job_id, 0, send, backoff)
         return None
 
     if s.evictions:
         _loop(sim, name, s.evict_every_s, step)
-
-
-Body = Callable[[Simulation, str, int], None]
-HOUSEKEEPERS: tuple[tuple[str, Body], ...] = (
-    ("reaper", reaper), ("promoter", promoter), ("sampler", sampler), ("evictor", evictor),
-)  # fmt: skip
 
 
 @dataclass(kw_only=True)

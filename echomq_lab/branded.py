@@ -68,15 +68,22 @@ def _problem(job_id: object) -> str | None:
     ns, body = job_id[:3], job_id[3:]
     if not (ns.isascii() and ns.isalpha() and ns.isupper()):
         return f"bad id {job_id!r}: the namespace {ns!r} must be 3 upper-case letters"
-    if bad := [c for c in body if c not in _DIGIT]:
-        return f"bad id {job_id!r}: {bad[0]!r} is not a base62 character"
-    if _decode(body) > MAX_SNOWFLAKE:
+    if not (body.isascii() and body.isalnum()):
+        bad = next(c for c in body if c not in _DIGIT)
+        return f"bad id {job_id!r}: {bad!r} is not a base62 character"
+    if body > _MAX_BODY:  # one width, an ASCII-ordered alphabet: text order is number order
         return f"bad id {job_id!r}: its value is above 2^63-1"
     return None
 
 
 def _decode(body: str) -> int:
-    return sum(_DIGIT[c] * 62**i for i, c in enumerate(reversed(body)))
+    n = 0
+    for c in body:
+        n = n * 62 + _DIGIT[c]
+    return n
+
+
+_MAX_BODY = encode("JOB", MAX_SNOWFLAKE)[3:]
 
 
 def valid(job_id: object) -> bool:

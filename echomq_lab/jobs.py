@@ -102,7 +102,8 @@ def check_text(name: str, value: object) -> bytes:
 
 def sets(queue: str, *names: keyspace.SetName) -> list[str]:
     """The keys of the queue's sets ``names`` (all four, in keyspace order, when none given)."""
-    return [keyspace.queue_key(queue, name) for name in names or keyspace.SET_NAMES]
+    base = keyspace.base(queue)
+    return [base + name for name in names or keyspace.SET_NAMES]
 
 
 # --- the handles ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ The braces make the queue name the hashtag, so one queue's keys share one cluste
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Literal
 
 from redis.crc import key_slot
@@ -35,6 +36,14 @@ def check_queue(queue: object) -> str:
 
 def base(queue: str) -> str:
     """The prefix every key of ``queue`` starts with: ``emq:{Q}:``."""
+    if not isinstance(queue, str):
+        check_queue(queue)  # raises: only a str is looked up in the cache below
+    return _base(queue)
+
+
+@lru_cache(maxsize=1024)
+def _base(queue: str) -> str:
+    """A good name's prefix, built once (a bad one raises, and is not cached)."""
     return f"emq:{{{check_queue(queue)}}}:"
 
 

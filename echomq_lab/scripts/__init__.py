@@ -24,7 +24,7 @@ import redis
 from redis.exceptions import NoScriptError, ResponseError
 
 from echomq_lab import errors
-from echomq_lab.connection import reaching
+from echomq_lab.connection import LOST, unreachable
 from echomq_lab.transitions import SCRIPTS
 
 Arg = str | bytes | int
@@ -108,15 +108,16 @@ class Script:
         once more. An error reply raises its typed refusal (:func:`errors.from_reply`); a lost
         server raises the one-line :class:`errors.ServerUnavailable`.
         """
-        with reaching(conn):
+        try:
             try:
-                try:
-                    return conn.evalsha(self.sha, len(keys), *keys, *args)
-                except NoScriptError:
-                    self.load_into(conn)
-                    return conn.evalsha(self.sha, len(keys), *keys, *args)
-            except ResponseError as exc:  # NOSCRIPT is one too, but is caught above
-                raise self.refusal(exc) from None
+                return conn.evalsha(self.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                self.load_into(conn)
+                return conn.evalsha(self.sha, len(keys), *keys, *args)
+        except ResponseError as exc:  # NOSCRIPT is one too, but is caught above
+            raise self.refusal(exc) from None
+        except LOST as exc:
+            raise unreachable(conn, exc) from None
 
     def load_into(self, conn: redis.Redis) -> None:
         """SCRIPT LOAD the body; RuntimeError if the server knows it by another SHA1."""

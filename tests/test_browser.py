@@ -33,6 +33,7 @@ from playwright.sync_api import Locator, Page, expect
 from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.record_view import GONE
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
+from tests.support.story import play
 from tools.browser import (
     STDERR_OUTPUT,
     find_button,
@@ -288,20 +289,6 @@ def test_centre_fence_panel_refuses_the_stale_token(
 
 # -- 02 and 04: the two-workers story, step by step ---------------------------------------------
 
-#: What the panel says after each step the reader presses (A's stall is taken by the clock).
-STORY_SAYS: dict[str, str] = {
-    "a_claims": "A holds token 1",
-    "reaper_returns": "reap returned 1 job to pending; state=pending, attempts=1",
-    "b_claims": "B holds token 2; the row's attempts is now 2",
-    "a_completes": "A refused: EMQSTALE: token 1 is stale, the row's attempts is 2",
-    "b_completes": "B completed with token 2: the row and the lease are gone",
-}
-#: The steps that wait for a prediction, and the answer the reader commits to first.
-PREDICTIONS: dict[str, str] = {"b_claims": "2", "a_completes": "refused EMQSTALE"}
-#: The longest a lease on these pages takes to run out, with the clock's ticks.
-LEASE_OUT_MS = 30_000
-
-
 @pytest.mark.parametrize("notebook", [CENTRE, STORY])
 def test_two_workers_story_step_by_step(
     ran: Callable[[str], Page], screenshots: Path, notebook: str
@@ -309,15 +296,7 @@ def test_two_workers_story_step_by_step(
     page = ran(notebook)
     story = page.locator(".emq-two-workers")
     expect(story).to_have_count(1)
-    for step, said in STORY_SAYS.items():
-        button = find_button(story, BUTTON_LABELS[step])
-        if step in PREDICTIONS:  # the step and its outcome stay hidden until the reader commits
-            expect(button, f"{step} waits for a prediction").to_have_count(
-                0, timeout=LEASE_OUT_MS)
-            find_button(story, PREDICTIONS[step]).click()
-        expect(button, f"{step} is next").to_be_enabled(timeout=LEASE_OUT_MS)
-        button.click()
-        expect(story).to_contain_text(said, timeout=UPDATE_MS)
+    play(story, timeout_ms=UPDATE_MS)
     log = story.locator("ol li")
     expect(log).to_have_count(len(STEPS))
     expect(log.nth(4)).to_contain_text("EMQSTALE: token 1 is stale")

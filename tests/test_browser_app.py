@@ -26,11 +26,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from echomq_lab.servers import free_port
-from echomq_lab.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
+from tests.support.story import play
 from tools.browser import VIEWPORT, find_button, stored_widgets
 from tools.course import load as course_pages
 
@@ -124,10 +124,6 @@ def test_every_page_renders_click_only(
         page.close()
 
 
-def story_button(story: Locator, step: str) -> Locator:
-    return find_button(story, BUTTON_LABELS[step])
-
-
 def test_the_two_worker_story_clicks_through_to_the_refusal(
     app: str, browser: Browser, screenshots: Path
 ) -> None:
@@ -135,20 +131,7 @@ def test_the_two_worker_story_clicks_through_to_the_refusal(
     try:
         story = page.locator(".emq-two-workers")
         expect(story).to_have_count(1)
-        enabled = [s for s, _ in STEPS if story_button(story, s).is_enabled()]
-        if not enabled:  # the story stands at its end: begin it again
-            story.locator(".widget-button", has_text="start again").click()
-            expect(story_button(story, STEPS[0][0])).to_be_enabled(timeout=UPDATE_MS)
-        order = [s for s, _ in STEPS]
-        start = order.index(next(s for s in order if story_button(story, s).is_enabled()))
-        assert start <= order.index("a_completes"), f"the story is past A's completion: {start}"
-        for step in order[start:]:
-            button = story_button(story, step)
-            expect(button, f"{step} is next").to_be_enabled(timeout=UPDATE_MS)
-            button.click()
-            if step == "a_completes":
-                break
-            expect(button, f"{step} was taken").to_be_disabled(timeout=UPDATE_MS)
+        play(story, until="a_completes", timeout_ms=UPDATE_MS)
         refused = story.locator(".emq-message.emq-refused").first
         expect(refused).to_contain_text("EMQSTALE: token 1 is stale", timeout=UPDATE_MS)
         click_only(page, CENTRE)

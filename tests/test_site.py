@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from echomq_lab.two_workers import STEPS
-from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tests.support.backends import backends_required
+from tests.support.story import play
 from tools.browser import VIEWPORT, cell_count, find_button, run_all
 
 if TYPE_CHECKING:
@@ -145,13 +144,7 @@ def test_the_two_workers_story_clicks_to_emqstale(page02: Page) -> None:
     story = page02.locator(".emq-two-workers")
     story.scroll_into_view_if_needed()
     find_button(story, "start again").click()
-    for step, _ in STEPS:
-        button = find_button(story, BUTTON_LABELS[step])
-        button.scroll_into_view_if_needed()
-        page02.wait_for_function(
-            "b => !b.disabled", arg=button.element_handle(), timeout=UPDATE_MS)
-        button.click()
-        if step == "a_completes":
-            refusal = story.locator(".emq-message.emq-refused").first
-            refusal.wait_for(timeout=UPDATE_MS)
-            assert "EMQSTALE" in refusal.inner_text()
+    play(story, until="a_completes", timeout_ms=UPDATE_MS)
+    refusal = story.locator(".emq-message.emq-refused").first
+    refusal.wait_for(timeout=UPDATE_MS)
+    assert "EMQSTALE" in refusal.inner_text()

@@ -9,8 +9,7 @@ from typing import Literal
 import redis
 
 from echomq_lab import errors, keyspace
-from echomq_lab.branded import check as check_id
-from echomq_lab.jobs import Payload, check_payload
+from echomq_lab.jobs import Payload, check_payload, check_token
 from echomq_lab.scripts import load
 
 #: How the unfenced complete is named wherever its work shows, so it is never taken for the
@@ -23,8 +22,8 @@ def complete_unfenced(
 ) -> Literal["completed"]:
     """Retire the job whatever ``token`` is (``unfenced_complete.lua`` sends it and ignores it):
     the row and the active member are deleted. :class:`errors.JobGone` when there is no row."""
-    keys = [keyspace.queue_key(queue, "active"), keyspace.job_key(queue, check_id(job_id))]
-    if load("unfenced_complete")(conn, keys, [job_id, str(token)]) == 0:
+    keys = [keyspace.queue_key(queue, "active"), keyspace.job_key(queue, job_id)]
+    if load("unfenced_complete")(conn, keys, [job_id, check_token(token)]) == 0:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return "completed"
 
@@ -34,6 +33,6 @@ def enqueue_unguarded(
 ) -> Literal["enqueued", "duplicate"]:
     """Enqueue as if the queue's sets did not matter (``unguarded_enqueue.lua``): an id with no
     row gets a fresh one (attempts 0) even while its old lease still stands in active."""
-    keys = [keyspace.job_key(queue, check_id(job_id)), keyspace.queue_key(queue, "pending")]
+    keys = [keyspace.job_key(queue, job_id), keyspace.queue_key(queue, "pending")]
     reply = load("unguarded_enqueue")(conn, keys, [job_id, check_payload(payload)])
     return "enqueued" if reply == 1 else "duplicate"

@@ -17,7 +17,7 @@ import redis
 
 from echomq_lab import branded, connect, errors, jobs, keyspace
 from echomq_lab.connection import eviction_policy
-from echomq_lab.unfenced import enqueue_unguarded
+from echomq_lab.unfenced import complete_unfenced, enqueue_unguarded
 
 Q = "evicted"
 LONG = 60_000
@@ -112,3 +112,13 @@ def test_connect_warns_once_when_the_server_can_evict(
         if warns:
             assert policy in str(risks[0].message) and "noeviction" in str(risks[0].message)
         conn.close()
+
+
+def test_the_demonstrations_refuse_bad_arguments_before_the_wire(conn: redis.Redis) -> None:
+    a = _claimed_by_a(conn)
+    with pytest.raises(TypeError, match="token must be an int"):
+        complete_unfenced(conn, Q, a.id, "1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="bad id"):
+        enqueue_unguarded(conn, Q, "JOB-not-an-id!", b"x")
+    assert jobs.record(conn, Q, a.id) == {b"state": b"active", b"attempts": b"1",
+                                         b"payload": b"report"}

@@ -8,7 +8,7 @@ once with EVALSHA, map the reply. Refusals come back as the typed errors of
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast
 
 import redis
 
@@ -100,12 +100,6 @@ def check_text(name: str, value: object) -> bytes:
     raise TypeError(f"{name} must be str or bytes, not {type(value).__name__}")
 
 
-def sets(queue: str, *names: keyspace.SetName) -> list[str]:
-    """The keys of the queue's sets ``names`` (all four, in keyspace order, when none given)."""
-    base = keyspace.base(queue)
-    return [base + name for name in names or keyspace.SET_NAMES]
-
-
 # --- the handles ---------------------------------------------------------------------------
 
 
@@ -119,10 +113,10 @@ def enqueue(
     row is gone while it still stands in one of the queue's sets is refused
     (:class:`errors.BadRow`): a new row there would let a token be minted twice.
     """
-    row = keyspace.job_key(queue, job_id)
+    k = keyspace.keys(queue)
     data = check_payload(payload)
     # KEYS: the row, then pending, active, schedule, dead. ARGV: the id, the payload.
-    reply = load("enqueue")(conn, [row, *sets(queue)], [job_id, data])
+    reply = load("enqueue")(conn, [k.row(job_id), *k.sets], [job_id, data])
     return "enqueued" if reply == 1 else "duplicate"
 
 
@@ -145,10 +139,10 @@ def enqueue_in(
 def _schedule(
     conn: redis.Redis, queue: str, job_id: str, payload: Payload, mode: str, ms: int
 ) -> Literal["scheduled", "duplicate"]:
-    row = keyspace.job_key(queue, job_id)
+    k = keyspace.keys(queue)
     data = check_payload(payload)
     # KEYS: the row, then the four sets. ARGV: the id, the payload, 'at' or 'in', the ms.
-    reply = load("schedule")(conn, [row, *sets(queue)], [job_id, data, mode, ms])
+    reply = load("schedule")(conn, [k.row(job_id), *k.sets], [job_id, data, mode, ms])
     return "scheduled" if reply == 1 else "duplicate"
 
 
@@ -160,26 +154,35 @@ def claim(conn: redis.Redis, queue: str, lease_ms: int) -> Claimed | None:
     is the same claim, and says which). Raises :class:`errors.BadRow` when the oldest job's
     row is broken (no whole-number ``attempts`` or no payload); that refusal changes nothing.
     """
-    claimed, _dropped = claim_dropping(conn, queue, lease_ms)
-    return claimed
+    k = keyspace.keys(queue)
+    # KEYS: pending, active. ARGV: the row-key prefix, the lease.
+    reply = load("claim")(conn, [k.pending, k.active], [k.rows, check_lease(lease_ms)])
+    if len(reply) == 2:  # {orphans, malformed}: the script met only members with no job
+        return claim_dropping(conn, queue, lease_ms)[0]  # which looks past them
+    return claimed_from(reply)
+
+
+def claimed_from(reply: list[Any]) -> Claimed | None:
+    """Claim's reply as a :class:`Claimed`: {} is None; {id, payload, token, ...} a job."""
+    if not reply:
+        return None
+    return Claimed(reply[0].decode("ascii"), reply[1], reply[2])
 
 
 def claim_dropping(
     conn: redis.Redis, queue: str, lease_ms: int
 ) -> tuple[Claimed | None, Dropped]:
     """:func:`claim`, and the members it dropped from pending on the way."""
-    keys = sets(queue, "pending", "active")
-    args: list[Arg] = [keyspace.job_prefix(queue), check_lease(lease_ms)]
+    k = keyspace.keys(queue)
+    keys = [k.pending, k.active]
+    args: list[Arg] = [k.rows, check_lease(lease_ms)]
     dropped = NOTHING_DROPPED
     for _ in range(CLAIM_RUNS):
         reply = load("claim")(conn, keys, args)
         if len(reply) in (2, 5):  # members were dropped on the way: {..., orphans, malformed}
             dropped = dropped.plus(Dropped(tuple(reply[-2]), tuple(reply[-1])))
-        if len(reply) == 2:  # only dropped members: look again behind them
-            continue
-        if not reply:  # nothing is pending
-            return None, dropped
-        return Claimed(reply[0].decode("ascii"), reply[1], reply[2]), dropped
+        if len(reply) != 2:  # 2: only dropped members, look again behind them
+            return claimed_from(reply), dropped
     return None, dropped
 
 
@@ -189,8 +192,8 @@ def complete(conn: redis.Redis, queue: str, job_id: str, token: int) -> Literal[
     Raises :class:`errors.StaleToken` for a stale token or a lease that is gone (nothing
     changes), and :class:`errors.JobGone` when the row does not exist.
     """
-    keys = [keyspace.queue_key(queue, "active"), keyspace.job_key(queue, job_id)]
-    reply = load("complete")(conn, keys, [job_id, check_token(token)])
+    k = keyspace.keys(queue)
+    reply = load("complete")(conn, [k.active, k.row(job_id)], [job_id, check_token(token)])
     if reply == 0:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return "completed"
@@ -210,7 +213,8 @@ def retry(
 
     Raises :class:`errors.StaleToken` if the row is gone, the token is stale or the lease gone.
     """
-    keys = [*sets(queue, "active", "schedule", "dead"), keyspace.job_key(queue, job_id)]
+    k = keyspace.keys(queue)
+    keys = [k.active, k.schedule, k.dead, k.row(job_id)]
     args: list[Arg] = [
         job_id,
         check_token(token),
@@ -233,8 +237,9 @@ def promote(conn: redis.Redis, queue: str, batch: int = 100) -> int:
 
 def promote_dropping(conn: redis.Redis, queue: str, batch: int = 100) -> tuple[int, Dropped]:
     """:func:`promote`, and the due members it dropped because no job stood behind them."""
-    args: list[Arg] = [keyspace.job_prefix(queue), check_int("batch", batch, 1, 100_000)]
-    return _moved(load("promote")(conn, sets(queue, "schedule", "pending"), args))
+    k = keyspace.keys(queue)
+    args: list[Arg] = [k.rows, check_int("batch", batch, 1, 100_000)]
+    return _moved(load("promote")(conn, [k.schedule, k.pending], args))
 
 
 def reap(conn: redis.Redis, queue: str) -> int:
@@ -248,8 +253,8 @@ def reap(conn: redis.Redis, queue: str) -> int:
 
 def reap_dropping(conn: redis.Redis, queue: str) -> tuple[int, Dropped]:
     """:func:`reap`, and the expired members it dropped because no job stood behind them."""
-    args = [keyspace.job_prefix(queue)]
-    return _moved(load("reap")(conn, sets(queue, "active", "pending"), args))
+    k = keyspace.keys(queue)
+    return _moved(load("reap")(conn, [k.active, k.pending], [k.rows]))
 
 
 def _moved(reply: int | list[object]) -> tuple[int, Dropped]:
@@ -266,8 +271,8 @@ def reprocess(conn: redis.Redis, queue: str, job_id: str) -> Literal["pending"]:
     Raises :class:`errors.WrongState` when the job is not dead, :class:`errors.JobGone` when
     its row does not exist.
     """
-    keys = [keyspace.job_key(queue, job_id), *sets(queue, "dead", "pending")]
-    if load("reprocess")(conn, keys, [job_id]) == -1:
+    k = keyspace.keys(queue)
+    if load("reprocess")(conn, [k.row(job_id), k.dead, k.pending], [job_id]) == -1:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return "pending"
 
@@ -278,8 +283,9 @@ def extend(conn: redis.Redis, queue: str, job_id: str, token: int, lease_ms: int
     Raises :class:`errors.StaleToken` for a stale token or a lease that is gone (a reaped job
     is never put back in active), :class:`errors.JobGone` when the row does not exist.
     """
-    keys = [keyspace.queue_key(queue, "active"), keyspace.job_key(queue, job_id)]
-    reply = int(load("extend")(conn, keys, [job_id, check_token(token), check_lease(lease_ms)]))
+    k = keyspace.keys(queue)
+    args: list[Arg] = [job_id, check_token(token), check_lease(lease_ms)]
+    reply = int(load("extend")(conn, [k.active, k.row(job_id)], args))
     if reply == -1:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return reply

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from redis.crc import key_slot
 
@@ -34,17 +34,45 @@ def check_queue(queue: object) -> str:
     return queue
 
 
-def base(queue: str) -> str:
-    """The prefix every key of ``queue`` starts with: ``emq:{Q}:``."""
+class QueueKeys(NamedTuple):
+    """Every key of one queue: the base, its four sorted sets and the prefix of its rows."""
+
+    base: str
+    pending: str
+    active: str
+    schedule: str
+    dead: str
+    #: The row-key prefix ``emq:{Q}:job:``: a job's row is this prefix and its id.
+    rows: str
+
+    @property
+    def sets(self) -> tuple[str, str, str, str]:
+        """The four sets in :data:`SET_NAMES` order: pending, active, schedule, dead."""
+        return self.pending, self.active, self.schedule, self.dead
+
+    def row(self, job_id: str) -> str:
+        """The row key of a well-formed branded id (a malformed one raises)."""
+        return self.rows + check(job_id)
+
+
+def keys(queue: str) -> QueueKeys:
+    """The keys of ``queue``; a name that is not 1-64 of ``[A-Za-z0-9._-]`` raises."""
     if not isinstance(queue, str):
         check_queue(queue)  # raises: only a str is looked up in the cache below
-    return _base(queue)
+    return _keys(queue)
 
 
 @lru_cache(maxsize=1024)
-def _base(queue: str) -> str:
-    """A good name's prefix, built once (a bad one raises, and is not cached)."""
-    return f"emq:{{{check_queue(queue)}}}:"
+def _keys(queue: str) -> QueueKeys:
+    """A good name's keys, built once (a bad one raises, and is not cached)."""
+    base = f"emq:{{{check_queue(queue)}}}:"
+    pending, active, schedule, dead = (base + name for name in SET_NAMES)
+    return QueueKeys(base, pending, active, schedule, dead, rows=base + "job:")
+
+
+def base(queue: str) -> str:
+    """The prefix every key of ``queue`` starts with: ``emq:{Q}:``."""
+    return keys(queue).base
 
 
 def queue_key(queue: str, kind: str) -> str:
@@ -56,12 +84,12 @@ def queue_key(queue: str, kind: str) -> str:
 
 def job_prefix(queue: str) -> str:
     """The prefix of every row key of ``queue``: ``emq:{Q}:job:``."""
-    return base(queue) + "job:"
+    return keys(queue).rows
 
 
 def job_key(queue: str, job_id: str) -> str:
     """The row key ``emq:{Q}:job:<ID>`` of a well-formed branded id."""
-    return base(queue) + "job:" + check(job_id)
+    return keys(queue).row(job_id)
 
 
 def slot(key: str | bytes) -> int:

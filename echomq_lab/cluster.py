@@ -167,6 +167,18 @@ class Cluster:
             return sorted(out, key=lambda sh: min(sh.slots, default=(-1, -1)))
         raise ClusterError("no node of the cluster answers")
 
+    def settled_for(self, via: Node) -> bool:
+        """True when every node ``via`` sees serving slots is running and trusted: a client
+        seeded at ``via`` is then never sent to a killed primary (right after a failover,
+        a node may still hold the old map for a moment)."""
+        alive = {n.port for n in self.nodes if n.alive()}
+        try:
+            rows = _nodes(via)
+        except (redis.ConnectionError, redis.TimeoutError):
+            return False
+        return all(port in alive and not flags & _DOUBTS for port, flags, row in rows
+                   if _slots(row))
+
     def stop(self, timeout_s: float = 5.0) -> None:
         """End every node (see :func:`servers.end`) and delete its folders; idempotent."""
         if self._stopped:

@@ -72,17 +72,18 @@ def durable_claim(conn: redis.Redis, queue: str, lease_ms: int, *, replicas: int
     None when nothing is pending. Fewer acknowledgements raise :class:`errors.NotReplicated`:
     the job stays leased but its token may not survive a failover, so the worker must not start
     on it (the lease runs out and the reaper hands the job on)."""
-    keys = jobs.sets(queue, "pending", "active")
-    args: list[Arg] = [keyspace.job_prefix(queue), jobs.check_lease(lease_ms)]
+    k = keyspace.keys(queue)
+    keys = [k.pending, k.active]
+    args: list[Arg] = [k.rows, jobs.check_lease(lease_ms)]
     wanted = jobs.check_int("replicas", replicas, 0, 64)
     wait_ms = jobs.check_int("timeout_ms", timeout_ms, 1, jobs.MAX_MS)
     for _ in range(jobs.CLAIM_RUNS):
         reply, acked = run_and_wait(conn, load("claim"), keys, args, wanted, wait_ms)
         if len(reply) == 2:  # only members with no job behind them: look again
             continue
-        if not reply:
+        claimed = jobs.claimed_from(reply)
+        if claimed is None:
             return None
-        claimed = jobs.Claimed(reply[0].decode("ascii"), reply[1], reply[2])
         if acked < wanted:
             raise errors.NotReplicated(
                 f"claim of {claimed.id} (token {claimed.token}) reached {acked} of {wanted} "
@@ -275,6 +276,8 @@ def measure(cluster: Cluster, claims: int = 200, *, durable: bool) -> Cost:
     """Time ``claims`` claims one way on a queue whose primary has a replica (the jobs stay
     claimed: the cluster is thrown away after)."""
     queue, shard = pick_queue(cluster, "cost", replicas=1)
+    if not wait_until(lambda: cluster.settled_for(shard.primary), 30.0):
+        raise ClusterError(f"{shard.primary.address} still maps slots to a dead node after 30 s")
     conn = connect(cluster.url_via(shard.primary))
     queues.reset(conn, queue)
     _claim(conn, queue, durable=durable)  # loads the script

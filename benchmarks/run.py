@@ -60,6 +60,7 @@ from benchmarks.workloads import (
     NoopEvalsha,
     NoopPipelined,
     Workload,
+    cores_apart,
     interleave,
     ratios,
     server_cpu_ns,
@@ -145,8 +146,12 @@ class EnqueuePipelined(Workload):
             raise RuntimeError("a pipelined enqueue answered duplicate for a fresh id")
 
 
-def bench_throughput(url: str, sizes: Sizes, server_pid: int | None = None) -> dict[str, Figure]:
-    """The limit, our cycle, the pipelined pair and the embedded cycle, interleaved."""
+def bench_throughput(
+    url: str, sizes: Sizes, server_pid: int | None = None
+) -> tuple[dict[str, Figure], dict[str, int] | None]:
+    """The limit, our cycle, the pipelined pair and the embedded cycle, interleaved, with the
+    server and this process on two CPUs of their own (:func:`cores_apart`, which CPUs: the
+    second value, None when nothing was pinned)."""
     conn = echomq_lab.connect(url)
     embedded = echomq_lab.connect(fresh=True)
     try:
@@ -158,7 +163,8 @@ def bench_throughput(url: str, sizes: Sizes, server_pid: int | None = None) -> d
             EnqueuePipelined("enqueue_pipelined", conn, sizes.pipe_ops),
             Cycle("cycle_embedded", embedded, sizes.embedded_ops),
         ]
-        figures = interleave(workloads, sizes.repeats, sizes.slices, server_pid)
+        with cores_apart(server_pid) as cpus:
+            figures = interleave(workloads, sizes.repeats, sizes.slices, server_pid)
     finally:
         conn.close()
         embedded.close()
@@ -168,7 +174,7 @@ def bench_throughput(url: str, sizes: Sizes, server_pid: int | None = None) -> d
     figures["noop_evalsha_pipelined"].note = f"no-op EVALSHA, {BATCH} per pipeline flush"
     figures["enqueue_pipelined"].note = f"enqueue script by EVALSHA, {BATCH} per flush"
     figures["cycle_embedded"].note = "the same cycle on connect(fresh=True) (fakeredis + lupa)"
-    return figures
+    return figures, cpus
 
 
 # --------------------------------------------------------------------------------------------
@@ -596,6 +602,12 @@ def table(results: dict[str, Any]) -> str:
         f"(this run {b['cpu_ours_pct_of_all_cores']}%, others "
         f"{b['cpu_others_pct_of_all_cores']}%)"
     )
+    cpus = results.get("cpus")
+    lines.append(
+        f"throughput figures: the server on CPU {cpus['server']}, this process on CPU "
+        f"{cpus['client']}" if cpus
+        else "throughput figures: CPUs left to the scheduler (fewer than two, or no pid)"
+    )
     lines.append("")
     head = f"{'figure':<30}{'median':>10}{'min':>10}{'max':>10}  {'unit':<15}{'CPU us/op':>18}"
     lines.append(head)
@@ -731,7 +743,7 @@ def run(
             "sizes": sizes.__dict__,
             "machine": machine(server),
         }
-        figs = bench_throughput(server.url, sizes, server.proc.pid)
+        figs, results["cpus"] = bench_throughput(server.url, sizes, server.proc.pid)
         ratio_list = {
             key: _ratio(ratios(figs[top], figs[bottom], scale), note)
             for key, top, bottom, scale, note in PAIRED_RATIOS

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 import redis
 
 from benchmarks import run as bench
-from benchmarks import scale
+from benchmarks import scale, workloads
 from benchmarks.pipeline import enqueue_many, run_many
 from benchmarks.targets import scale_targets, targets
 from benchmarks.workloads import Figure, ratios
@@ -73,7 +75,8 @@ def test_cycle_wire_cost_is_three_round_trips_per_job(valkey_url: str) -> None:
 
 
 def test_throughput_workloads_leave_no_job_behind(valkey_url: str) -> None:
-    figures = bench.bench_throughput(valkey_url, TINY)
+    figures, cpus = bench.bench_throughput(valkey_url, TINY)
+    assert cpus is None  # no server pid given: nothing is pinned
     assert set(figures) == {
         "noop_evalsha",
         "cycle_valkey",
@@ -291,3 +294,24 @@ def test_run_many_raises_the_typed_refusal_after_its_flush(
         run_many(conn, load("extend"), [stale, live], batch=2)
     assert conn.zscore(keys[0], job) != before  # the live call of that flush ran
     assert run_many(conn, load("extend"), [live], batch=1)[0] > 0
+
+
+def test_cores_apart_pins_both_sides_and_restores_them() -> None:
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip(f"this machine lets the tests use {len(allowed)} CPU: nothing to pin apart")
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        theirs = os.sched_getaffinity(other.pid)
+        with workloads.cores_apart(other.pid) as cpus:
+            assert cpus is not None and cpus["client"] != cpus["server"]
+            assert os.sched_getaffinity(0) == {cpus["client"]}
+            assert os.sched_getaffinity(other.pid) == {cpus["server"]}
+        assert os.sched_getaffinity(0) == allowed
+        assert os.sched_getaffinity(other.pid) == theirs
+        with workloads.cores_apart(None) as nothing:
+            assert nothing is None
+            assert os.sched_getaffinity(0) == allowed
+    finally:
+        other.kill()
+        other.wait()

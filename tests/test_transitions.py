@@ -85,6 +85,17 @@ def test_handles_are_exactly_the_jobs_functions_that_run_a_transition() -> None:
     assert {"browse", "record", "check_lease"} <= set(public) - set(running)
 
 
+def test_every_handle_reads_in_one_screen() -> None:
+    # The pages print these functions as the course's code in Python: each fits one screen
+    # and runs its script through the loader, with no hand-inlined EVALSHA or type escapes.
+    names = {h for t in transitions.TRANSITIONS for h in (*t.handles, t.dropping) if h}
+    for name in sorted(names):
+        source = inspect.getsource(getattr(jobs, name))
+        assert len(source.splitlines()) <= 25, f"{name} is {len(source.splitlines())} lines"
+        for tuned in ("execute_command", "EVALSHA", "type: ignore", "__new__"):
+            assert tuned not in source, f"{name} contains {tuned!r}"
+
+
 def test_the_states_each_script_writes_are_the_registrys() -> None:
     for t in transitions.TRANSITIONS:
         source = scripts.load(t.script).source

@@ -210,9 +210,9 @@ def cores_apart(server_pid: int | None) -> Iterator[dict[str, int] | None]:
     Left to the scheduler, a client and a server that take turns on one connection sometimes
     share a core and sometimes not, and can change between the two mid-run. Two fixed cores,
     as a server and its clients have in production, rule the shared core out; the hop
-    between cores still varies with how the idle core wakes (a round trip of about 19 us or
-    about 31 us on the 2-core machine of the README), which interleaving spreads over every
-    workload alike. Yields ``{"client": cpu, "server": cpu}``,
+    between cores still varies with how the idle core wakes (a no-op round trip of about
+    19 us or about 31 us, timed at the socket on one 2-core AMD EPYC machine), which
+    interleaving spreads over every workload alike. Yields ``{"client": cpu, "server": cpu}``,
     or None (nothing pinned) with fewer than two CPUs or no server pid; the CPUs allowed
     before are restored on the way out.
     """

@@ -75,7 +75,7 @@ APP_ARGS ?=
 app: $(LAB_STAMP)
 	@echo "Opening the lab as an app on notebooks/ (no code; start with 00-the-record-hash.ipynb)."
 	@echo "Server: $${ECHOMQ_REDIS_URL:-embedded fakeredis (set ECHOMQ_REDIS_URL for a real one)}"
-	$(PY) -m echomq_lab.app $(APP_ARGS) notebooks
+	$(PY) -m echomq_lab.widgets.app $(APP_ARGS) notebooks
 
 # Re-run every notebook and store its outputs and widget state (nbval compares against them).
 # Needed after changing a handle or script a notebook shows: its source is part of the output.

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from benchmarks.results import BAR_COLOURS, Report, ScalePoint, points
-from echomq_lab import theme
+from echomq_lab.widgets import look as theme
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

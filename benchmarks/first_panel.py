@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from echomq_lab.servers import free_port
+from echomq_lab.cluster.servers import free_port
 from tools.browser import (
     VIEWPORT,
     chromium_path,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from echomq_lab import theme
+from echomq_lab.widgets import look as theme
 
 #: Where the repository keeps the results ``python -m benchmarks.run`` writes, from its root.
 REPOSITORY_FILE = Path("benchmarks") / "results.json"

@@ -22,7 +22,7 @@ from benchmarks.results import (
     transition_rows,
     value,
 )
-from echomq_lab import theme
+from echomq_lab.widgets import look as theme
 
 
 @dataclass(frozen=True)

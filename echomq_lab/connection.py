@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 # isort: off
 # First of all: in the browser (Pyodide, no lupa) this makes fakeredis run its Lua on fengari.
-from echomq_lab import browser_lua  # noqa: F401
+from echomq_lab.browser import lua as browser_lua  # noqa: F401
 # isort: on
 import fakeredis
 import redis

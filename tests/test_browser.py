@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from echomq_lab.two_workers import STEPS
+from echomq_lab.lessons.two_workers import STEPS
 from echomq_lab.widgets.record_view import GONE
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tests.support.story import play

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from echomq_lab.servers import free_port
+from echomq_lab.cluster.servers import free_port
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tests.support.story import play
 from tools.browser import VIEWPORT, find_button, stored_widgets

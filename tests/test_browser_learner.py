@@ -24,7 +24,7 @@ import pytest
 from playwright.sync_api import Error, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from echomq_lab.two_workers import STEPS
+from echomq_lab.lessons.two_workers import STEPS
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tools.browser import STDERR_OUTPUT, find_button, menu
 from tools.course import load as course_pages

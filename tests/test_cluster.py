@@ -14,17 +14,8 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from echomq_lab import (
-    branded,
-    cluster,
-    connect,
-    errors,
-    failover,
-    jobs,
-    keyspace,
-    placement,
-    queues,
-)
+from echomq_lab import branded, cluster, connect, errors, jobs, keyspace, queues
+from echomq_lab.cluster import failover, placement
 from echomq_lab.connection import describe, node_client
 
 Q = "cluster-test"

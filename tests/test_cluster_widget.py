@@ -7,7 +7,8 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from echomq_lab import cluster, connect, keyspace, placement
+from echomq_lab import cluster, connect, keyspace
+from echomq_lab.cluster import placement
 from echomq_lab.widgets.cluster import ClusterPanel
 
 

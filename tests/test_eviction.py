@@ -17,7 +17,7 @@ import redis
 
 from echomq_lab import branded, connect, errors, jobs, keyspace
 from echomq_lab.connection import eviction_policy
-from echomq_lab.unfenced import complete_unfenced, enqueue_unguarded
+from echomq_lab.lessons.unfenced import complete_unfenced, enqueue_unguarded
 
 Q = "evicted"
 LONG = 60_000

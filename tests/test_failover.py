@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from echomq_lab import failover
+from echomq_lab.cluster import failover
 from echomq_lab.sim.audit import V_TOKENS
 
 

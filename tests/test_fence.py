@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 import redis
 
-from echomq_lab import fencing, jobs, keyspace
+from echomq_lab import jobs, keyspace
+from echomq_lab.lessons import fencing
+from echomq_lab.lessons.stories import HOLD_MS
 from echomq_lab.snapshot import check
-from echomq_lab.stories import HOLD_MS
 from echomq_lab.widgets import FencePanel
 from tests.support.state import deadline_window, dump
 

@@ -1,5 +1,10 @@
-"""The package's layers point one way: the protocol core loads no notebook machinery, and no
-module of the package imports, directly or through others, a module that imports it back."""
+"""The package's layers are its folders, and they point one way.
+
+The protocol core is the top level (with ``scripts/`` and ``browser/``); ``lessons/`` tells the
+pages' stories from the core; the labs (``sim/``, ``measure/``, ``cluster/``) use the core and
+what their docstrings name; ``widgets/`` may use everything. The core loads no notebook
+machinery, the top level holds at most 12 modules, and no module of the package imports,
+directly or through others and type-only imports included, a module that imports it back."""
 
 from __future__ import annotations
 
@@ -10,7 +15,17 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "echomq_lab"
 CORE = ("jobs", "snapshot", "keyspace", "branded", "errors", "connection", "transitions", "row",
-        "clock", "queues", "scripts")
+        "clock", "queues", "drift", "scripts", "browser")
+#: Each layer (a folder, or the top level "") and the layers its modules may import.
+LAYERS: dict[str, set[str]] = {
+    "": {""},
+    "lessons": {"", "lessons"},
+    "measure": {"", "measure"},
+    "sim": {"", "lessons", "sim", "widgets.look"},
+    "cluster": {"", "measure", "sim", "cluster"},
+    "widgets": {"", "lessons", "measure", "sim", "cluster", "widgets", "widgets.look"},
+    "widgets.look": {""},
+}
 HEAVY = ("ipywidgets", "IPython", "matplotlib")
 
 
@@ -29,12 +44,30 @@ def test_the_protocol_core_loads_no_notebook_machinery() -> None:
 
 def test_the_probe_sees_a_heavy_import() -> None:
     # The check above could pass by never seeing anything: the widgets must show up here.
-    assert "ipywidgets" in _loaded_after("import echomq_lab.widgets")
+    assert "ipywidgets" in _loaded_after("from echomq_lab.widgets import RecordView")
+
+
+def test_the_look_and_the_simulation_load_no_widgets() -> None:
+    # Charts use the look without a panel: naming the widgets package imports no panel.
+    assert "ipywidgets" not in _loaded_after("import echomq_lab.sim, echomq_lab.widgets.look")
 
 
 def _module(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _layer(module: str) -> str:
+    """The layer of a dotted module name: its folder under the package, "" for the protocol
+    core (the top level, ``scripts/`` and ``browser/``); ``widgets.look`` is a layer of its own
+    (the look, which loads no ipywidgets)."""
+    parts = module.split(".")[1:]
+    if not parts or parts[0] in ("scripts", "browser"):
+        return ""
+    if parts[:2] == ["widgets", "look"]:
+        return "widgets.look"
+    path = PACKAGE.joinpath(*parts)
+    return parts[0] if len(parts) > 1 or path.is_dir() else ""
 
 
 def _runtime_nodes(tree: ast.Module) -> list[ast.AST]:
@@ -47,11 +80,13 @@ def _runtime_nodes(tree: ast.Module) -> list[ast.AST]:
     return [n for n in ast.walk(tree) if id(n) not in skipped]
 
 
-def imports_of(path: Path, modules: set[str]) -> set[str]:
-    """The package modules ``path`` imports when it runs: at module level or inside a function
-    (a late import hides a cycle, it does not remove it)."""
+def imports_of(path: Path, modules: set[str], *, typing_too: bool = True) -> set[str]:
+    """The package modules ``path`` imports: at module level or inside a function (a late
+    import hides a cycle, it does not remove it), and under ``if TYPE_CHECKING:`` unless
+    ``typing_too`` is False (a reader must untie a type-only circle too)."""
     found: set[str] = set()
-    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree) if typing_too else _runtime_nodes(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [f"{node.module}.{a.name}" for a in node.names]
             found |= {n for n in names if n in modules} or ({node.module} & modules)
@@ -84,9 +119,44 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_package_has_no_import_cycle() -> None:
+def _graph() -> dict[str, set[str]]:
     paths = sorted(PACKAGE.rglob("*.py"))
     modules = {_module(p) for p in paths}
-    graph = {_module(p): imports_of(p, modules) - {_module(p)} for p in paths}
-    assert graph["echomq_lab.failover"] >= {"echomq_lab.jobs"}  # the reader sees imports at all
+    return {_module(p): imports_of(p, modules) - {_module(p)} for p in paths}
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    graph = _graph()
+    # the reader sees imports at all, type-only ones too
+    assert graph["echomq_lab.cluster.failover"] >= {"echomq_lab.jobs"}
+    assert "echomq_lab.sim.run" in graph["echomq_lab.sim.charts"]
     assert cycles(graph) == []
+
+
+def test_every_module_imports_only_the_layers_below_it() -> None:
+    graph = _graph()
+    assert {_layer(m) for m in graph} == set(LAYERS)
+    wrong = [f"{m} ({_layer(m) or 'core'}) imports {i}" for m, found in graph.items()
+             for i in sorted(found) if _layer(i) not in LAYERS[_layer(m)]]
+    assert wrong == []
+
+
+def test_the_layer_rule_sees_a_wrong_import() -> None:
+    # The check above could pass by reading nothing: a lesson importing a panel is caught.
+    assert _layer("echomq_lab.lessons.stories") == "lessons"
+    assert _layer("echomq_lab.widgets.record_view") not in LAYERS["lessons"]
+    assert _layer("echomq_lab.jobs") == _layer("echomq_lab.scripts") == ""
+
+
+def test_the_top_level_holds_at_most_twelve_modules_and_every_folder_says_its_rule() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 12, top
+    for folder in (p for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()):
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and "import" in doc, f"{folder.name}/__init__.py does not say what it may import"
+
+
+def test_the_protocol_surface_stays_importable() -> None:
+    loaded = _loaded_after("from echomq_lab import connect, jobs, branded, keyspace, errors, "
+                           "check, queues\nimport echomq_lab.widgets, echomq_lab.sim")
+    assert "echomq_lab" in loaded

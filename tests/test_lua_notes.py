@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from echomq_lab import jobs, lua_notes, scripts
+from echomq_lab import jobs, scripts
+from echomq_lab.lessons import lua_notes
 from echomq_lab.widgets import beats
 from echomq_lab.widgets.beats import annotated_script, primer, script_source, two_beats
 

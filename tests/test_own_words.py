@@ -83,7 +83,7 @@ def test_a_copied_run_is_found_across_punctuation_and_lines() -> None:
 
 def test_the_self_checks_words_are_read() -> None:
     # The questions are data, not Python: the scan must cover the file they live in.
-    assert "echomq_lab/questions.toml" in shipped()
+    assert "echomq_lab/lessons/questions.toml" in shipped()
 
 
 @pytest.mark.parametrize("path", sorted(shipped()))

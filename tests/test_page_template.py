@@ -158,7 +158,7 @@ for cell in nb.cells:
 
 def test_a_question_in_the_file_shows_on_the_new_page(made: tuple[Path, Path]) -> None:
     clone, new = made
-    questions = clone / "echomq_lab" / "questions.toml"
+    questions = clone / "echomq_lab" / "lessons" / "questions.toml"
     questions.write_text(questions.read_text() + QUESTION.format(file=new.name))
     env = {**os.environ, "PYTHONPATH": str(clone)}
     done = subprocess.run([sys.executable, "-c", RUN_PAGE, str(new)], cwd=clone / "notebooks",

@@ -28,13 +28,13 @@ from typing import Any
 
 import pytest
 
-from echomq_lab import checks
-from echomq_lab.two_workers import STEPS
+from echomq_lab.lessons import checks
+from echomq_lab.lessons.two_workers import STEPS
 from tools.course import load as course_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-QUESTIONS = ROOT / "echomq_lab" / "questions.toml"
+QUESTIONS = ROOT / "echomq_lab" / "lessons" / "questions.toml"
 #: Every page, by its two-digit prefix, from the page list.
 FILES = {f"{p.number:02d}": p.file for p in course_pages()}
 #: Words that belong to the project, not to the reader's page.

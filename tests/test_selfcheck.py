@@ -18,7 +18,7 @@ import sys
 import pytest
 import redis
 
-from echomq_lab import checks
+from echomq_lab.lessons import checks
 from echomq_lab.widgets import SelfCheck
 from tools.course import load as course_pages
 

@@ -1,4 +1,4 @@
-"""The stories the notebooks tell (echomq_lab.stories), on every backend.
+"""The stories the notebooks tell (echomq_lab.lessons.stories), on every backend.
 
 Each story is built from real transitions; these tests check what the server holds afterwards,
 and that the waits are on the server's clock.
@@ -11,10 +11,8 @@ import redis
 
 from echomq_lab import branded, errors, jobs, keyspace, transitions
 from echomq_lab.clock import server_now_ms, wait_for_server, wait_out_lease
-from echomq_lab.queues import reset
-from echomq_lab.snapshot import check, snapshot
-from echomq_lab.stories import Transitions, Worker, sample_row, wrote
-from echomq_lab.two_workers import (
+from echomq_lab.lessons.stories import Transitions, Worker, sample_row, wrote
+from echomq_lab.lessons.two_workers import (
     ACCEPTED,
     GONE,
     PREDICTIONS,
@@ -23,6 +21,8 @@ from echomq_lab.two_workers import (
     NotYet,
     TwoWorkersStory,
 )
+from echomq_lab.queues import reset
+from echomq_lab.snapshot import check, snapshot
 
 Q = "stories"
 
@@ -159,7 +159,7 @@ def test_run_through_without_the_fence_loses_bs_work(conn: redis.Redis) -> None:
 def test_the_fenced_story_never_reaches_the_unfenced_script(
     conn: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from echomq_lab import unfenced
+    from echomq_lab.lessons import unfenced
 
     def boom(*_args: object) -> None:
         raise AssertionError("the fenced story ran the unfenced complete")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from echomq_lab import theme
+from echomq_lab.widgets import look as theme
 
 THEME_DIR = Path(sys.prefix) / "share" / "jupyter" / "lab" / "themes" / "@jupyterlab"
 THEMES = {"light": "theme-light-extension", "dark": "theme-dark-extension"}

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from echomq_lab import branded, connect, errors, fields, jobs, scripts, stories, transitions
+from echomq_lab import branded, connect, errors, jobs, scripts, transitions
+from echomq_lab.lessons import fields, stories
 from echomq_lab.transitions import RETIRED, START
 from echomq_lab.widgets import diagram, lab
 from echomq_lab.widgets import transitions as transition_panel

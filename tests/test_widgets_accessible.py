@@ -19,8 +19,9 @@ import pytest
 import redis
 
 import echomq_lab.widgets as widgets_pkg
-from echomq_lab import connection, theme
-from echomq_lab import theme as style
+from echomq_lab import connection
+from echomq_lab.widgets import look as style
+from echomq_lab.widgets import look as theme
 from echomq_lab.widgets.base import Panel
 
 Q = "a11y"

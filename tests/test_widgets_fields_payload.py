@@ -1,4 +1,4 @@
-"""The field table (echomq_lab.fields), the field picker and the payload round-trip panel.
+"""The field table (echomq_lab.lessons.fields), the field picker and the payload round-trip panel.
 
 The table is checked against the scripts' own source (who writes and reads each field) and
 against rows reached by real transitions on every backend (what value each write leaves).
@@ -13,8 +13,9 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from echomq_lab import branded, clock, connect, fields, jobs, keyspace, queues, transitions
-from echomq_lab import theme as style
+from echomq_lab import branded, clock, connect, jobs, keyspace, queues, transitions
+from echomq_lab.lessons import fields
+from echomq_lab.widgets import look as style
 from echomq_lab.widgets.field_picker import FieldPicker
 from echomq_lab.widgets.payload import PayloadRoundTrip, as_text, hex_text
 

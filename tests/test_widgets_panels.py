@@ -11,11 +11,11 @@ import pytest
 import redis
 
 from echomq_lab import connect, jobs
-from echomq_lab import theme as style
 from echomq_lab.clock import wait_out_lease
+from echomq_lab.lessons.two_workers import STEP_NAMES
 from echomq_lab.snapshot import Snapshot, check, snapshot
-from echomq_lab.two_workers import STEP_NAMES
 from echomq_lab.widgets import FencePanel, LabPanel, TransitionPanel, TwoWorkersStory
+from echomq_lab.widgets import look as style
 
 Q = "panels"
 

@@ -14,11 +14,11 @@ import pytest
 import redis
 
 from echomq_lab import branded, connect, jobs, transitions
-from echomq_lab import theme as style
 from echomq_lab.clock import server_now_ms, wait_out_lease
-from echomq_lab.servers import RunningServer
+from echomq_lab.cluster.servers import RunningServer
 from echomq_lab.snapshot import snapshot
 from echomq_lab.widgets import RecordView, SetsView
+from echomq_lab.widgets import look as style
 from echomq_lab.widgets.diagram import EDGES, NODES, StateDiagram, find_edge
 from echomq_lab.widgets.record_view import GONE, show_value
 from echomq_lab.widgets.sets_view import due_left, lease_left

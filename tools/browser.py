@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from echomq_lab.servers import free_port
+from echomq_lab.cluster.servers import free_port
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page, ViewportSize

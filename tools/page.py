@@ -105,7 +105,7 @@ two_beats(jobs.enqueue, "enqueue")
 ## Check yourself
 
 *(One sentence that sets the question up; nothing above may give its answer. The questions are
-this page's entries in `echomq_lab/questions.toml`; the server grades every answer.)*
+this page's entries in `echomq_lab/lessons/questions.toml`; the server grades every answer.)*
 """),
         _code(f"""
 for check in SelfCheck.page(conn, {number}):

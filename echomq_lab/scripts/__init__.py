@@ -8,6 +8,8 @@ A script file may hold directive lines ``--@include <name>``: :func:`load` puts 
 ``include/<name>.lua`` in their place (an include may include another; each is put in once per
 script), so what the server runs, what the SHA1 is taken over and what a page prints is one
 whole script with no directive left in it.
+
+Part of the protocol core: may import only the core's top level (errors, connection, transitions).
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """The fence under load: many workers, stalls past the lease, failures, a reaper, a promoter and
 a ledger of every call, audited at the end. :mod:`.run` runs it, :mod:`.audit` judges the
 ledger, :mod:`.charts` (also ``follow``) reads a run back and draws it. Importing it loads no
-matplotlib or ipywidgets."""
+matplotlib or ipywidgets.
+
+Lab 05's layer: may import the protocol core, :mod:`echomq_lab.lessons` and the look
+(:mod:`echomq_lab.widgets.look`, which loads no ipywidgets); never a panel."""
 
 from echomq_lab.sim import charts as follow
 from echomq_lab.sim.audit import (
@@ -19,7 +22,8 @@ from echomq_lab.sim.audit import (
     Sample,
     audit,
 )
-from echomq_lab.sim.charts import Lease, lease_story, ran_twice, work_lost
+from echomq_lab.sim.charts import lease_story, ran_twice, work_lost
+from echomq_lab.sim.leases import Lease
 from echomq_lab.sim.run import Result, Settings, Simulation, lab_url, simulate
 
 __all__ = [

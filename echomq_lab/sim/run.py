@@ -18,11 +18,12 @@ from typing import Any
 import fakeredis
 import redis
 
-from echomq_lab import branded, errors, jobs, keyspace, unfenced
+from echomq_lab import branded, errors, jobs, keyspace
 from echomq_lab.connection import EMBEDDED, ENV_URL, connect, describe, reaching
+from echomq_lab.lessons import unfenced
 from echomq_lab.scripts import load
 from echomq_lab.sim.audit import Audit, Call, Ledger, Sample, accepted, audit
-from echomq_lab.sim.charts import Lease, leases
+from echomq_lab.sim.leases import Lease, leases
 from echomq_lab.snapshot import Snapshot, drifts, snapshot
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import ipywidgets as W  # type: ignore[import-untyped]
 
 from echomq_lab import errors
-from echomq_lab.theme import PANEL_CLASS, STYLESHEET, message_html, one_line
+from echomq_lab.widgets.look import PANEL_CLASS, STYLESHEET, message_html, one_line
 
 
 class Panel:

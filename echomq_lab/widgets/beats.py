@@ -12,7 +12,8 @@ from typing import Any
 
 from IPython.display import Markdown
 
-from echomq_lab import lua_notes, scripts
+from echomq_lab import scripts
+from echomq_lab.lessons import lua_notes
 from echomq_lab.scripts import include_text, leading_comments, load
 
 

@@ -9,8 +9,9 @@ from collections.abc import Callable
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import branded, errors, jobs, keyspace, placement, transitions
-from echomq_lab import theme as style
+from echomq_lab import branded, errors, jobs, keyspace, transitions
+from echomq_lab.cluster import placement
+from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
 
 _CELL = "padding:2px 8px;text-align:left;font-family:monospace"

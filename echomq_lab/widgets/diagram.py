@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
-from echomq_lab import theme as style
 from echomq_lab import transitions
 from echomq_lab.transitions import RETIRED, START
+from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
 
 NODE_W, NODE_H = 110, 36

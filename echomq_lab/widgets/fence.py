@@ -7,8 +7,8 @@ import html
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import fencing
-from echomq_lab.stories import SampleRow, sample_row
+from echomq_lab.lessons import fencing
+from echomq_lab.lessons.stories import SampleRow, sample_row
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
@@ -29,7 +29,8 @@ LEASE_TIPS = (
 
 class FencePanel(Panel):
     """``buttons["run"]`` (or ``"complete"``) builds a fresh sample row, reaps its lease if
-    ``lease`` says so and runs ``verb`` with ``token`` (:mod:`echomq_lab.fencing`) into ``trial``;
+    ``lease`` says so and runs ``verb`` with ``token`` (:mod:`echomq_lab.lessons.fencing`)
+    into ``trial``;
     ``buttons["rebuild"]`` only builds; ``build=False``: no sample row until the first click."""
 
     def __init__(

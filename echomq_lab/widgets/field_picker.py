@@ -1,6 +1,6 @@
 """FieldPicker: pick one of the row's three fields and read what the protocol says about it
-(from :mod:`echomq_lab.fields`), and its value in a live sample row
-(:func:`echomq_lab.stories.sample_row`)."""
+(from :mod:`echomq_lab.lessons.fields`), and its value in a live sample row
+(:func:`echomq_lab.lessons.stories.sample_row`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import html
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import fields, jobs, stories
+from echomq_lab import jobs
+from echomq_lab.lessons import fields, stories
 from echomq_lab.row import Row, decoded
-from echomq_lab.theme import CELL, MONO, SOFT, message_html, quoted, state_badge, td
 from echomq_lab.widgets.base import Panel
+from echomq_lab.widgets.look import CELL, MONO, SOFT, message_html, quoted, state_badge, td
 
 _TABLE = '<table style="border-collapse:collapse">'
 

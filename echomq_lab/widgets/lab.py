@@ -10,8 +10,8 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import branded, jobs, transitions
-from echomq_lab import theme as style
-from echomq_lab.stories import DEFAULT_LEASE_MS, Worker
+from echomq_lab.lessons.stories import DEFAULT_LEASE_MS, Worker
+from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
@@ -49,7 +49,7 @@ class WorkerCard:
 
 
 class LabPanel(Panel):
-    """Free play for ``workers`` (:class:`echomq_lab.stories.Worker`), pressing ``enqueue``,
+    """Free play for ``workers`` (:class:`echomq_lab.lessons.stories.Worker`), pressing ``enqueue``,
     ``reap``, ``promote``, ``refresh`` or ``"<worker>.<action>"`` in ``buttons``; each press
     redraws the sets, the verdict and the row it touched (changes lit) from one snapshot."""
 

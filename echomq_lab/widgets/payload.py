@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterable
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import fields
-from echomq_lab import theme as style
-from echomq_lab.theme import MONO, td
+from echomq_lab.lessons import fields
+from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
+from echomq_lab.widgets.look import MONO, td
 
 #: How many bytes of a payload the hex columns show before eliding the rest.
 HEX_SHOWN = 24

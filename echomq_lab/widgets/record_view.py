@@ -10,9 +10,9 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import jobs
-from echomq_lab import theme as style
 from echomq_lab.row import Row, decoded
 from echomq_lab.snapshot import Snapshot
+from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
 
 #: How many characters of a payload the view shows before it elides the rest.

@@ -9,9 +9,9 @@ import html
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import checks
-from echomq_lab import theme as style
+from echomq_lab.lessons import checks
 from echomq_lab.queues import reset
+from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
 
 _LETTERS = "abcdefgh"

@@ -13,10 +13,10 @@ import redis
 
 from echomq_lab import drift, errors
 from echomq_lab import snapshot as snapshot_mod
-from echomq_lab import theme as style
 from echomq_lab.clock import server_now_ms
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.snapshot import Drift, Snapshot
+from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
 
 #: How many drifts of a full check the verdict line spells out.

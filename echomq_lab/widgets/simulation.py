@@ -16,8 +16,8 @@ import ipywidgets as W  # type: ignore[import-untyped]
 from matplotlib.figure import Figure
 
 from echomq_lab.sim import Lease, Result, Settings, Simulation, charts
-from echomq_lab.theme import one_line
 from echomq_lab.widgets.base import Panel
+from echomq_lab.widgets.look import one_line
 
 #: How often (s) the panel reads the run's progress while it goes.
 POLL_S = 0.1

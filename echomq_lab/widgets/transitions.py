@@ -8,9 +8,9 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import queues, transitions
-from echomq_lab import theme as style
-from echomq_lab.stories import DEFAULT_LEASE_MS, Taken, Transitions
+from echomq_lab.lessons.stories import DEFAULT_LEASE_MS, Taken, Transitions
 from echomq_lab.transitions import RETIRED
+from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.diagram import StateDiagram
 from echomq_lab.widgets.record_view import RecordView
@@ -20,8 +20,9 @@ from echomq_lab.widgets.ticker import Ticker
 
 class TransitionPanel(Panel):
     """``buttons["run"]`` runs the ``picker``'s transition on the job the panel follows
-    (:class:`echomq_lab.stories.Transitions`), then redraws the row, the sets (a live clock) and
-    the diagram from one snapshot; ``buttons["empty"]`` empties the queue for a fresh start."""
+    (:class:`echomq_lab.lessons.stories.Transitions`), then redraws the row, the sets (a live
+    clock) and the diagram from one snapshot; ``buttons["empty"]`` empties the queue for a fresh
+    start."""
 
     def __init__(
         self, conn: redis.Redis, queue: str, *, lease_ms: int = DEFAULT_LEASE_MS,

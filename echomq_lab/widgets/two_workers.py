@@ -12,11 +12,11 @@ from collections.abc import Callable
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import theme as style
-from echomq_lab import two_workers as tw
-from echomq_lab import unfenced
+from echomq_lab.lessons import two_workers as tw
+from echomq_lab.lessons import unfenced
+from echomq_lab.lessons.stories import DEFAULT_LEASE_MS, HOLD_MS
 from echomq_lab.row import Row
-from echomq_lab.stories import DEFAULT_LEASE_MS, HOLD_MS
+from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.sets_view import span
 from echomq_lab.widgets.ticker import Ticker
@@ -145,7 +145,8 @@ class TwoWorkersStory(Panel):
 
     def press(self, step: str, choice: str | None = None) -> str:
         """Take ``step`` as a reader would: if it awaits a prediction, click ``choice`` (by
-        default :data:`~echomq_lab.two_workers.PROGRAM_GUESSES`) first; return the message."""
+        default :data:`~echomq_lab.lessons.two_workers.PROGRAM_GUESSES`) first; return the
+        message."""
         if self.story.waiting_for is not None and self.story.next_step == step:
             wanted = tw.PROGRAM_GUESSES[step] if choice is None else choice
             for button in (b for b in self.choices[step] if b.description == wanted):

@@ -2,7 +2,7 @@
 a block sent, JupyterLab and Chromium driven headless, the repository's own files.
 
 Importing it starts nothing. The servers themselves come from the lab's one launcher,
-:mod:`echomq_lab.servers`; ``playwright`` is imported only by :mod:`.browser` when a page is
+:mod:`echomq_lab.cluster.servers`; ``playwright`` is imported only by :mod:`.browser` when a page is
 driven, and pytest never (the fixtures in ``tests/conftest.py`` are built from :mod:`.backends`).
 
 - :mod:`.backends`: the registry of backends tests run on, and one session's server pool;

@@ -22,8 +22,7 @@ from typing import Protocol
 import fakeredis
 import redis
 
-from echomq_lab.connection import connect
-from echomq_lab.servers import (
+from echomq_lab.cluster.servers import (
     START_TIMEOUT_S,
     Kind,
     RunningServer,
@@ -31,6 +30,7 @@ from echomq_lab.servers import (
     spawn,
     start_server,
 )
+from echomq_lab.connection import connect
 from tests.support.cluster import start_test_cluster
 from tests.support.in_pyodide import start_browser
 

@@ -1,7 +1,7 @@
 """The browser backend for the tests: the embedded server as the site runs it, served on loopback.
 
 :func:`start_browser` runs ``tools/site/pyodide_server.mjs`` under Node: Pyodide (the browser's
-Python, from npm), fakeredis with its Lua on fengari through :mod:`echomq_lab.browser_lua`, and
+Python, from npm), fakeredis with its Lua on fengari through :mod:`echomq_lab.browser.lua`, and
 this checkout's ``echomq_lab``, answering RESP on a free loopback port. A test then reaches it
 like any real server. It needs Node and ``tools/site/node_modules`` (``make site-deps``); the
 server's wheels are fetched into ``build/site/server-wheels`` the first time.
@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from echomq_lab.servers import ServerStartError
+from echomq_lab.cluster.servers import ServerStartError
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools" / "site"

@@ -118,7 +118,7 @@ def write_wheel(dest: Path, name: str, version: str, files: dict[str, bytes]) ->
 
 
 def lab_wheel(dest: Path) -> Path:
-    """echomq_lab as a wheel, with fengari's bundle beside browser_lua.py (tests left out)."""
+    """echomq_lab as a wheel, with fengari's bundle beside browser/lua.py (tests left out)."""
     package = ROOT / "echomq_lab"
     files = {}
     for path in sorted(package.rglob("*")):
@@ -127,7 +127,7 @@ def lab_wheel(dest: Path) -> Path:
             continue
         if path.suffix in (".py", ".lua", ".toml", ".md"):
             files[rel] = path.read_bytes()
-    files["echomq_lab/fengari-web.js"] = FENGARI.read_bytes()
+    files["echomq_lab/browser/fengari-web.js"] = FENGARI.read_bytes()
     return write_wheel(dest, "echomq-lab", "0.1.0", files)
 
 

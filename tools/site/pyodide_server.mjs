@@ -1,5 +1,5 @@
 // The browser backend for the tests: Pyodide (the browser's Python) under Node, running
-// fakeredis with its Lua on fengari (echomq_lab/browser_lua.py), served as RESP on loopback.
+// fakeredis with its Lua on fengari (echomq_lab/browser/lua.py), served as RESP on loopback.
 //
 //   node tools/site/pyodide_server.mjs --port 0 --wheels DIR --repo ROOT
 //

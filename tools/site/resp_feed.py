@@ -11,7 +11,7 @@ import sys
 from itertools import count
 from typing import Any
 
-from echomq_lab import browser_lua  # puts the fengari stand-in in place as `lupa`
+from echomq_lab.browser import lua as browser_lua  # puts the fengari stand-in in place as `lupa`
 
 browser_lua.install()
 

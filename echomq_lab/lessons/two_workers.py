@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 
 import redis
 
-from echomq_lab import errors, jobs, unfenced
+from echomq_lab import errors, jobs
 from echomq_lab.clock import lease_deadline, server_now_ms, wait_out_lease
+from echomq_lab.lessons import unfenced
+from echomq_lab.lessons.stories import DEFAULT_LEASE_MS, HOLD_MS, new_job, row_of
 from echomq_lab.queues import forget
 from echomq_lab.row import Row
-from echomq_lab.stories import DEFAULT_LEASE_MS, HOLD_MS, new_job, row_of
 from echomq_lab.transitions import RETIRED
 
 

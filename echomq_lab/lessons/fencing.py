@@ -13,7 +13,7 @@ import redis
 from echomq_lab import errors, jobs, keyspace, transitions
 from echomq_lab.clock import wait_out_lease
 from echomq_lab.connection import reaching
-from echomq_lab.stories import HOLD_MS, SampleRow, sample_row, wrote
+from echomq_lab.lessons.stories import HOLD_MS, SampleRow, sample_row, wrote
 
 TOKENS: tuple[str, ...] = ("live", "stale", "future")
 LEASES: tuple[str, ...] = ("held", "reaped")

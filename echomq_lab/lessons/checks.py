@@ -19,10 +19,10 @@ import redis
 
 from echomq_lab import branded, clock, jobs, keyspace, scripts, transitions
 from echomq_lab.connection import reaching
-from echomq_lab.fencing import attempt
+from echomq_lab.lessons.fencing import attempt
+from echomq_lab.lessons.stories import new_job, row_of, wrote
 from echomq_lab.queues import claim_expected, reset
 from echomq_lab.row import Row, decoded
-from echomq_lab.stories import new_job, row_of, wrote
 
 #: Leases: one the checks let run out, and one that stays held while a check looks.
 SHORT_MS, LONG_MS = 60, 600_000
@@ -314,7 +314,7 @@ OPTIONAL = ("observer", "params")
 
 def shipped_text() -> str:
     """The text of the ``questions.toml`` shipped with the package."""
-    return resources.files("echomq_lab").joinpath("questions.toml").read_text("utf-8")
+    return resources.files(__package__).joinpath("questions.toml").read_text("utf-8")
 
 
 def _filled(where: str, text: Any, facts: Mapping[str, object]) -> str:

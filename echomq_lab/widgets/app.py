@@ -1,4 +1,4 @@
-"""The lab as a click-only app. ``python -m echomq_lab.app [voila options] notebooks`` (what
+"""The lab as a click-only app. ``python -m echomq_lab.widgets.app [voila options] notebooks`` (what
 ``make app`` runs) is plain Voilà on the notebooks folder (pages without code, widgets live,
 options passed through), except that the browser opens the hub page rather than the file list.
 """

@@ -3,6 +3,9 @@
 :func:`counting` counts requests at the socket (a command, or a whole pipeline, is one);
 :func:`commandstats` reads INFO commandstats; :func:`transition_calls` and :func:`job_cycles`
 are page 06's live measure; :func:`read_bench` reads what ``make bench`` wrote for the page.
+
+Lab 06's layer: may import the protocol core; never the lessons' stories, the widgets or the
+other labs.
 """
 
 from __future__ import annotations

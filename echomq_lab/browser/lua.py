@@ -19,7 +19,7 @@ from typing import Any
 #: Where the site build puts fengari's browser bundle, beside this module.
 BUNDLE = Path(__file__).with_name("fengari-web.js")
 #: Lua run once per state: what makes fengari's 5.3 answer as Valkey's 5.1 for our scripts.
-_PRELUDE = Path(__file__).with_name("browser_prelude.lua").read_bytes()
+_PRELUDE = Path(__file__).with_name("prelude.lua").read_bytes()
 #: Turns a bridge function (answering ``true, value...`` or ``false, message``) into a Lua
 #: function that raises the message on the Lua side.
 _WRAP = b"""

@@ -1,0 +1,6 @@
+"""Part of the protocol core, for the browser only: under Pyodide there is no ``lupa``, so
+:mod:`lua` gives fakeredis the part of it that it uses, over fengari (``prelude.lua`` evens out
+Lua 5.3 against Valkey's 5.1). :func:`echomq_lab.connection.connect` puts it in place.
+
+May import nothing of the package.
+"""

@@ -1,15 +1,23 @@
-"""A Binder-like install runs every notebook: binder/environment.yml's packages plus postBuild.
+"""A Binder-like install runs every notebook on a real Valkey: binder/environment.yml's packages
+plus postBuild, then strict nbval with ``ECHOMQ_REDIS_URL`` naming the session's Valkey.
 
-The closest this machine comes to mybinder.org (repo2docker). A fresh venv in a temporary folder
-gets the packages binder/environment.yml lists (conda names translated to PyPI's, the same
-ranges; python and pip are the venv's own), plus pytest and nbval at pyproject's test ranges to
-run the notebooks. Then ``binder/postBuild`` itself runs there with the venv's ``python`` first
-on PATH, from a copy of the repository's package files: it installs echomq_lab non-editable
-(``pip install --no-deps .``), so the package lives in site-packages, far from the repository,
-and anything that finds a repository file from the package's own location breaks. The test
-checks that the kernel imports the package from site-packages, that postBuild's settings file
-is in place, and runs every notebook under strict nbval with ``notebooks/`` as the working
-folder, the way a Binder kernel runs them. It takes a few minutes; each step has a time limit.
+``make test`` runs nbval once on the embedded default; this is each notebook's one other run. It
+proves two things at once: the package works installed non-editable, far from the repository,
+and every panel and script a reader clicks behaves the same on a real server (the notebooks'
+stored outputs match there too, and the EVALSHA calls really reached Valkey).
+
+
+The install is the closest this machine comes to mybinder.org (repo2docker). A fresh venv in a
+temporary folder gets the packages binder/environment.yml lists (conda names translated to
+PyPI's, the same ranges; python and pip are the venv's own), plus pytest and nbval at
+pyproject's test ranges to run the notebooks. Then ``binder/postBuild`` itself runs there with
+the venv's ``python`` first on PATH, from a copy of the repository's package files: it installs
+echomq_lab non-editable (``pip install --no-deps .``), so the package lives in site-packages,
+far from the repository, and anything that finds a repository file from the package's own
+location breaks. The test checks that the kernel imports the package from site-packages, that
+postBuild's settings file is in place, and runs every notebook under strict nbval with
+``notebooks/`` as the working folder, the way a Binder kernel runs them. It takes a few minutes;
+each step has a time limit.
 """
 
 from __future__ import annotations
@@ -22,8 +30,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import redis
 from packaging.requirements import Requirement
 
+from echomq_lab.measure import commandstats
 from tests.support.envfiles import CONDA_ONLY, conda_ranges
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,7 +97,9 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: int) -> str:
     return done.stdout
 
 
-def test_every_notebook_runs_from_a_binder_like_install(tmp_path: Path) -> None:
+def test_every_notebook_runs_from_a_binder_like_install_on_valkey(
+    tmp_path: Path, valkey_url: str
+) -> None:
     env = _env(tmp_path)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
@@ -117,6 +129,13 @@ def test_every_notebook_runs_from_a_binder_like_install(tmp_path: Path) -> None:
         python, "-m", "pytest", "--nbval", "--nbval-current-env",
         "--nbval-sanitize-with", "sanitize.cfg", "-p", "no:cacheprovider", "-q", *notebooks,
     ]  # fmt: skip
-    out = _run(nbval, NOTEBOOKS, env, NBVAL_TIMEOUT_S)
+    server = redis.Redis.from_url(valkey_url)
+    server.flushall()
+    server.config_resetstat()
+    out = _run(nbval, NOTEBOOKS, {**env, "ECHOMQ_REDIS_URL": valkey_url}, NBVAL_TIMEOUT_S)
     summary = out.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
+    # The notebooks really ran their scripts on this server, not on an embedded one.
+    stats = commandstats(server)
+    calls = stats["evalsha"].calls if "evalsha" in stats else 0
+    assert calls > len(notebooks), f"only {calls} EVALSHA reached Valkey"

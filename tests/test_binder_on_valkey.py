@@ -1,11 +1,10 @@
 """A Binder-like install runs every notebook on a real Valkey: binder/environment.yml's packages
 plus postBuild, then strict nbval with ``ECHOMQ_REDIS_URL`` naming the session's Valkey.
 
-``make test`` runs nbval once on the embedded default; this is each notebook's one other run. It
+``make test`` runs nbval once on the embedded default; this is its one other nbval run. It
 proves two things at once: the package works installed non-editable, far from the repository,
 and every panel and script a reader clicks behaves the same on a real server (the notebooks'
 stored outputs match there too, and the EVALSHA calls really reached Valkey).
-
 
 The install is the closest this machine comes to mybinder.org (repo2docker). A fresh venv in a
 temporary folder gets the packages binder/environment.yml lists (conda names translated to

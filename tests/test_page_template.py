@@ -135,7 +135,7 @@ def test_the_page_is_stored_executed_and_passes_strict_nbval(made: tuple[Path, P
 
 def test_the_page_passes_the_stored_notebook_rules_and_lint(made: tuple[Path, Path]) -> None:
     clone, new = made
-    stored = _pytest(clone, "tests/test_notebooks_stored.py", "-k", new.stem)
+    stored = _pytest(clone, "tests/test_notebooks_stored.py", "-k", NAME)
     assert stored.returncode == 0, stored.stdout[-3000:]
     passed = re.search(r"(\d+) passed", stored.stdout)
     assert passed and int(passed[1]) >= 4, "executed, title, links and widget state checked"

@@ -80,8 +80,18 @@ def _pytest(clone: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     """(the copy, the new notebook) after one ``make page ... AFTER=`` in a fresh copy."""
     clone = copy_tree(ROOT, tmp_path_factory.mktemp("clone"))
-    result = make(clone, "page", f"NAME={NAME}", f"TITLE={TITLE}", f"SUMMARY={SUMMARY}",
-                  f"AFTER={AFTER}")
+    # The page is stored by a kernel that must import the copy's package (its questions.toml
+    # gains the starter questions), not this venv's editable install of the original.
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(clone)
+    try:
+        result = make(clone, "page", f"NAME={NAME}", f"TITLE={TITLE}", f"SUMMARY={SUMMARY}",
+                      f"AFTER={AFTER}")
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
     assert result.returncode == 0, result.stdout + result.stderr
     slugs = [p["slug"] for p in _pages(ROOT)]
     new = clone / "notebooks" / f"{slugs.index(AFTER) + 1:02d}-{NAME}.ipynb"

@@ -105,6 +105,12 @@ def find(pages: list[Page], slug: str) -> Page:
                       f"{', '.join(p.slug for p in pages)}")
 
 
+def file_of(slug: str, root: Path = ROOT) -> str:
+    """The notebook file of the page called ``slug`` (e.g. ``04-lab-two-workers-one-job.ipynb``
+    for ``lab-two-workers-one-job``); CourseError naming every slug when none is called so."""
+    return find(load(root), slug).file
+
+
 def site_pages(root: Path = ROOT) -> tuple[list[str], dict[str, str]]:
     """(the files the static site carries, in reading order; {file: why it is left out}).
 

@@ -226,12 +226,16 @@ def _with_starters(text: str, starters: str, later: set[str]) -> str:
     first = next((i for i, page in enumerate(pages) if page in later), None)
     if first is None:
         return text.rstrip("\n") + "\n\n" + starters
-    at = starts[first]
-    while True:  # keep the comment lines just above that entry (its section's heading) below
-        line = text.rfind("\n", 0, at - 1) + 1
-        if at == 0 or not text[line:at].startswith("#"):
+    at = cursor = starts[first]
+    while cursor > 0:  # the later page's section heading ("# -- slug ---") stays above its entry
+        line = text.rfind("\n", 0, cursor - 1) + 1
+        content = text[line:cursor].strip()
+        if content and not content.startswith("#"):
             break
-        at = line
+        cursor = line
+        if content.startswith("# -- "):
+            at = cursor
+            break
     return text[:at] + starters + "\n" + text[at:]
 
 

@@ -114,8 +114,6 @@ this page sits, and what it adds to the one before.)*
 running it again starts from the same place.
 """),
         _code(f"""
-from IPython.display import display
-
 from echomq_lab import branded, connect, jobs
 from echomq_lab.queues import reset
 from echomq_lab.widgets import RecordView, SelfCheck

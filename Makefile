@@ -92,12 +92,14 @@ notebooks: $(STAMP)
 nav: $(STAMP)
 	$(PY) tools/nav.py
 
-# A new page with the course's spine, added to the reading order, linked and stored executed:
-#   make page NAME=the-ttl TITLE="The TTL" [SUMMARY="one line"]   (NAME lab-... makes a lab)
+# A new page with the course's spine, placed in the reading order, linked and stored executed:
+#   make page NAME=the-ttl TITLE="The TTL" [AFTER=the-payload] [SUMMARY="one line"]
+# (NAME lab-... makes a lab; without AFTER it goes last; the files after it are renumbered)
 page: $(STAMP)
 	@test -n "$$NAME" -a -n "$$TITLE" || \
-		{ echo 'usage: make page NAME=the-ttl TITLE="The TTL" [SUMMARY="..."]' >&2; exit 2; }
-	nb=$$($(PY) tools/page.py --name "$$NAME" --title "$$TITLE" --summary "$$SUMMARY") && \
+		{ echo 'usage: make page NAME=the-ttl TITLE="The TTL" [AFTER=the-payload] [SUMMARY="..."]' >&2; exit 2; }
+	nb=$$($(PY) tools/page.py --name "$$NAME" --title "$$TITLE" --summary "$$SUMMARY" \
+			--after "$$AFTER") && \
 		$(PY) tools/nav.py && $(STORE) "$$nb" && echo "make page: wrote $$nb"
 
 # The lab as a static site in site/ (README, "No install: the lab in your browser"): JupyterLite

@@ -1,4 +1,5 @@
-"""What page 06 shows of a benchmark run, written next to the notebooks.
+"""What the page "Lab: one round trip" (:data:`PAGE`) shows of a benchmark run, written next
+to the notebooks.
 
 ``make bench`` measures into ``benchmarks/results.json`` and then writes, for the page,
 ``notebooks/bench-results.json`` (a header and the tables as text, by name) and the charts as
@@ -24,6 +25,8 @@ from echomq_lab.measure import BENCH_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE_FOLDER = ROOT / "notebooks"
+#: The page that shows the run, by its slug in ``tools/pages.toml`` (never by its number).
+PAGE = "lab-one-round-trip"
 #: The charts written beside the file, by the name the page shows them under.
 CHART_FILES = {
     "throughput": "bench-throughput.png",
@@ -94,6 +97,11 @@ def write(raw: Mapping[str, Any], folder: Path = PAGE_FOLDER) -> Path:
     return out
 
 
+def announce(path: Path) -> str:
+    """The line that says where the file for :data:`PAGE` was written."""
+    return f"for the page {PAGE}: {path}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.page", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -101,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         default=ROOT / results.REPOSITORY_FILE)
     parser.add_argument("--to", type=Path, default=PAGE_FOLDER, help="the notebooks' folder")
     args = parser.parse_args(argv)
-    print(f"written {write(results.load(args.results), args.to)}")
+    print(announce(write(results.load(args.results), args.to)))
     return 0
 
 

@@ -19,8 +19,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.authoring import NO_MAKE, load, make, nav_cells, navigation_problems, source
+from tools.course import load as course_pages
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Each page's file, by its slug: the tests name pages by slug, never by number.
+FILES = {p.slug: p.file for p in course_pages()}
 
 
 def nav(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -69,15 +72,15 @@ def test_every_notebook_has_one_navigation_cell_last() -> None:
 
 @pytest.mark.skipif(bool(NO_MAKE), reason=NO_MAKE)
 def test_a_hand_edit_is_caught_and_make_nav_mends_it(tree: Path) -> None:
-    page = tree / "notebooks" / "02-the-state-and-attempts.ipynb"
+    page = tree / "notebooks" / FILES["the-state-and-attempts"]
     before = page.read_bytes()
-    _edit_nav(page, "(03-the-payload.ipynb)", "(04-lab-two-workers-one-job.ipynb)")
+    _edit_nav(page, f"({FILES['the-payload']})", f"({FILES['lab-two-workers-one-job']})")
     readme = tree / "README.md"
     readme.write_text(readme.read_text().replace("the centre of the lab", "the middle"))
     assert navigation_problems(tree), "the independent reading missed the edit"
     result = nav(tree, "--check")
     assert result.returncode == 1
-    assert "02-the-state-and-attempts.ipynb differs" in result.stderr
+    assert f"{page.name} differs" in result.stderr
     assert "README.md differs" in result.stderr
 
     made = make(tree, "nav")
@@ -101,7 +104,7 @@ def test_an_unlisted_notebook_is_named_with_the_entry_to_add(tree: Path) -> None
     assert result.returncode == 1
     assert f"{new.name} is not in tools/pages.toml" in result.stderr
     block = result.stderr[result.stderr.index("[[page]]") :]
-    assert f'file = "{new.name}"' in block and 'title = "Lab: one more"' in block
+    assert 'slug = "lab-one-more"' in block and 'title = "Lab: one more"' in block
     assert 'kind = "lab"' in block
 
     with (tree / "tools" / "pages.toml").open("a") as out:
@@ -116,13 +119,13 @@ def test_a_title_that_differs_from_the_heading_is_named(tree: Path) -> None:
     pages.write_text(pages.read_text().replace('"The payload"', '"The cargo"'))
     result = nav(tree, "--check")
     assert result.returncode == 1
-    assert "03-the-payload.ipynb: title 'The cargo'" in result.stderr
+    assert f"{FILES['the-payload']}: title 'The cargo'" in result.stderr
     assert nav(tree).returncode == 1, "make nav must not write from a wrong list"
 
 
 def test_an_untagged_hand_written_cell_is_taken_over_not_duplicated(tree: Path) -> None:
     """A notebook from before the cells were generated: its own nav cell is rewritten."""
-    path = tree / "notebooks" / "03-the-payload.ipynb"
+    path = tree / "notebooks" / FILES["the-payload"]
     nb = load(path)
     nb["cells"][-1]["metadata"] = {}
     nb["cells"][-1]["source"] = "---\n- **Previous:** somewhere\n- **Next:** elsewhere"
@@ -134,10 +137,10 @@ def test_an_untagged_hand_written_cell_is_taken_over_not_duplicated(tree: Path) 
 
 
 def test_a_stray_hand_written_cell_beside_the_generated_one_is_refused(tree: Path) -> None:
-    path = tree / "notebooks" / "03-the-payload.ipynb"
+    path = tree / "notebooks" / FILES["the-payload"]
     nb = load(path)
     stray = {"cell_type": "markdown", "id": "stray", "metadata": {},
-             "source": "- **Next:** [The payload](03-the-payload.ipynb)"}
+             "source": f"- **Next:** [The payload]({FILES['the-payload']})"}
     nb["cells"].insert(1, stray)
     path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     result = nav(tree, "--check")
@@ -146,7 +149,7 @@ def test_a_stray_hand_written_cell_beside_the_generated_one_is_refused(tree: Pat
 
 
 def test_cells_added_after_the_navigation_go_before_it(tree: Path) -> None:
-    path = tree / "notebooks" / "01-the-hash-and-its-fields.ipynb"
+    path = tree / "notebooks" / FILES["the-hash-and-its-fields"]
     nb = load(path)
     nb["cells"].append({"cell_type": "markdown", "id": "late", "metadata": {},
                         "source": "## A late section"})
@@ -156,3 +159,15 @@ def test_cells_added_after_the_navigation_go_before_it(tree: Path) -> None:
     cells = load(path)["cells"]
     assert source(cells[-2]) == "## A late section"
     assert "navigation" in cells[-1]["metadata"]["tags"]
+
+
+def test_a_notebook_whose_number_is_not_its_place_is_named_with_its_file(tree: Path) -> None:
+    """The number comes from the place in the list: a file that disagrees is to be renamed."""
+    right = tree / "notebooks" / FILES["the-payload"]
+    wrong = right.with_name("09-the-payload.ipynb")
+    right.rename(wrong)
+    result = nav(tree, "--check")
+    assert result.returncode == 1
+    assert (f"notebooks/{wrong.name}: its place in tools/pages.toml makes it {right.name}; "
+            "rename it (git mv)") in result.stderr
+    assert nav(tree).returncode == 1, "make nav must not write from a list the files disagree with"

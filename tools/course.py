@@ -1,9 +1,11 @@
 """The reading order (tools/pages.toml) and the navigation written from it.
 
-One list says which notebooks make up the course and in what order. From it come each
-notebook's navigation cell (previous / up to the hub / next; the hub's also holds the table of
-every page) and README's reading-order table between its marker comments. Standard library
-only, so the tools run with any Python 3.11+.
+One list says which notebooks make up the course and in what order. Each page is named by its
+slug (``the-payload``); its file is ``NN-<slug>.ipynb``, NN its place in the list, so nothing
+else stores a page's number. From the list come each notebook's navigation cell (previous / up
+to the hub / next; the hub's also holds the table of every page), README's reading-order table
+between its marker comments, and the pages the static site carries (:func:`site_pages`).
+Standard library only, so the tools run with any Python 3.11+.
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ TAG = "navigation"
 README_START = "<!-- reading-order:start (written by make nav from tools/pages.toml) -->"
 README_END = "<!-- reading-order:end -->"
 KINDS = ("hub", "page", "lab")
-FILE = re.compile(r"(?P<number>\d\d)-[a-z0-9]+(?:-[a-z0-9]+)*\.ipynb")
+#: A page's name: lowercase words joined by '-', the first beginning with a letter.
+SLUG = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+#: A course notebook's file name: its two-digit place in the list, then its slug.
+FILE = re.compile(r"(?P<number>\d\d)-(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)\.ipynb")
+#: The keys a ``[[page]]`` entry may hold (the first four are required).
+KEYS = ("slug", "kind", "title", "summary", "note", "offsite")
 #: A hand-written navigation line (before the cells were generated): "- **Next:** ...".
 LEGACY = re.compile(r"^\s*-\s*\*\*(?:Previous|Next|Up):\*\*", re.MULTILINE)
 
@@ -35,14 +42,26 @@ class CourseError(Exception):
 
 @dataclass(frozen=True)
 class Page:
-    """One entry of the reading order."""
+    """One entry of the reading order; ``number`` is its place in the list (the hub is 0)."""
 
     number: int
-    file: str
+    slug: str
     kind: str
     title: str
     summary: str
     note: str = ""
+    #: Why the static site leaves the page out ('' when the site carries it).
+    offsite: str = ""
+
+    @property
+    def file(self) -> str:
+        """The notebook's file name in ``notebooks/``: ``NN-<slug>.ipynb``."""
+        return file_name(self.number, self.slug)
+
+
+def file_name(number: int, slug: str) -> str:
+    """The file of the page called ``slug`` at place ``number`` of the list."""
+    return f"{number:02d}-{slug}.ipynb"
 
 
 def load(root: Path = ROOT) -> list[Page]:
@@ -52,23 +71,55 @@ def load(root: Path = ROOT) -> list[Page]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise CourseError(f"{PAGES}: {exc}") from exc
-    pages = []
-    for n, entry in enumerate(data.get("page", []), start=1):
-        where = f"{PAGES} entry {n}"
-        unknown = set(entry) - {"file", "kind", "title", "summary", "note"}
+    pages: list[Page] = []
+    for number, entry in enumerate(data.get("page", [])):
+        where = f"{PAGES} entry {number + 1}"
+        unknown = set(entry) - set(KEYS)
         if unknown:
-            raise CourseError(f"{where}: unknown keys {sorted(unknown)}")
-        for key in ("file", "kind", "title", "summary"):
+            raise CourseError(f"{where}: unknown keys {sorted(unknown)} (keys: {', '.join(KEYS)})")
+        for key in KEYS[:4]:
             if not isinstance(entry.get(key), str) or not entry[key].strip():
                 raise CourseError(f"{where}: '{key}' must be a non-empty string")
-        match = FILE.fullmatch(entry["file"])
-        if not match:
-            raise CourseError(f"{where}: file {entry['file']!r} is not NN-lowercase-words.ipynb")
+        for key in KEYS[4:]:
+            if not isinstance(entry.get(key, ""), str):
+                raise CourseError(f"{where}: '{key}' must be a string")
+        if not SLUG.fullmatch(entry["slug"]):
+            raise CourseError(f"{where}: slug {entry['slug']!r} is not lowercase-words")
         if entry["kind"] not in KINDS:
             raise CourseError(f"{where}: kind {entry['kind']!r} is not one of {KINDS}")
-        pages.append(Page(int(match["number"]), entry["file"], entry["kind"], entry["title"],
-                          entry["summary"], str(entry.get("note", ""))))
+        if entry["slug"] in {p.slug for p in pages}:
+            raise CourseError(f"{where}: the slug {entry['slug']!r} is listed twice")
+        pages.append(Page(number, entry["slug"], entry["kind"], entry["title"], entry["summary"],
+                          entry.get("note", ""), entry.get("offsite", "")))
+    if len(pages) > 100:
+        raise CourseError(f"{PAGES}: {len(pages)} pages; two-digit numbers stop at 99")
     return pages
+
+
+def find(pages: list[Page], slug: str) -> Page:
+    """The page called ``slug``; CourseError (one line) naming every slug when none is."""
+    for page in pages:
+        if page.slug == slug:
+            return page
+    raise CourseError(f"no page called {slug!r} in {PAGES}; the pages are "
+                      f"{', '.join(p.slug for p in pages)}")
+
+
+def file_of(slug: str, root: Path = ROOT) -> str:
+    """The notebook file of the page called ``slug`` (e.g. ``04-lab-two-workers-one-job.ipynb``
+    for ``lab-two-workers-one-job``); CourseError naming every slug when none is called so."""
+    return find(load(root), slug).file
+
+
+def site_pages(root: Path = ROOT) -> tuple[list[str], dict[str, str]]:
+    """(the files the static site carries, in reading order; {file: why it is left out}).
+
+    A page is left out when its entry gives ``offsite``, the reason, in a few words that end
+    a sentence like "not in the browser version: <reason>".
+    """
+    pages = load(root)
+    return ([p.file for p in pages if not p.offsite],
+            {p.file: p.offsite for p in pages if p.offsite})
 
 
 def first_heading(nb: dict[str, Any]) -> str:
@@ -88,10 +139,8 @@ def problems(pages: list[Page], root: Path = ROOT) -> list[str]:
         return [f"{PAGES} lists no pages"]
     if [p.kind for p in pages].count("hub") != 1 or pages[0].kind != "hub":
         found.append(f"{PAGES}: the first entry, and only it, must be kind = \"hub\"")
-    numbers = [p.number for p in pages]
-    if numbers != sorted(set(numbers)):
-        found.append(f"{PAGES}: file numbers must rise without repeats, not {numbers}")
     listed = {p.file for p in pages}
+    numbered = {p.slug: p.file for p in pages}
     for page in pages:
         path = root / NOTEBOOKS / page.file
         if not path.is_file():
@@ -102,17 +151,24 @@ def problems(pages: list[Page], root: Path = ROOT) -> list[str]:
             found.append(f"{page.file}: title {page.title!r} in {PAGES}, "
                          f"but the notebook's heading is {heading!r}")
     for path in sorted((root / NOTEBOOKS).glob("[0-9][0-9]-*.ipynb")):
-        if path.name not in listed:
+        if path.name in listed:
+            continue
+        match = FILE.fullmatch(path.name)
+        slug = match["slug"] if match else path.stem[3:]
+        if slug in numbered:
+            found.append(f"{NOTEBOOKS}/{path.name}: its place in {PAGES} makes it "
+                         f"{numbered[slug]}; rename it (git mv)")
+        else:
             found.append(f"{NOTEBOOKS}/{path.name} is not in {PAGES}; add:\n"
-                         + entry_toml(path.name, first_heading(read_notebook(path))))
+                         + entry_toml(slug, first_heading(read_notebook(path))))
     return found
 
 
-def entry_toml(file: str, title: str, summary: str = "", kind: str = "") -> str:
+def entry_toml(slug: str, title: str, summary: str = "", kind: str = "") -> str:
     """A ``[[page]]`` block for ``tools/pages.toml`` (strings escaped as TOML basic strings)."""
-    kind = kind or ("lab" if file[3:].startswith("lab-") else "page")
-    quoted = [json.dumps(v, ensure_ascii=False) for v in (file, kind, title, summary or "…")]
-    return "\n[[page]]\nfile = {}\nkind = {}\ntitle = {}\nsummary = {}\n".format(*quoted)
+    kind = kind or ("lab" if slug.startswith("lab-") else "page")
+    quoted = [json.dumps(v, ensure_ascii=False) for v in (slug, kind, title, summary or "…")]
+    return "\n[[page]]\nslug = {}\nkind = {}\ntitle = {}\nsummary = {}\n".format(*quoted)
 
 
 def _cell(text: str) -> str:

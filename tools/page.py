@@ -1,26 +1,80 @@
-"""Start a new course page: a notebook with the course's spine, added to the reading order.
+"""Start a new course page: a notebook with the course's spine, placed in the reading order.
 
-    python tools/page.py --name the-ttl --title "The TTL" [--summary "..."]
+    python tools/page.py --name the-lease --title "The lease" [--after the-payload]
+                         [--summary "..."]
 
-writes ``notebooks/NN-the-ttl.ipynb`` (NN: one past the last page; or give ``--name
-07-the-ttl``), appends its entry to ``tools/pages.toml`` and prints the notebook's path. A
-name beginning ``lab-`` makes a lab. ``make page`` runs this, then ``tools/nav.py`` (every
-navigation cell) and stores the new notebook executed. Nothing is written if the name, the
-title or the number is refused.
+puts the page ``the-lease`` in ``tools/pages.toml`` after the page ``the-payload`` (without
+``--after``: last), renames the notebooks after it to their new numbers (``git mv`` in a git
+checkout), relinks every notebook and README.md to the new file names, writes
+``notebooks/NN-the-lease.ipynb`` with the course's spine and two starter self-checks in
+``echomq_lab/lessons/questions.toml``, and prints the notebook's path. A name beginning
+``lab-`` makes a lab. ``make page`` runs this, then ``tools/nav.py`` (every navigation cell and
+README's table) and stores the new notebook executed. A refused name, title or place writes
+nothing and says why in one line.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
-from course import NOTEBOOKS, PAGES, ROOT, CourseError, Page, dump_notebook, entry_toml, load
+from course import (
+    NOTEBOOKS,
+    PAGES,
+    README,
+    ROOT,
+    SLUG,
+    CourseError,
+    Page,
+    dump_notebook,
+    entry_toml,
+    file_name,
+    find,
+    load,
+    problems,
+    read_notebook,
+)
 
-NAME = re.compile(r"(?:(?P<number>\d\d)-)?(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)")
 SUMMARY = "(one line: what the reader comes away with)"
+QUESTIONS = Path("echomq_lab") / "lessons" / "questions.toml"
+#: The two starter self-checks of a new page (``{key}``: the page's slug as a name). Both are
+#: real, graded by the server; the author writes over them.
+STARTERS = """\
+{heading}
+
+[[checks]]
+key = "{key}_claimed_state"
+page = "{slug}"
+observer = "story"
+params = {{ steps = ["claim"], ask = "state" }}
+question = "A waiting job is claimed once. What is its state afterwards?"
+answers = [
+    {{ when = "pending", text = "pending" }},
+    {{ when = "active", text = "active" }},
+    {{ when = "done", text = "done" }},
+]
+hint = "A worker now holds the job. What do the other workers need to see?"
+lesson = "Claim hands the job to one worker and marks it active until a transition moves it."
+
+[[checks]]
+key = "{key}_claimed_attempts"
+page = "{slug}"
+observer = "story"
+params = {{ steps = ["claim"], ask = "attempts" }}
+question = "A new job is claimed once. What does its attempts field hold then?"
+answers = [
+    {{ when = "0", text = "0" }},
+    {{ when = "1", text = "1" }},
+    {{ when = "2", text = "2" }},
+]
+hint = "Enqueue starts the count; each claim adds to it."
+lesson = "Each claim adds one to attempts, and the new count is the worker's token."
+"""
 
 
 def _markdown(text: str) -> dict[str, Any]:
@@ -32,9 +86,10 @@ def _code(text: str) -> dict[str, Any]:
             "source": text.strip("\n")}
 
 
-def spine(title: str, summary: str, queue: str, hub: Page, number: int = 0) -> list[dict[str, Any]]:
-    """The cells of a new page (page ``number``), in the course's order, with placeholders to
-    write over. Its self-checks are the ``questions.toml`` entries that name its file."""
+def spine(title: str, summary: str, queue: str, hub: Page,
+          keys: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The cells of a new page, in the course's order, with placeholders to write over; one
+    cell shows each self-check of ``keys`` (entries of ``questions.toml``)."""
     return [
         _markdown(f"""
 # {title}
@@ -59,8 +114,6 @@ this page sits, and what it adds to the one before.)*
 running it again starts from the same place.
 """),
         _code(f"""
-from IPython.display import display
-
 from echomq_lab import branded, connect, jobs
 from echomq_lab.queues import reset
 from echomq_lab.widgets import RecordView, SelfCheck
@@ -104,13 +157,11 @@ two_beats(jobs.enqueue, "enqueue")
         _markdown("""
 ## Check yourself
 
-*(One sentence that sets the question up; nothing above may give its answer. The questions are
-this page's entries in `echomq_lab/lessons/questions.toml`; the server grades every answer.)*
+*(One sentence that sets the questions up; nothing above may give their answers. Each question
+is an entry of `echomq_lab/lessons/questions.toml` shown by its key, here or beside the section
+it checks; the server grades every answer.)*
 """),
-        _code(f"""
-for check in SelfCheck.page(conn, {number}):
-    display(check)
-"""),
+        *(_code(f'SelfCheck(conn, "{key}")') for key in keys),
         _markdown("""
 ## Recap
 
@@ -146,48 +197,141 @@ def notebook(cells: list[dict[str, Any]], stem: str) -> dict[str, Any]:
             "nbformat": 4, "nbformat_minor": 5}
 
 
-def create(root: Path, name: str, title: str, summary: str = "") -> Path:
-    """Write the new notebook and its ``tools/pages.toml`` entry; return the notebook's path.
+def _place(pages: list[Page], after: str) -> int:
+    """The new page's place in the list: just after the page ``after`` ('' : last)."""
+    if not after:
+        return len(pages)
+    return find(pages, after.strip()).number + 1
 
-    CourseError (nothing written) for a malformed name or title, a number that is not past
-    the last page, or a file that already exists.
+
+def _renamed(pages: list[Page], place: int) -> dict[str, str]:
+    """{old file: new file} for the pages that move one place down to make room."""
+    return {p.file: file_name(p.number + 1, p.slug) for p in pages[place:]}
+
+
+def _with_page(text: str, entry: str, place: int) -> str:
+    """``pages.toml`` text with ``entry`` (a ``[[page]]`` block) as its ``place``-th entry."""
+    starts = [m.start() for m in re.finditer(r"^\[\[page\]\]$", text, re.MULTILINE)]
+    if place >= len(starts):
+        return text.rstrip("\n") + "\n" + entry
+    return text[: starts[place]] + entry.lstrip("\n") + "\n" + text[starts[place]:]
+
+
+def _with_starters(text: str, starters: str, later: set[str]) -> str:
+    """``questions.toml`` text with ``starters`` before the checks of the pages in ``later``."""
+    pages = [c.get("page") for c in tomllib.loads(text).get("checks", [])]
+    starts = [m.start() for m in re.finditer(r"^\[\[checks\]\]$", text, re.MULTILINE)]
+    first = next((i for i, page in enumerate(pages) if page in later), None)
+    if first is None:
+        return text.rstrip("\n") + "\n\n" + starters
+    at = cursor = starts[first]
+    while cursor > 0:  # the later page's section heading ("# -- slug ---") stays above its entry
+        line = text.rfind("\n", 0, cursor - 1) + 1
+        content = text[line:cursor].strip()
+        if content and not content.startswith("#"):
+            break
+        cursor = line
+        if content.startswith("# -- "):
+            at = cursor
+            break
+    return text[:at] + starters + "\n" + text[at:]
+
+
+def _relinked(text: str, renamed: dict[str, str]) -> str:
+    """``text`` with every old file name of ``renamed`` replaced by its new one, at once."""
+    if not renamed:
+        return text
+    old = re.compile("|".join(re.escape(name) for name in renamed))
+    return old.sub(lambda m: renamed[m.group(0)], text)
+
+
+def _move(root: Path, old: Path, new: Path) -> None:
+    """Rename ``old`` to ``new``: ``git mv`` when git tracks it, else a plain rename."""
+    tracked = subprocess.run(["git", "-C", str(root), "ls-files", "--error-unmatch", str(old)],
+                             capture_output=True).returncode == 0
+    if tracked:
+        subprocess.run(["git", "-C", str(root), "mv", str(old), str(new)], check=True,
+                       capture_output=True)
+    else:
+        old.rename(new)
+
+
+def create(root: Path, name: str, title: str, summary: str = "", after: str = "") -> Path:
+    """Place the new page after ``after`` ('' : last) and write it; return its notebook's path.
+
+    CourseError, with nothing written, for a malformed name or title, a name already taken,
+    an ``after`` that names no page, or a list that disagrees with ``notebooks/``.
     """
-    match = NAME.fullmatch(name.strip())
-    if not match or len(match["slug"]) > 60:
+    slug = name.strip()
+    if re.fullmatch(r"\d\d-.*", slug):
+        raise CourseError(f"NAME={name!r}: give the name without a number (the place in the "
+                          "list makes the number); AFTER=<name> puts it after another page")
+    if not SLUG.fullmatch(slug) or len(slug) > 60:
         raise CourseError(f"NAME={name!r}: use lowercase words joined by '-', e.g. the-ttl")
     title, summary = title.strip(), (summary.strip() or SUMMARY)
     if not title or "\n" in title or "\n" in summary:
         raise CourseError("TITLE must be one non-empty line (and SUMMARY one line)")
     pages = load(root)
-    last = max((p.number for p in pages), default=-1)
-    number = int(match["number"]) if match["number"] else last + 1
-    if number <= last or number > 99:
-        raise CourseError(f"page number {number:02d} must come after the last page ({last:02d})")
-    file = f"{number:02d}-{match['slug']}.ipynb"
-    path = root / NOTEBOOKS / file
-    if path.exists():
-        raise CourseError(f"{NOTEBOOKS}/{file} already exists")
     if not pages:
         raise CourseError(f"{PAGES} lists no hub page to link the new page to")
-    queue = f"{match['slug']}-{number:02d}"
-    cells = spine(title, summary, queue, pages[0], number)
+    found = problems(pages, root)
+    if found:
+        raise CourseError(f"{PAGES} and {NOTEBOOKS}/ disagree ({found[0].splitlines()[0]}); "
+                          "mend that first")
+    if slug in {p.slug for p in pages}:
+        raise CourseError(f"NAME={slug!r}: a page of that name is already in {PAGES}")
+    place = _place(pages, after)
+    if len(pages) >= 100:
+        raise CourseError(f"{PAGES} holds 100 pages; two-digit numbers stop at 99")
+    key = slug.replace("-", "_")
+    questions = (root / QUESTIONS).read_text(encoding="utf-8")
+    heading = f"# -- {slug} ".ljust(92, "-")
+    starters = STARTERS.format(key=key, slug=slug, heading=heading)
+    keys = tuple(re.findall(r'^key = "(\w+)"', starters, re.MULTILINE))
+    taken = [k for k in keys if f'key = "{k}"' in questions]
+    if taken:
+        raise CourseError(f"{QUESTIONS} already has a check called {taken[0]}")
+    renamed = _renamed(pages, place)
+    file = file_name(place, slug)
+
+    for old in reversed(renamed):  # the last first, so no name is ever taken twice
+        _move(root, root / NOTEBOOKS / old, root / NOTEBOOKS / renamed[old])
+    for path in sorted((root / NOTEBOOKS).glob("[0-9][0-9]-*.ipynb")):
+        nb = read_notebook(path)
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "markdown":
+                text = "".join(cell["source"]) if isinstance(cell["source"], list) \
+                    else cell["source"]
+                if _relinked(text, renamed) != text:
+                    cell["source"] = _relinked(text, renamed).splitlines(keepends=True)
+        if dump_notebook(nb) != path.read_text(encoding="utf-8"):
+            path.write_text(dump_notebook(nb), encoding="utf-8")
+    readme = (root / README).read_text(encoding="utf-8")
+    (root / README).write_text(_relinked(readme, renamed), encoding="utf-8")
+
+    toml = (root / PAGES).read_text(encoding="utf-8")
+    (root / PAGES).write_text(_with_page(toml, entry_toml(slug, title, summary), place),
+                              encoding="utf-8")
+    later = {p.slug for p in pages[place:]}
+    (root / QUESTIONS).write_text(_with_starters(questions, starters, later), encoding="utf-8")
+    path = root / NOTEBOOKS / file
+    cells = spine(title, summary, slug, pages[0], keys)
     path.write_text(dump_notebook(notebook(cells, path.stem)), encoding="utf-8")
-    with (root / PAGES).open("a", encoding="utf-8") as out:
-        out.write(entry_toml(file, title, summary))
     return path
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; print the new notebook's path (relative to the root)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--name", required=True, help="lowercase-words, optionally NN-first")
+    parser.add_argument("--name", required=True, help="the page's name: lowercase-words")
     parser.add_argument("--title", required=True, help="the page's title (its first heading)")
     parser.add_argument("--summary", default="", help="one line for the tables of pages")
+    parser.add_argument("--after", default="", help="the page it follows (default: the last)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: ours)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     try:
-        path = create(root, args.name, args.title, args.summary)
+        path = create(root, args.name, args.title, args.summary, args.after)
     except CourseError as exc:
         print(f"page: {exc}", file=sys.stderr)
         return 1

@@ -28,8 +28,8 @@ from echomq_lab.row import Row, decoded
 SHORT_MS, LONG_MS = 60, 600_000
 #: The longest choice a question may offer: a bare answer, no reasoning inside.
 CHOICE_MAX = 48
-#: A page's ``file`` as ``tools/pages.toml`` writes it; its first two digits are its number.
-PAGE_FILE = re.compile(r"(?P<number>\d\d)-[a-z0-9]+(?:-[a-z0-9]+)*\.ipynb")
+#: A page's name, its ``slug`` in ``tools/pages.toml``: lowercase words joined by '-'.
+PAGE_SLUG = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
 class QuestionsError(ValueError):
@@ -62,7 +62,8 @@ def gives_away(text: str, *answers: str) -> bool:
 
 @dataclass(frozen=True)
 class Check:
-    """One question: ``choices[i]`` is right when the observer's outcome is ``outcomes[i]``."""
+    """One question of the page called ``page`` (its slug): ``choices[i]`` is right when the
+    observer's outcome is ``outcomes[i]``."""
 
     key: str
     page: str
@@ -72,10 +73,6 @@ class Check:
     observe: Callable[[redis.Redis, str], Observed]
     hint: str
     lesson: str
-
-    @property
-    def number(self) -> int:
-        return int(self.page[:2])
 
     @property
     def queue(self) -> str:
@@ -384,9 +381,9 @@ def _check(entry: Any, observers: Mapping[str, Observer], facts: Mapping[str, ob
     key, page = entry["key"], entry["page"]
     if not isinstance(key, str) or not key.isidentifier():
         raise QuestionsError(f"{where}: the key must be a Python-style name")
-    if not isinstance(page, str) or not PAGE_FILE.fullmatch(page):
-        raise QuestionsError(f"{where}: page must be the page's file as tools/pages.toml "
-                             f"names it (NN-words.ipynb), not {page!r}")
+    if not isinstance(page, str) or not PAGE_SLUG.fullmatch(page):
+        raise QuestionsError(f"{where}: page must be the page's slug as tools/pages.toml "
+                             f"names it (lowercase-words), not {page!r}")
     name = entry.get("observer", key)
     if name not in observers:
         raise QuestionsError(f"{where}: no observer called {name!r} (there are "
@@ -423,11 +420,24 @@ def build(observers: Mapping[str, Observer] = OBSERVERS, facts: Mapping[str, obj
 CHECKS: tuple[Check, ...] = build()
 
 
-def for_page(page: int | str) -> list[Check]:
-    """The checks of a page (its number or its file), in the order it asks them."""
-    if isinstance(page, bool) or not isinstance(page, int | str):
-        raise TypeError(f"page must be a number or a file name, not {type(page).__name__}")
-    return [c for c in CHECKS if page in (c.number, c.page)]
+def for_page(page: str) -> list[Check]:
+    """The checks of the page called ``page`` (its slug), in the order it asks them.
+
+    TypeError for anything but a string; ValueError (one line, naming the pages that ask
+    checks) for a name no check gives.
+    """
+    if not isinstance(page, str):
+        raise TypeError(f"page must be the page's name, e.g. 'the-payload', not {page!r}")
+    found = [c for c in CHECKS if c.page == page]
+    if not found:
+        raise ValueError(f"no page called {page!r} asks self-checks; the pages that do are "
+                         f"{', '.join(pages())}")
+    return found
+
+
+def pages() -> list[str]:
+    """The slugs of the pages that ask self-checks, in the order ``questions.toml`` lists them."""
+    return list(dict.fromkeys(c.page for c in CHECKS))
 
 
 def get(key: str) -> Check:

@@ -1,6 +1,7 @@
-"""SelfCheck: a question (by its key in ``questions.toml``) the reader answers by clicking a
-choice; the server grades it on a queue of the check's own, emptied before each answer. A wrong
-answer says what the server did; every choice stays open; the verdict is in words."""
+"""SelfCheck: a question (by its key in ``questions.toml``; or all of a page's, by the page's
+slug) the reader answers by clicking a choice; the server grades it on a queue of the check's
+own, emptied before each answer. A wrong answer says what the server did; every choice stays
+open; the verdict is in words."""
 
 from __future__ import annotations
 
@@ -39,8 +40,10 @@ class SelfCheck(Panel):
         self.widget.add_class("emq-selfcheck")
 
     @classmethod
-    def page(cls, conn: redis.Redis, page: int | str) -> list[SelfCheck]:
-        """One panel for each check of page ``page`` (its number or file), in page order."""
+    def page(cls, conn: redis.Redis, page: str) -> list[SelfCheck]:
+        """One panel for each check of the page called ``page`` (its slug, e.g.
+        ``"the-payload"``), in page order. ValueError (one line, naming the pages that ask
+        checks) for a name no check gives; TypeError for anything but a string."""
         return [cls(conn, c) for c in checks.for_page(page)]
 
     def _button(self, index: int, choice: str) -> W.Button:

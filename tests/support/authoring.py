@@ -3,7 +3,8 @@
 ``make`` runs with this interpreter's virtualenv (``VENV=``) and is told that the venv is up
 to date (``-o <venv>/.installed``), so a test never reinstalls anything, even in a copy of the
 repository. ``navigation_problems`` reads the notebooks on its own (not through ``tools/``)
-and lists every way their links disagree with the reading order in ``tools/pages.toml``.
+and lists every way their links disagree with the reading order in ``tools/pages.toml`` (a
+page's file is ``NN-<slug>.ipynb``, NN its place in that list).
 Standard library only.
 """
 
@@ -94,7 +95,8 @@ def _table_targets(text: str) -> list[str]:
 
 def navigation_problems(root: Path) -> list[str]:
     """Every disagreement between the notebooks' navigation, README and tools/pages.toml."""
-    files = [p["file"] for p in tomllib.loads((root / "tools" / "pages.toml").read_text())["page"]]
+    entries = tomllib.loads((root / "tools" / "pages.toml").read_text())["page"]
+    files = [f"{number:02d}-{p['slug']}.ipynb" for number, p in enumerate(entries)]
     folder, hub, found = root / "notebooks", files[0], list[str]()
     on_disk = sorted(p.name for p in folder.glob("[0-9][0-9]-*.ipynb"))
     if sorted(files) != on_disk:

@@ -52,6 +52,7 @@ from tools.browser import (  # noqa: E402
     run_all,
     screenshots_folder,
 )
+from tools.course import file_of  # noqa: E402
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -69,7 +70,7 @@ IN_PROCESS = (
 
 
 #: The notebooks that start a local Valkey cluster: without Valkey's binaries they skip.
-NEEDS_LOCAL_VALKEY = ("07-lab-one-queue-one-slot.ipynb",)
+NEEDS_LOCAL_VALKEY = (file_of("lab-one-queue-one-slot"),)
 
 
 def _unavailable(reason: str, required: bool) -> NoReturn:

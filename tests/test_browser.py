@@ -41,6 +41,7 @@ from tools.browser import (
     stored_stderr,
     stored_widgets,
 )
+from tools.course import file_of
 from tools.course import load as course_pages
 
 pytestmark = pytest.mark.browser
@@ -48,8 +49,8 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
 NOTEBOOKS = [p.file for p in course_pages()]
-CENTRE = "02-the-state-and-attempts.ipynb"
-STORY = "04-lab-two-workers-one-job.ipynb"
+CENTRE = file_of("the-state-and-attempts")
+STORY = file_of("lab-two-workers-one-job")
 README_SHOT = ROOT / "docs" / "screenshot-02.png"
 #: How long a click may take to show (the kernel may wait out a 1.5 s lease meanwhile).
 UPDATE_MS = 30_000
@@ -77,19 +78,19 @@ class Click:
 #: One safe click per notebook that has buttons. A notebook with live buttons and no entry here
 #: fails its test: add one (a panel, the buttons to press, a text that then appears).
 CLICKS: dict[str, Click] = {
-    "00-the-record-hash.ipynb": Click(
+    file_of("the-record-hash"): Click(
         ".emq-field-picker", ("payload",), "the caller's bytes"),
-    "01-the-hash-and-its-fields.ipynb": Click(
+    file_of("the-hash-and-its-fields"): Click(
         ".emq-field-picker", ("payload",), "the caller's bytes"),
     CENTRE: Click(
         ".emq-transition-panel", ("enqueue", "Run"), "enqueue wrote state=pending, attempts=0"),
-    "03-the-payload.ipynb": Click(
+    file_of("the-payload"): Click(
         ".emq-payload-round-trip", ("round-trip the samples",), "7 of 7 came back byte for byte"),
     STORY: Click(".emq-lab-panel", ("enqueue",), ": enqueued"),
-    "05-lab-the-fence-under-load.ipynb": Click(".emq-simulation", ("Run",), "every verdict holds"),
-    "06-lab-one-round-trip.ipynb": Click(
+    file_of("lab-the-fence-under-load"): Click(".emq-simulation", ("Run",), "every verdict holds"),
+    file_of("lab-one-round-trip"): Click(
         ".emq-measure", ("measure now",), "every one an EVALSHA"),
-    "07-lab-one-queue-one-slot.ipynb": Click(
+    file_of("lab-one-queue-one-slot"): Click(
         ".emq-cluster-panel", ("enqueue", "run it"), "answered by primary"),
 }
 

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import redis
 
-from echomq_lab.classroom.room import ctl_key, log_key
+from echomq_lab.classroom.room import ACL_LOG_LEN, ctl_key, log_key
 from echomq_lab.keyspace import base
 from echomq_lab.sim.audit import STALE, Call, Outcome
 
@@ -94,7 +94,7 @@ def acl_refusals(conn: redis.Redis) -> dict[str, Counter[str]]:
     """What the server's ACLs refused, per user name: ``{user: {"command flushall": 2,
     "key emq:{other}:pending": 1}}`` (ACL LOG keeps the latest 1000 kinds, each counted)."""
     out: dict[str, Counter[str]] = defaultdict(Counter)
-    for entry in cast(list[dict[str, Any]], conn.acl_log()):
+    for entry in cast(list[dict[str, Any]], conn.acl_log(count=ACL_LOG_LEN)):
         what = f"{entry.get('reason', '?')} {entry.get('object', '?')}"
         out[str(entry.get("username", "?"))][what] += int(entry.get("count", 1))
     return dict(out)

@@ -43,6 +43,8 @@ CTL = "ctl"
 DEFAULT_LEASE_MS = 3000
 MAX_LEARNERS = 500
 JOIN_SCHEME = "echomq"
+#: How many kinds of ACL refusal the server remembers (each with its count).
+ACL_LOG_LEN = 1000
 
 
 class RoomError(RuntimeError):
@@ -193,7 +195,7 @@ def _start(host: str, port: int | None, maxclients: int) -> servers.RunningServe
     binds = ["127.0.0.1"] if _loopback(host) else [host, "127.0.0.1"]
     argv = servers.server_argv(binary, port, folder, "--bind", *binds,
                                "--maxmemory-policy", "noeviction",
-                               "--maxclients", str(maxclients), "--acllog-max-len", "1000")
+                               "--maxclients", str(maxclients), "--acllog-max-len", str(ACL_LOG_LEN))
     server = servers.RunningServer("valkey", f"redis://127.0.0.1:{port}/0", port,
                                    servers.spawn(argv, folder / "server.log"), version, binary,
                                    folder, argv)

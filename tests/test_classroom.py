@@ -1,0 +1,258 @@
+"""The workshop on a real Valkey: a room's ACL users keep each learner inside the room, six
+learners contend for one queue with stalls and the fence holds, the tally matches what each
+learner did, and every refusal is attributed to the learner who met it."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from echomq_lab import jobs, keyspace
+from echomq_lab.classroom import Desk, Room, acl_refusals, calls, join, open_room, tally
+from echomq_lab.classroom.board import Board, Reaper
+from echomq_lab.classroom.room import join_link, learner_rules, parse_link
+from echomq_lab.cluster import servers
+from echomq_lab.sim import audit
+from echomq_lab.snapshot import snapshot
+
+ROOM = "workshop"
+LEARNERS = 6
+JOBS = 60
+
+
+def _valkey_or_skip() -> None:
+    try:
+        servers.which_binary("valkey")
+    except servers.ServerStartError as exc:
+        print(f"\nclassroom tests skipped: {exc}")
+        pytest.skip(f"no valkey-server here: {exc}")
+
+
+@pytest.fixture(scope="module")
+def room() -> Iterator[Room]:
+    _valkey_or_skip()
+    with open_room(ROOM, LEARNERS, lease_ms=200) as opened:
+        yield opened
+
+
+@pytest.fixture
+def admin(room: Room) -> Iterator[redis.Redis]:
+    with room.admin() as conn:
+        yield conn
+
+
+def _raw(room: Room, user: str) -> redis.Redis:
+    return redis.Redis.from_url(room.url(user), socket_timeout=5)
+
+
+#: What no learner may run (item 2 of the workshop's safety list).
+REFUSED: tuple[tuple[str, ...], ...] = (
+    ("FLUSHALL",), ("FLUSHDB",), ("KEYS", "*"), ("CONFIG", "GET", "maxmemory-policy"),
+    ("ACL", "LIST"), ("SCRIPT", "FLUSH"), ("SCRIPT", "KILL"), ("FUNCTION", "FLUSH"),
+    ("SHUTDOWN", "NOSAVE"), ("DEBUG", "SLEEP", "0"), ("MONITOR",), ("EVAL", "return 1", "0"),
+    ("SCAN", "0"),
+)
+
+
+def test_the_default_user_is_off_and_the_server_evicts_nothing(room: Room,
+                                                               admin: redis.Redis) -> None:
+    with redis.Redis(host="127.0.0.1", port=room.port, socket_timeout=5) as anonymous:
+        with pytest.raises(redis.AuthenticationError):
+            anonymous.get("x")
+    assert admin.config_get("maxmemory-policy") == {"maxmemory-policy": "noeviction"}
+    assert int(admin.config_get("maxclients")["maxclients"]) >= LEARNERS * 4
+
+
+def test_room_json_has_a_seat_and_a_link_per_learner(room: Room, tmp_path: Path) -> None:
+    data = json.loads(room.write(tmp_path).read_text())
+    assert data["room"] == ROOM and data["instructor"]["url"].startswith("redis://instructor:")
+    assert [s["name"] for s in data["learners"]] == [f"learner-{n}" for n in range(1, 7)]
+    for seat in data["learners"]:
+        assert seat["queue"] == ROOM
+        assert parse_link(seat["link"]).url == seat["url"]
+    assert (tmp_path / "room.json").stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize("command", REFUSED, ids=lambda c: " ".join(c[:2]))
+def test_every_learner_is_refused_the_dangerous_commands(room: Room, admin: redis.Redis,
+                                                         command: tuple[str, ...]) -> None:
+    for user in room.learners:
+        # the ACL says no (DEBUG is also off on the server, which would answer first)
+        said = admin.execute_command("ACL", "DRYRUN", user, *command)
+        assert said != b"OK" and b"no permissions" in said
+        with _raw(room, user) as conn, pytest.raises(redis.exceptions.ResponseError):
+            conn.execute_command(*command)
+    assert admin.ping()  # the server is still up: no SHUTDOWN went through
+
+
+def test_every_learner_is_refused_keys_outside_the_room(room: Room, admin: redis.Redis) -> None:
+    admin.zadd(keyspace.keys("other").pending, {"JOBx": 0})
+    outside = ["emq:{other}:pending", "plain-key", keyspace.base(ROOM)[:-1]]
+    for n, user in enumerate(room.learners):
+        other_log = f"{keyspace.base(ROOM)}log:{room.learners[(n + 1) % LEARNERS]}"
+        with _raw(room, user) as conn:
+            for key in outside:
+                with pytest.raises(redis.exceptions.NoPermissionError):
+                    conn.zcard(key)
+            for key in (other_log, keyspace.base(ROOM) + "ctl", "emq:{other}:pending"):
+                with pytest.raises(redis.exceptions.NoPermissionError):
+                    conn.zadd(key, {"JOBx": 1})
+            # a script the learner loads runs with the learner's rights: keys it builds too
+            sha = conn.script_load("return redis.call('ZCARD', 'emq:{other}:' .. ARGV[1])")
+            with pytest.raises(redis.exceptions.ResponseError, match="ACL failure in script"):
+                conn.evalsha(sha, 0, "pending")
+            # ...and a key it declares must be readable and writable
+            with pytest.raises(redis.exceptions.ResponseError):
+                conn.evalsha(sha, 1, "emq:{other}:pending", "pending")
+    refused = acl_refusals(admin)
+    for user in room.learners:
+        assert refused[user]["key emq:{other}:pending"] >= 2
+    assert admin.zcard("emq:{other}:pending") == 1
+
+
+def test_a_learner_may_run_the_transitions_and_read_the_room(room: Room,
+                                                             admin: redis.Redis) -> None:
+    desk = join(join_link(room.url("learner-1"), ROOM))
+    queue = f"{ROOM}"
+    Board(admin, queue).enqueue(1)
+    got = desk.claim(5000)
+    assert got.outcome == "accepted" and desk.held is not None
+    assert desk.extend(5000).outcome == "accepted"
+    assert snapshot(desk.conn, queue).members("active") == [got.job_id]
+    assert desk.complete().outcome == "accepted"
+    names = {c["name"] for c in admin.client_list() if c.get("user") == "learner-1"}
+    assert names == {"learner-1"}
+
+
+def test_learner_rules_name_only_the_room() -> None:
+    rules = learner_rules("r1", "learner-2", "pw")
+    keys = [r for r in rules if "~" in r]
+    assert all("{r1}" in r for r in keys)
+    assert "+@scripting" not in rules and "+evalsha" in rules and "+script|load" in rules
+
+
+def test_a_bad_join_link_is_one_clear_error() -> None:
+    for link in ("redis://x:y@h:1/0", "echomq://h:1/room", "echomq://u:p@h:1/bad room",
+                 "echomq://u:p@h:notaport/room"):
+        with pytest.raises(ValueError, match="join link"):
+            parse_link(link)
+
+
+def _learn(desk: Desk, done: threading.Event, seed: int, did: Counter[str]) -> None:
+    """A learner: claim, then stall past the lease (a quarter of the time), extend, fail and
+    retry, or complete; each answer counted as the learner saw it."""
+    rng = random.Random(seed)
+    while not done.is_set():
+        answer = desk.claim(200)
+        if desk.held is None:
+            assert answer.reply == "empty", answer
+            time.sleep(0.01)
+            continue
+        did["claims"] += 1
+        roll = rng.random()
+        if roll < 0.25:
+            desk.stall()
+            time.sleep(0.2 + rng.uniform(0.05, 0.15))
+        elif roll < 0.4:
+            did["extends"] += desk.extend(200).outcome == "accepted"
+        time.sleep(rng.uniform(0.0, 0.02))
+        settled = desk.retry(0, 5) if rng.random() < 0.1 else desk.complete()
+        if settled.outcome == "accepted":
+            did["completes" if settled.verb == "complete" else "retries"] += 1
+        else:
+            did["stale" if settled.reply == "EMQSTALE" else settled.reply] += 1
+
+
+def test_six_learners_contend_and_the_fence_holds(room: Room, admin: redis.Redis) -> None:
+    queue = keyspace.keys(ROOM)
+    reaper = Reaper(room.admin, ROOM, every_s=0.02).start()
+    board = Board(admin, ROOM)
+    before = tally(admin, ROOM)
+    earlier = {c.job_id for c in calls(admin, ROOM) if c.verb == "enqueue"}
+    board.enqueue(JOBS)
+    done = threading.Event()
+    did = {user: Counter[str]() for user in room.learners}
+    desks = [join(join_link(room.url(user), ROOM)) for user in room.learners]
+    threads = [threading.Thread(target=_learn, args=(d, done, n, did[d.actor]))
+               for n, d in enumerate(desks)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(admin.zcard(k) for k in queue.sets[:3]):
+        time.sleep(0.1)
+    done.set()
+    for t in threads:
+        t.join(timeout=10)
+    reaper.stop()
+    assert not any(admin.zcard(k) for k in queue.sets[:3]), "the room did not finish its jobs"
+
+    ledger = calls(admin, ROOM)
+    enqueued = {c.job_id for c in ledger if c.verb == "enqueue"} - earlier
+    mine = [c for c in ledger if c.job_id in enqueued or c.verb in ("reap", "promote")]
+    verdict = audit(mine, snapshot(admin, ROOM))
+    assert verdict.violations == []
+    assert verdict.completed + verdict.dead == JOBS
+    assert sum(d["stale"] for d in did.values()) > 0, "no stall ever met the fence"
+
+    after = tally(admin, ROOM)
+    for user in room.learners:
+        counted = {k: after[user][k] - before.get(user, {}).get(k, 0) for k in after[user]}
+        for name in ("claims", "completes", "stale", "retries", "extends"):
+            assert counted[name] == did[user][name], (user, name)
+    stale = [c for c in ledger if c.outcome == "refused"]
+    assert stale and {c.actor for c in stale} <= set(room.learners)
+    assert all(c.reply == "EMQSTALE" for c in stale)
+
+
+def test_the_drift_check_sees_a_raw_write_at_once(room: Room, admin: redis.Redis) -> None:
+    board = Board(admin, ROOM)
+    board.enqueue(1)
+    (job_id,) = jobs.browse(admin, ROOM, 1)
+    with _raw(room, "learner-3") as learner:  # a learner can write a row directly: say so
+        learner.hset(keyspace.job_key(ROOM, job_id), "state", "active")
+    kinds = {d.kind for d in board.read().drift}
+    assert "state-mismatch" in kinds
+    admin.hset(keyspace.job_key(ROOM, job_id), "state", "pending")
+    assert list(board.read().drift) == []
+
+
+def test_the_board_switches_the_reaper_and_the_lease(room: Room, admin: redis.Redis) -> None:
+    board = Board(admin, ROOM)
+    board.set_lease(1234)
+    board.set_reaper(False)
+    reading = board.read()
+    assert reading.lease_ms == 1234 and not reading.reaper_on
+    assert join(join_link(room.url("learner-2"), ROOM)).lease_ms() == 1234
+    board.set_reaper(True)
+    board.set_lease(200)
+    with pytest.raises(ValueError):
+        board.set_lease(0)
+
+
+def test_start_writes_room_json_and_removes_everything_on_sigterm(tmp_path: Path) -> None:
+    _valkey_or_skip()
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "echomq_lab.classroom", "start", "--room",
+                             "cli", "--learners", "2", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    path = out / "room.json"
+    assert servers.wait_until(path.exists, 30), proc.stderr.read() if proc.stderr else ""
+    time.sleep(0.2)
+    data = json.loads(path.read_text())
+    with redis.Redis.from_url(data["learners"][0]["url"], socket_timeout=5) as learner:
+        assert learner.ping()
+    port = int(data["instructor"]["url"].rsplit(":", 1)[1].split("/")[0])
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+    assert not path.exists() and servers.port_free(port)

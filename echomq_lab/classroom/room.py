@@ -194,8 +194,8 @@ def _start(host: str, port: int | None, maxclients: int) -> servers.RunningServe
     folder = Path(tempfile.mkdtemp(prefix=f"echomq-room-{port}-"))
     binds = ["127.0.0.1"] if _loopback(host) else [host, "127.0.0.1"]
     argv = servers.server_argv(binary, port, folder, "--bind", *binds,
-                               "--maxmemory-policy", "noeviction",
-                               "--maxclients", str(maxclients), "--acllog-max-len", str(ACL_LOG_LEN))
+                               "--maxmemory-policy", "noeviction", "--maxclients",
+                               str(maxclients), "--acllog-max-len", str(ACL_LOG_LEN))
     server = servers.RunningServer("valkey", f"redis://127.0.0.1:{port}/0", port,
                                    servers.spawn(argv, folder / "server.log"), version, binary,
                                    folder, argv)

@@ -5,7 +5,6 @@ learner did, and every refusal is attributed to the learner who met it."""
 from __future__ import annotations
 
 import json
-import random
 import signal
 import subprocess
 import sys
@@ -19,8 +18,9 @@ import pytest
 import redis
 
 from echomq_lab import jobs, keyspace
-from echomq_lab.classroom import Desk, Room, acl_refusals, calls, join, open_room, tally
+from echomq_lab.classroom import Room, acl_refusals, calls, join, open_room, tally
 from echomq_lab.classroom.board import Board, Reaper
+from echomq_lab.classroom.drill import learn
 from echomq_lab.classroom.room import join_link, learner_rules, parse_link
 from echomq_lab.cluster import servers
 from echomq_lab.sim import audit
@@ -149,31 +149,6 @@ def test_a_bad_join_link_is_one_clear_error() -> None:
             parse_link(link)
 
 
-def _learn(desk: Desk, done: threading.Event, seed: int, did: Counter[str]) -> None:
-    """A learner: claim, then stall past the lease (a quarter of the time), extend, fail and
-    retry, or complete; each answer counted as the learner saw it."""
-    rng = random.Random(seed)
-    while not done.is_set():
-        answer = desk.claim(200)
-        if desk.held is None:
-            assert answer.reply == "empty", answer
-            time.sleep(0.01)
-            continue
-        did["claims"] += 1
-        roll = rng.random()
-        if roll < 0.25:
-            desk.stall()
-            time.sleep(0.2 + rng.uniform(0.05, 0.15))
-        elif roll < 0.4:
-            did["extends"] += desk.extend(200).outcome == "accepted"
-        time.sleep(rng.uniform(0.0, 0.02))
-        settled = desk.retry(0, 5) if rng.random() < 0.1 else desk.complete()
-        if settled.outcome == "accepted":
-            did["completes" if settled.verb == "complete" else "retries"] += 1
-        else:
-            did["stale" if settled.reply == "EMQSTALE" else settled.reply] += 1
-
-
 def test_six_learners_contend_and_the_fence_holds(room: Room, admin: redis.Redis) -> None:
     queue = keyspace.keys(ROOM)
     reaper = Reaper(room.admin, ROOM, every_s=0.02).start()
@@ -184,7 +159,7 @@ def test_six_learners_contend_and_the_fence_holds(room: Room, admin: redis.Redis
     done = threading.Event()
     did = {user: Counter[str]() for user in room.learners}
     desks = [join(join_link(room.url(user), ROOM)) for user in room.learners]
-    threads = [threading.Thread(target=_learn, args=(d, done, n, did[d.actor]))
+    threads = [threading.Thread(target=learn, args=(d, done, n, did[d.actor]))
                for n, d in enumerate(desks)]
     for t in threads:
         t.start()

@@ -64,9 +64,8 @@ def _run(room: Room, learners: int, seconds: float) -> tuple[dict[str, Any], lis
     for t in threads:
         t.start()
     fed = _feed(board, room, began + seconds, 2 * learners)
-    left = keys(room.name).sets[:3]
     drain_until = time.monotonic() + DRAIN_S
-    while time.monotonic() < drain_until and any(admin.zcard(k) for k in left):
+    while time.monotonic() < drain_until and board.outstanding():
         time.sleep(0.1)
     done.set()
     for t in threads:

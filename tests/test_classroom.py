@@ -150,7 +150,6 @@ def test_a_bad_join_link_is_one_clear_error() -> None:
 
 
 def test_six_learners_contend_and_the_fence_holds(room: Room, admin: redis.Redis) -> None:
-    queue = keyspace.keys(ROOM)
     reaper = Reaper(room.admin, ROOM, every_s=0.02).start()
     board = Board(admin, ROOM)
     before = tally(admin, ROOM)
@@ -164,13 +163,13 @@ def test_six_learners_contend_and_the_fence_holds(room: Room, admin: redis.Redis
     for t in threads:
         t.start()
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and any(admin.zcard(k) for k in queue.sets[:3]):
+    while time.monotonic() < deadline and board.outstanding():
         time.sleep(0.1)
     done.set()
     for t in threads:
         t.join(timeout=10)
     reaper.stop()
-    assert not any(admin.zcard(k) for k in queue.sets[:3]), "the room did not finish its jobs"
+    assert board.outstanding() == 0, "the room did not finish its jobs"
 
     ledger = calls(admin, ROOM)
     enqueued = {c.job_id for c in ledger if c.verb == "enqueue"} - earlier

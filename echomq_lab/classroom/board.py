@@ -118,6 +118,14 @@ class Board:
             self._storms.append(thread)
         return f"{workers} stalling worker(s) join for {seconds:g} s"
 
+    def outstanding(self) -> int:
+        """Jobs not yet finished: pending, leased or scheduled, counted in one transaction
+        (three separate reads could miss a job the reaper moves between them)."""
+        pipe = self.conn.pipeline(transaction=True)
+        for key in keyspace.keys(self.room).sets[:3]:
+            pipe.zcard(key)
+        return sum(int(n) for n in pipe.execute())
+
     def storming(self) -> bool:
         return any(t.is_alive() for t in self._storms)
 

@@ -2,8 +2,10 @@
 
 Each call runs the real handle of :mod:`echomq_lab.jobs` (one EVALSHA) and then appends what
 the server answered to the actor's stream ``emq:{ROOM}:log:<actor>``: that stream is where the
-board learns who did what. The stream's id is the server's clock at the append; the entry says
-how long before that the call began and ended, so every time on the board is the server's.
+board learns who did what. The entry holds when the call began and ended on the server's clock:
+the desk reads the server's TIME when it starts (and again every :data:`RECALIBRATE_S`) and maps
+its own steady clock onto it, so every time on the board is the server's, within half the
+fastest of a few round trips.
 
 A learner's user may write only its own stream: it can leave out or invent lines about itself,
 never about someone else. Refusals by the server's ACLs are in ACL LOG, out of any learner's
@@ -24,6 +26,8 @@ from echomq_lab.classroom.room import DEFAULT_LEASE_MS, Seat, ctl_key, log_key, 
 from echomq_lab.connection import connect, reaching
 
 Outcome = Literal["accepted", "refused", "gone", "lost-reply"]
+#: How often a desk maps its steady clock onto the server's again (clocks drift apart slowly).
+RECALIBRATE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,26 @@ class Desk:
         #: True once the worker stopped working on purpose while holding its lease.
         self.stalled = False
         self.log = log_key(room, actor)
+        self._offset_ms = 0.0
+        self._calibrated = -RECALIBRATE_S
+
+    def _calibrate(self) -> None:
+        """Map the steady clock onto the server's: the offset of the fastest of three TIMEs."""
+        best: tuple[float, float] | None = None
+        for _ in range(3):
+            sent = time.monotonic()
+            with reaching(self.conn):
+                seconds, micros = self.conn.time()
+            back = time.monotonic()
+            offset = int(seconds) * 1000 + int(micros) / 1000 - (sent + back) * 500
+            if best is None or back - sent < best[0]:
+                best = (back - sent, offset)
+        assert best is not None
+        self._offset_ms, self._calibrated = best[1], time.monotonic()
+
+    def server_ms(self, steady: float) -> float:
+        """The server's clock (ms) at ``steady`` (a ``time.monotonic()`` reading)."""
+        return steady * 1000 + self._offset_ms
 
     # --- the calls ---------------------------------------------------------------------
 
@@ -189,13 +213,16 @@ class Desk:
                began: float, *, lease_ms: int = 0, stalled: bool = False,
                detail: str = "") -> None:
         """Append one line to the actor's stream; the entry's id is the server's clock then."""
-        now = time.monotonic()
+        ended = time.monotonic()
         fields: dict[str, str | int] = {
             "verb": verb, "job": job_id, "token": token, "outcome": outcome, "reply": reply,
             "lease_ms": lease_ms, "stalled": int(stalled), "detail": detail[:200],
-            "began_us": int((now - began) * 1e6),
         }
         try:
+            if ended - self._calibrated > RECALIBRATE_S:
+                self._calibrate()
+            fields["began_ms"] = f"{self.server_ms(began):.3f}"
+            fields["ended_ms"] = f"{self.server_ms(ended):.3f}"
             with reaching(self.conn):
                 self.conn.xadd(self.log, fields)  # type: ignore[arg-type]
         except errors.ServerUnavailable:
@@ -213,4 +240,6 @@ def join(link: str) -> Desk:
     except errors.EchoMQError:
         conn.close()
         raise
-    return Desk(conn, seat.room, seat.name)
+    desk = Desk(conn, seat.room, seat.name)
+    desk._calibrate()
+    return desk

@@ -8,9 +8,11 @@ from __future__ import annotations
 import functools
 import html
 import io
+import json
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
@@ -20,6 +22,7 @@ from echomq_lab.classroom.desk import Answer, Desk, join
 from echomq_lab.classroom.ledger import calls as logged
 from echomq_lab.classroom.ledger import tally_of
 from echomq_lab.classroom.practice import Practice, practice
+from echomq_lab.connection import connect
 from echomq_lab.sim import charts
 from echomq_lab.widgets import look
 from echomq_lab.widgets.base import Panel
@@ -243,13 +246,14 @@ def _timeline_png(r: boards.Reading) -> bytes:
     return buf.getvalue()
 
 
-def board_for(url: str = "", room: str = "") -> BoardPanel:
-    """The board of the room at ``url`` (the instructor's URL in ``room.json``); without one, a
-    practice room on the embedded server with a few jobs done and one refused."""
-    if url:
-        from echomq_lab.connection import connect
-
-        return BoardPanel(boards.Board(connect(url), room))
+def board_from(room_json: str | Path = "") -> BoardPanel:
+    """The board of the room a ``room.json`` describes (its live clock started); without one,
+    a practice room on the embedded server with two jobs done and one complete refused."""
+    if str(room_json):
+        seat = json.loads(Path(room_json).read_text(encoding="utf-8"))
+        panel = BoardPanel(boards.Board(connect(seat["instructor"]["url"]), seat["room"]))
+        panel.ticker.start()
+        return panel
     p = practice()
     for _ in range(2):
         p.you.claim()
@@ -258,7 +262,7 @@ def board_for(url: str = "", room: str = "") -> BoardPanel:
     p.you.stall()
     p.stalled()
     p.you.complete()
-    return BoardPanel(boards.Board(p.you.conn, "practice"))
+    return BoardPanel(boards.Board(p.you.conn, p.you.room))
 
 
-__all__ = ["BoardPanel", "LearnerPanel", "board_for"]
+__all__ = ["BoardPanel", "LearnerPanel", "board_from"]

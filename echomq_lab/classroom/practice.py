@@ -38,7 +38,7 @@ class Practice:
             self.classmate.claim(LEASE_MS * 10)
         mate = self.classmate.held
         took = f"; {self.classmate.actor} claimed it with token {mate.token}" if mate else ""
-        return f"your lease ran out; the reaper returned {returned} job(s) to pending{took}"
+        return f"Then your lease ran out; the reaper returned {returned} job(s) to pending{took}"
 
     def refill(self) -> int:
         """Enqueue more jobs when nothing is pending (so the practice never runs dry)."""

@@ -230,3 +230,65 @@ def test_start_writes_room_json_and_removes_everything_on_sigterm(tmp_path: Path
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == 0
     assert not path.exists() and servers.port_free(port)
+
+
+def test_a_learner_panel_joins_by_link_and_says_a_bad_link_in_one_line(room: Room,
+                                                                       admin: redis.Redis) -> None:
+    from echomq_lab.widgets.classroom import LearnerPanel
+
+    panel = LearnerPanel()
+    assert panel.practice is not None and "practice room" in panel.text()
+    panel.link.value = "redis://not-a-join-link"
+    panel.join_button.click()
+    assert not panel.last_ok and "not a join link" in panel.last_message
+    assert panel.practice is not None  # nothing changed
+    panel.link.value = join_link(room.url("learner-4"), ROOM).replace("@", "x@", 1)
+    panel.join_button.click()
+    assert not panel.last_ok and "\n" not in panel.last_message
+    panel.link.value = join_link(room.url("learner-4"), ROOM)
+    panel.join_button.click()
+    assert panel.last_ok and panel.desk.actor == "learner-4" and panel.practice is None
+    Board(admin, ROOM).set_lease(5000)
+    Board(admin, ROOM).enqueue(1)
+    panel.buttons["claim"].click()
+    assert panel.last_message.startswith("✓ claimed") or "claimed" in panel.last_message
+    panel.buttons["complete"].click()
+    assert "completed" in panel.last_message
+    assert panel.counts()["completes"] >= 1
+    Board(admin, ROOM).set_lease(200)
+
+
+def test_the_board_panel_shows_a_raw_write_at_its_next_tick(room: Room,
+                                                             admin: redis.Redis) -> None:
+    from echomq_lab.widgets.classroom import BoardPanel
+
+    board = Board(admin, ROOM)
+    panel = BoardPanel(board, every_s=0.0)
+    assert "rows and sets agree" in panel.text()
+    board.enqueue(1)
+    (job_id,) = jobs.browse(admin, ROOM, 1)
+    admin.hset(keyspace.job_key(ROOM, job_id), "state", "dead")  # outside the scripts
+    panel.ticker.tick()
+    assert "state-mismatch" in panel.text() and job_id in panel.text()
+    admin.hset(keyspace.job_key(ROOM, job_id), "state", "pending")
+    panel.ticker.tick()
+    assert "rows and sets agree" in panel.text()
+    panel.reaper.value = False
+    assert not board.read().reaper_on and "paused" in panel.text()
+    panel.reaper.value = True
+
+
+def test_a_storm_of_stalls_is_refused_by_name(room: Room, admin: redis.Redis) -> None:
+    board = Board(admin, ROOM)
+    reaper = Reaper(room.admin, ROOM, every_s=0.02).start()
+    board.set_lease(100)
+    board.enqueue(6)
+    board.storm(workers=2, seconds=1.5)
+    while board.storming():
+        time.sleep(0.1)
+    reaper.stop()
+    board.set_lease(200)
+    refused = board.read().stale_by_learner
+    assert refused.get("storm-1", 0) + refused.get("storm-2", 0) > 0
+    with pytest.raises(ValueError):
+        board.storm(workers=0)

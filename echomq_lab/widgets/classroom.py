@@ -58,7 +58,8 @@ class LearnerPanel(Panel):
         self.buttons = {a: W.Button(description=a, layout=W.Layout(width="auto")) for a in ACTIONS}
         for action, button in self.buttons.items():
             self._on(button, functools.partial(self.press, action))
-        self._on(self.join_button, lambda: self.join(self.link.value))
+        self.join_button.on_click(
+            lambda _b: self._safely(self.message, lambda: self.join(self.link.value)))
         self.widget = W.VBox([
             W.HBox([self.link, self.join_button], layout=W.Layout(flex_flow="row wrap")),
             self.where, self.holding,

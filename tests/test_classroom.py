@@ -227,9 +227,10 @@ def test_start_writes_room_json_and_removes_everything_on_sigterm(tmp_path: Path
     with redis.Redis.from_url(data["learners"][0]["url"], socket_timeout=5) as learner:
         assert learner.ping()
     port = int(data["instructor"]["url"].rsplit(":", 1)[1].split("/")[0])
+    gateway = int(data["gateway"].rsplit(":", 1)[1])
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == 0
-    assert not path.exists() and servers.port_free(port)
+    assert not path.exists() and servers.port_free(port) and servers.port_free(gateway)
 
 
 def test_a_learner_panel_joins_by_link_and_says_a_bad_link_in_one_line(room: Room,
@@ -292,3 +293,31 @@ def test_a_storm_of_stalls_is_refused_by_name(room: Room, admin: redis.Redis) ->
     assert refused.get("storm-1", 0) + refused.get("storm-2", 0) > 0
     with pytest.raises(ValueError):
         board.storm(workers=0)
+
+
+def test_the_gateway_maps_each_page_to_its_own_user(room: Room) -> None:
+    from websockets.sync.client import connect
+
+    from echomq_lab.classroom.gateway import Gateway
+
+    gateway = Gateway(room.port).start()
+    try:
+        for user in room.learners[:2]:
+            with connect(gateway.url) as ws:
+                ws.send(json.dumps({"user": user, "password": room.passwords[user]}))
+                assert json.loads(ws.recv()) == {"ok": True, "user": user}
+                ws.send(b"*2\r\n$6\r\nCLIENT\r\n$7\r\nGETNAME\r\n")
+                assert ws.recv().startswith(b"-NOPERM")  # the learner's rights, not a shared user
+                ws.send(b"*1\r\n$8\r\nFLUSHALL\r\n")
+                assert f"User {user} has no permissions".encode() in ws.recv()
+                ws.send(b"*1\r\n$4\r\nPING\r\n")
+                assert ws.recv() == b"+PONG\r\n"
+        for hello in (json.dumps({"user": "learner-1", "password": "wrong"}), "hello"):
+            with connect(gateway.url) as ws:
+                ws.send(hello)
+                answer = json.loads(ws.recv())
+                assert answer["ok"] is False and answer["error"]
+    finally:
+        gateway.stop()
+    with pytest.raises(OSError):  # stopped: nothing listens there any more
+        connect(gateway.url, open_timeout=5)

@@ -5,7 +5,9 @@ user per learner and an instructor, and writes ``room.json``; :mod:`.desk` is a 
 the instructor's) client, which runs the real handles and writes each answer to its own log
 stream in the room; :mod:`.ledger` reads those logs back (:func:`tally`, the ledger the
 audit of :mod:`echomq_lab.sim` judges, the ACL refusals by user name); :mod:`.board` is what the
-instructor's page drives (the reaper, the lease length, storms of stalls).
+instructor's page drives (the reaper, the lease length, storms of stalls); :mod:`.practice` is
+a room of one on the embedded server; :mod:`.drill` a robot learner; :mod:`.gateway` lets pages
+in the browser reach the room over WebSocket, each as its own user.
 
 This layer may import the protocol core, :mod:`echomq_lab.cluster` (its servers) and
 :mod:`echomq_lab.sim`; never the widgets.

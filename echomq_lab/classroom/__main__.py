@@ -9,9 +9,11 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 
 from echomq_lab.classroom.board import Reaper
+from echomq_lab.classroom.gateway import Gateway
 from echomq_lab.classroom.room import DEFAULT_LEASE_MS, MAX_LEARNERS, RoomError, open_room
 
 NETWORK_WARNING = (
@@ -31,19 +33,27 @@ def _start(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
     reaper = Reaper(room.admin, room.name).start()
-    path = room.write(args.out)
+    gateway = None
     try:
-        if room.host != "127.0.0.1":
+        if args.gateway_port >= 0:
+            gateway = Gateway(room.port, args.host, args.gateway_port).start()
+            room.gateway = f"ws://{room.host}:{gateway.port}"
+        path = room.write(args.out)
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(NETWORK_WARNING.format(host=args.host), file=sys.stderr)
         print(f"room {room.name!r}: {room.server.label} on {room.host}:{room.port}, "
               f"{len(room.learners)} learners; seats and links in {path}")
+        if gateway is not None:
+            print(f"pages in the browser join through {room.gateway}")
         print("Ctrl-C ends the room.", flush=True)
         stop.wait()
     finally:
+        if gateway is not None:
+            gateway.stop()
         reaper.stop()
         room.stop()
-        path.unlink(missing_ok=True)
-        print(f"room {room.name!r} closed: server stopped, {path} removed")
+        Path(args.out, "room.json").unlink(missing_ok=True)
+        print(f"room {room.name!r} closed: server stopped, room.json removed")
     return 0
 
 
@@ -63,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     start.add_argument("--port", type=int, default=None, help="the server's port (default: free)")
     start.add_argument("--lease-ms", type=int, default=DEFAULT_LEASE_MS,
                        help="the lease length learners start with")
+    start.add_argument("--gateway-port", type=int, default=0,
+                       help="the WebSocket gateway's port for pages in the browser (default: "
+                       "free; -1: no gateway)")
     start.add_argument("--out", required=True, help="folder for room.json")
     args = parser.parse_args(argv)
     try:

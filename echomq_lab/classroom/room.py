@@ -137,6 +137,8 @@ class Room:
     server: servers.RunningServer
     host: str
     passwords: dict[str, str]
+    #: The WebSocket gateway's URL, when one runs beside the server (see :mod:`.gateway`).
+    gateway: str = ""
 
     @property
     def port(self) -> int:
@@ -156,9 +158,10 @@ class Room:
                                            self.port), socket_timeout=10)
 
     def manifest(self) -> dict[str, Any]:
-        """What ``room.json`` holds: the room, the instructor's URL, each learner's seat."""
+        """What ``room.json`` holds: the room, the instructor's URL, each learner's seat (and
+        the gateway's URL, for pages in the browser, when one runs)."""
         return {
-            "room": self.name,
+            "room": self.name, **({"gateway": self.gateway} if self.gateway else {}),
             "instructor": {"url": self.url(INSTRUCTOR)},
             "learners": [{"name": n, "url": self.url(n), "queue": self.name,
                           "link": join_link(self.url(n), self.name)} for n in self.learners],

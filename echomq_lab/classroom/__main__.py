@@ -11,10 +11,13 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from echomq_lab.classroom.board import Reaper
-from echomq_lab.classroom.gateway import Gateway
 from echomq_lab.classroom.room import DEFAULT_LEASE_MS, MAX_LEARNERS, RoomError, open_room
+
+if TYPE_CHECKING:
+    from echomq_lab.classroom.gateway import Gateway
 
 NETWORK_WARNING = (
     "WARNING: the room's server listens on {host}, not only on this machine: anyone on that "
@@ -33,9 +36,14 @@ def _start(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
     reaper = Reaper(room.admin, room.name).start()
-    gateway = None
+    gateway: Gateway | None = None
     try:
         if args.gateway_port >= 0:
+            try:  # the gateway needs the websockets package; the room runs without it
+                from echomq_lab.classroom.gateway import Gateway
+            except ImportError as exc:
+                raise RoomError(f"no WebSocket gateway ({exc}): install websockets, or pass "
+                                "--gateway-port -1") from None
             gateway = Gateway(room.port, args.host, args.gateway_port).start()
             room.gateway = f"ws://{room.host}:{gateway.port}"
         path = room.write(args.out)

@@ -113,20 +113,20 @@ class Desk:
 
     def complete(self) -> Answer:
         """Present the held token to complete the job."""
-        held = self._need()
+        held = self.need()
         return self._settle("complete", lambda: jobs.complete(self.conn, self.room, held.id,
                                                               held.token))
 
     def retry(self, delay_ms: int = 500, max_attempts: int = 5) -> Answer:
         """Give the held job back after a failure: scheduled again, or dead at the last try."""
-        held = self._need()
+        held = self.need()
         why = f"{self.actor} gave up on try {held.token}"
         return self._settle("retry", lambda: jobs.retry(self.conn, self.room, held.id,
                                                         held.token, delay_ms, max_attempts, why))
 
     def extend(self, lease_ms: int | None = None) -> Answer:
         """Push the held lease out to ``lease_ms`` (the room's length) from the server's now."""
-        held = self._need()
+        held = self.need()
         lease = self.lease_ms() if lease_ms is None else jobs.check_lease(lease_ms)
         began = time.monotonic()
         try:
@@ -139,14 +139,14 @@ class Desk:
 
     def stall(self) -> str:
         """Stop working on the held job on purpose: the lease runs out while you hold it."""
-        held = self._need()
+        held = self.need()
         self.stalled = True
         return (f"you stopped working on {held.id}; your lease runs out within "
                 f"{self.held_lease_ms} ms and the reaper will give the job to someone else")
 
     def drop(self) -> str:
         """Forget the held job without telling the server (as a crash would)."""
-        held = self._need()
+        held = self.need()
         self.held = None
         return f"you let go of {held.id} without a word; its lease will run out"
 
@@ -172,13 +172,14 @@ class Desk:
 
     # --- the log -----------------------------------------------------------------------
 
-    def _need(self) -> jobs.Claimed:
+    def need(self) -> jobs.Claimed:
+        """The held job; ValueError (in a line) when you hold none."""
         if self.held is None:
             raise ValueError("you hold no job: claim one first")
         return self.held
 
     def _settle(self, verb: str, send: Callable[[], object]) -> Answer:
-        held, stalled = self._need(), self.stalled
+        held, stalled = self.need(), self.stalled
         began = time.monotonic()
         try:
             reply = send()

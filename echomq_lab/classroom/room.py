@@ -173,6 +173,7 @@ class Room:
         out.mkdir(parents=True, exist_ok=True)
         path = out / "room.json"
         path.touch(mode=0o600)
+        path.chmod(0o600)  # an older file keeps its mode through touch
         path.write_text(json.dumps(self.manifest(), indent=1) + "\n", encoding="utf-8")
         return path
 

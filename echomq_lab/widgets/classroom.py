@@ -102,7 +102,7 @@ class LearnerPanel(Panel):
         if self.practice is not None and action == "claim":
             self.practice.refill()
         if action == "work":
-            held = desk._need()
+            held = desk.need()
             time.sleep(WORK_S)
             left = (clock.lease_deadline(desk.conn, desk.room, held.id) or 0)
             now = clock.server_now_ms(desk.conn)
@@ -147,6 +147,7 @@ class BoardPanel(Panel):
         self.board = board
         self.every_s = every_s
         self._last = 0.0
+        self._redraws = 0
         self.reading: boards.Reading | None = None
         small = W.Layout(width="170px")
         self.jobs = W.BoundedIntText(value=20, min=1, max=10_000, description="jobs",
@@ -195,7 +196,8 @@ class BoardPanel(Panel):
         now = time.monotonic()
         if now - self._last >= self.every_s:
             self._last = now
-            self._attempt(self.message, lambda: self.redraw(timeline=self.ticker.ticks % 12 == 0))
+            self._redraws += 1
+            self._attempt(self.message, lambda: self.redraw(timeline=self._redraws % 5 == 1))
         return True
 
     def redraw(self, timeline: bool = False) -> None:

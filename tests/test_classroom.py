@@ -31,17 +31,10 @@ LEARNERS = 6
 JOBS = 60
 
 
-def _valkey_or_skip() -> None:
-    try:
-        servers.which_binary("valkey")
-    except servers.ServerStartError as exc:
-        print(f"\nclassroom tests skipped: {exc}")
-        pytest.skip(f"no valkey-server here: {exc}")
-
-
 @pytest.fixture(scope="module")
-def room() -> Iterator[Room]:
-    _valkey_or_skip()
+def room(valkey_tools: tuple[str, str]) -> Iterator[Room]:
+    """A room of six on a Valkey of its own (without valkey-server the conftest's
+    ``valkey_tools`` skips, printing why, or fails where backends are required)."""
     with open_room(ROOM, LEARNERS, lease_ms=200) as opened:
         yield opened
 
@@ -214,8 +207,8 @@ def test_the_board_switches_the_reaper_and_the_lease(room: Room, admin: redis.Re
         board.set_lease(0)
 
 
-def test_start_writes_room_json_and_removes_everything_on_sigterm(tmp_path: Path) -> None:
-    _valkey_or_skip()
+def test_start_writes_room_json_and_removes_everything_on_sigterm(
+        tmp_path: Path, valkey_tools: tuple[str, str]) -> None:
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "echomq_lab.classroom", "start", "--room",
                              "cli", "--learners", "2", "--out", str(out)],

@@ -21,6 +21,7 @@ from echomq_lab import jobs, keyspace
 from echomq_lab.classroom import Room, acl_refusals, calls, join, open_room, tally
 from echomq_lab.classroom.board import Board, Reaper
 from echomq_lab.classroom.drill import learn
+from echomq_lab.classroom.ledger import TALLY_KEYS
 from echomq_lab.classroom.room import join_link, learner_rules, parse_link
 from echomq_lab.cluster import servers
 from echomq_lab.sim import audit
@@ -192,6 +193,22 @@ def test_the_drift_check_sees_a_raw_write_at_once(room: Room, admin: redis.Redis
     assert "state-mismatch" in kinds
     admin.hset(keyspace.job_key(ROOM, job_id), "state", "pending")
     assert list(board.read().drift) == []
+
+
+def test_a_learner_writing_nonsense_to_their_log_cannot_stop_the_board(
+        room: Room, admin: redis.Redis) -> None:
+    board = Board(admin, ROOM)
+    zero = dict.fromkeys(TALLY_KEYS, 0)
+    before = board.read().counts.get("learner-5", zero)
+    with _raw(room, "learner-5") as learner:
+        own = f"{keyspace.base(ROOM)}log:learner-5"
+        learner.xadd(own, {"verb": "claim"})
+        learner.xadd(own, {"verb": "claim", "job": "x", "token": "many", "outcome": "accepted",
+                           "reply": "claimed", "began_ms": "0", "ended_ms": "0"})
+    reading = board.read()
+    assert reading.unreadable["learner-5"] == 2
+    assert reading.counts.get("learner-5", zero) == before
+    assert tally(admin, ROOM).get("learner-5", zero) == before
 
 
 def test_the_board_switches_the_reaper_and_the_lease(room: Room, admin: redis.Redis) -> None:

@@ -15,7 +15,7 @@ import redis
 
 from echomq_lab import errors, jobs, keyspace
 from echomq_lab.classroom.desk import Desk
-from echomq_lab.classroom.ledger import acl_refusals, calls, tally_of
+from echomq_lab.classroom.ledger import Follow, acl_refusals, tally_of
 from echomq_lab.classroom.room import INSTRUCTOR, ctl_key
 from echomq_lab.drift import Report, check
 from echomq_lab.sim.audit import STALE, Call, accepted
@@ -67,7 +67,8 @@ class Reaper:
 @dataclass(frozen=True)
 class Reading:
     """The room at one moment: the ledger's leases, tokens minted, stale refusals by name,
-    counts per learner, the drift check's report, ACL refusals by user, the settings."""
+    counts per learner, the drift check's report, ACL refusals by user, the settings, the
+    queue's sizes, and the log lines that were not calls."""
 
     leases: list[Lease]
     tokens_minted: int
@@ -79,6 +80,8 @@ class Reading:
     reaper_on: bool
     pending: int
     active: int
+    #: Log lines per actor that are not calls (a learner may write anything to their own log).
+    unreadable: dict[str, int]
 
 
 class Board:
@@ -87,6 +90,7 @@ class Board:
     def __init__(self, conn: redis.Redis, room: str) -> None:
         self.conn, self.room = conn, room
         self.desk = Desk(conn, room, INSTRUCTOR)
+        self.follow = Follow(conn, room)
         self._storms: list[threading.Thread] = []
 
     def enqueue(self, n: int) -> str:
@@ -131,7 +135,7 @@ class Board:
 
     def read(self) -> Reading:
         """One reading of the room (the logs, the queue's sizes, a drift check)."""
-        ledger = calls(self.conn, self.room)
+        ledger = self.follow.calls()
         learners = sorted({c.actor for c in ledger if c.actor.startswith("learner-")},
                           key=lambda n: int(n.rsplit("-", 1)[1]))
         stale = Counter(c.actor for c in ledger if c.outcome == "refused" and c.reply == STALE)
@@ -143,6 +147,7 @@ class Board:
             counts=tally_of(ledger, learners), drift=check(self.conn, self.room), acl=acl,
             lease_ms=int(lease or 0), reaper_on=reaper_on(self.conn, self.room),
             pending=int(self.conn.zcard(k.pending)), active=int(self.conn.zcard(k.active)),
+            unreadable=dict(self.follow.unreadable),
         )
 
 

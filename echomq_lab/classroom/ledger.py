@@ -40,26 +40,61 @@ def t0_ms(conn: redis.Redis, room: str) -> int:
     return int(raw) if raw else 0
 
 
-def _call(actor: str, fields: dict[bytes, bytes], t0: int) -> Call:
-    text = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
-    return Call(0, actor, text["verb"], text["job"], int(text["token"]),
-                cast(Outcome, text["outcome"]), text["reply"], text.get("detail", ""),
-                started=(float(text["began_ms"]) - t0) / 1000,
-                ended=(float(text["ended_ms"]) - t0) / 1000,
-                lease_ms=int(text.get("lease_ms", 0)), stalled=text.get("stalled") == "1")
+def _call(actor: str, fields: dict[bytes, bytes], t0: int) -> Call | None:
+    """One log line as a :class:`Call`; None for a line that is not one (a learner may write
+    anything to their own log: it must not stop the board)."""
+    try:
+        text = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
+        outcome = text["outcome"]
+        if outcome not in ("accepted", "refused", "gone", "lost-reply"):
+            return None
+        return Call(0, actor, text["verb"], text["job"], int(text["token"]),
+                    cast(Outcome, outcome), text["reply"], text.get("detail", ""),
+                    started=(float(text["began_ms"]) - t0) / 1000,
+                    ended=(float(text["ended_ms"]) - t0) / 1000,
+                    lease_ms=int(text.get("lease_ms", 0)), stalled=text.get("stalled") == "1")
+    except (KeyError, ValueError, UnicodeDecodeError):
+        return None
+
+
+class Follow:
+    """The room's logs (of ``names`` only, when given), read as they grow: each :meth:`calls`
+    reads only the lines written since the last. Lines that are not calls are skipped and
+    counted per actor in :attr:`unreadable`."""
+
+    def __init__(self, conn: redis.Redis, room: str, names: list[str] | None = None) -> None:
+        self.conn, self.room, self.names = conn, room, names
+        self.t0 = t0_ms(conn, room)
+        self.unreadable: Counter[str] = Counter()
+        self._last: dict[str, bytes] = {}
+        self._calls: list[Call] = []
+
+    def calls(self) -> list[Call]:
+        """Every call logged so far, in the order they ended, numbered; times in seconds since
+        the room opened, on the server's clock."""
+        new: list[Call] = []
+        for actor in actors(self.conn, self.room) if self.names is None else self.names:
+            last = self._last.get(actor)
+            entries = cast(list[tuple[bytes, dict[bytes, bytes]]], self.conn.xrange(
+                log_key(self.room, actor), min=b"(" + last if last else "-"))
+            if entries:
+                self._last[actor] = entries[-1][0]
+            for _, fields in entries:
+                call = _call(actor, fields, self.t0)
+                if call is None:
+                    self.unreadable[actor] += 1
+                else:
+                    new.append(call)
+        if new:
+            merged = sorted(self._calls + new, key=lambda c: (c.ended, c.started))
+            self._calls = [Call(n, *_rest(c)) for n, c in enumerate(merged)]
+        return self._calls
 
 
 def calls(conn: redis.Redis, room: str, names: list[str] | None = None) -> list[Call]:
-    """Every logged call of the room (of ``names``' logs only, when given), in the order they
-    ended, numbered; times in seconds since the room opened, on the server's clock."""
-    t0 = t0_ms(conn, room)
-    found: list[Call] = []
-    for actor in actors(conn, room) if names is None else names:
-        entries = cast(list[tuple[bytes, dict[bytes, bytes]]],
-                       conn.xrange(log_key(room, actor)))
-        found += [_call(actor, fields, t0) for _, fields in entries]
-    found.sort(key=lambda c: (c.ended, c.started))
-    return [Call(n, *_rest(c)) for n, c in enumerate(found)]
+    """Every logged call of the room (of ``names``' logs only, when given): see
+    :meth:`Follow.calls`."""
+    return Follow(conn, room, names).calls()
 
 
 def _rest(c: Call) -> tuple[Any, ...]:

@@ -216,7 +216,9 @@ class BoardPanel(Panel):
         self.acl.value = "".join(
             f"<div>{html.escape(user)} was refused by the server's rules: "
             f"{html.escape(', '.join(f'{w} ×{n}' for w, n in what.most_common(4)))}</div>"
-            for user, what in sorted(r.acl.items()))
+            for user, what in sorted(r.acl.items())) + "".join(
+            f"<div>{html.escape(actor)}'s log holds {n} line(s) that are not calls</div>"
+            for actor, n in sorted(r.unreadable.items()))
         if timeline and r.leases:
             self.picture.value = _timeline_png(r)
 

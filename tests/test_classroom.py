@@ -136,6 +136,17 @@ def test_learner_rules_name_only_the_room() -> None:
     assert "+@scripting" not in rules and "+evalsha" in rules and "+script|load" in rules
 
 
+def test_a_locked_room_runs_the_protocol_but_no_lua_of_a_learner(
+        valkey_tools: tuple[str, str]) -> None:
+    with open_room("locked", 1, may_load=False) as locked, locked.admin() as admin:
+        Board(admin, "locked").enqueue(1)
+        desk = join(join_link(locked.url("learner-1"), "locked"))
+        assert desk.claim(5000).outcome == "accepted"  # the protocol's scripts were loaded
+        assert desk.complete().outcome == "accepted"
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            desk.conn.script_load("while true do end")
+
+
 def test_a_bad_join_link_is_one_clear_error() -> None:
     for link in ("redis://x:y@h:1/0", "echomq://h:1/room", "echomq://u:p@h:1/bad room",
                  "echomq://u:p@h:notaport/room"):

@@ -27,7 +27,8 @@ NETWORK_WARNING = (
 
 def _start(args: argparse.Namespace) -> int:
     room = open_room(args.room, args.learners, host=args.host, port=args.port,
-                     advertise=args.advertise, lease_ms=args.lease_ms)
+                     advertise=args.advertise, lease_ms=args.lease_ms,
+                     may_load=not args.locked_scripts)
     stop = threading.Event()
 
     def on_signal(_sig: int, _frame: FrameType | None) -> None:
@@ -84,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     start.add_argument("--gateway-port", type=int, default=0,
                        help="the WebSocket gateway's port for pages in the browser (default: "
                        "free; -1: no gateway)")
+    start.add_argument("--locked-scripts", action="store_true",
+                       help="learners may run only the protocol's scripts (loaded at start), "
+                       "not load Lua of their own")
     start.add_argument("--out", required=True, help="folder for room.json")
     args = parser.parse_args(argv)
     try:

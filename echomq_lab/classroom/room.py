@@ -20,8 +20,10 @@ from urllib.parse import quote, unquote, urlsplit
 
 import redis
 
-from echomq_lab import keyspace
+from echomq_lab import keyspace, scripts
 from echomq_lab.cluster import servers
+from echomq_lab.scripts import VIEWS
+from echomq_lab.transitions import SCRIPTS
 
 #: The commands a learner's user may send: the scripts (EVALSHA, and SCRIPT LOAD on first use),
 #: what those scripts run inside (every command a script runs is checked against the caller),
@@ -66,13 +68,15 @@ def ctl_key(room: str) -> str:
     return keyspace.base(room) + CTL
 
 
-def learner_rules(room: str, name: str, password: str) -> list[str]:
+def learner_rules(room: str, name: str, password: str, *, may_load: bool = True) -> list[str]:
     """The ``ACL SETUSER`` rules of learner ``name``: read the room, write the queue and the
-    learner's own log, nothing else anywhere."""
+    learner's own log, nothing else anywhere. Without ``may_load`` the learner may run only the
+    scripts already loaded (the room loads the protocol's when it opens): no Lua of their own."""
     k = keyspace.keys(room)
     writes = [*k.sets, k.rows + "*", log_key(room, name)]
+    commands = [c for c in LEARNER_COMMANDS if may_load or c != "script|load"]
     return ["reset", "on", f">{password}", "resetchannels", "-@all",
-            *(f"+{c}" for c in LEARNER_COMMANDS),
+            *(f"+{c}" for c in commands),
             f"%R~{k.base}*", *(f"%RW~{key}" for key in writes)]
 
 
@@ -212,11 +216,14 @@ def _start(host: str, port: int | None, maxclients: int) -> servers.RunningServe
 
 
 def open_room(name: str, learners: int, *, host: str = "127.0.0.1", port: int | None = None,
-              advertise: str | None = None, lease_ms: int = DEFAULT_LEASE_MS) -> Room:
+              advertise: str | None = None, lease_ms: int = DEFAULT_LEASE_MS,
+              may_load: bool = True) -> Room:
     """Start a room of ``learners`` learners on a new Valkey; the caller stops it.
 
     ``host`` is where the server listens (loopback unless a room's network is meant);
-    ``advertise`` the address written into the URLs (``host`` by default)."""
+    ``advertise`` the address written into the URLs (``host`` by default). The protocol's
+    scripts are loaded at once; with ``may_load=False`` learners may load no script of their
+    own (a script of theirs that never ends would hold up the whole room)."""
     keyspace.check_queue(name)
     if not isinstance(learners, int) or not 1 <= learners <= MAX_LEARNERS:
         raise ValueError(f"learners must be a whole number from 1 to {MAX_LEARNERS}")
@@ -231,21 +238,24 @@ def open_room(name: str, learners: int, *, host: str = "127.0.0.1", port: int | 
     passwords |= {learner_name(n): secrets.token_urlsafe(12) for n in range(1, learners + 1)}
     room = Room(name, server, advertise or host, passwords)
     try:
-        _configure(room, lease_ms)
+        _configure(room, lease_ms, may_load)
     except BaseException:
         room.stop()
         raise
     return room
 
 
-def _configure(room: Room, lease_ms: int) -> None:
-    """Create the users, write the room's settings, then switch the default user off."""
+def _configure(room: Room, lease_ms: int, may_load: bool) -> None:
+    """Create the users, load the protocol's scripts, write the room's settings, then switch
+    the default user off."""
     with redis.Redis(host="127.0.0.1", port=room.port, socket_timeout=10) as first:
         first.execute_command("ACL", "SETUSER", INSTRUCTOR,
                               *instructor_rules(room.passwords[INSTRUCTOR]))
         for user in room.learners:
-            first.execute_command("ACL", "SETUSER", user,
-                                  *learner_rules(room.name, user, room.passwords[user]))
+            rules = learner_rules(room.name, user, room.passwords[user], may_load=may_load)
+            first.execute_command("ACL", "SETUSER", user, *rules)
+        for name in (*SCRIPTS, *VIEWS):
+            scripts.load(name).load_into(first)
     with room.admin() as admin:
         now_s, now_us = admin.time()
         admin.hset(ctl_key(room.name), mapping={"lease_ms": lease_ms, "reaper": "on",

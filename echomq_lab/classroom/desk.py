@@ -68,19 +68,18 @@ class Desk:
         self._offset_ms = 0.0
         self._calibrated = -RECALIBRATE_S
 
-    def _calibrate(self) -> None:
+    def calibrate(self) -> None:
         """Map the steady clock onto the server's: the offset of the fastest of three TIMEs."""
-        best: tuple[float, float] | None = None
-        for _ in range(3):
-            sent = time.monotonic()
-            with reaching(self.conn):
-                seconds, micros = self.conn.time()
-            back = time.monotonic()
-            offset = int(seconds) * 1000 + int(micros) / 1000 - (sent + back) * 500
-            if best is None or back - sent < best[0]:
-                best = (back - sent, offset)
-        assert best is not None
-        self._offset_ms, self._calibrated = best[1], time.monotonic()
+        self._offset_ms = min(self._time_offset() for _ in range(3))[1]
+        self._calibrated = time.monotonic()
+
+    def _time_offset(self) -> tuple[float, float]:
+        """One TIME: (its round trip in s, server ms minus the steady ms at its midpoint)."""
+        sent = time.monotonic()
+        with reaching(self.conn):
+            seconds, micros = self.conn.time()
+        back = time.monotonic()
+        return back - sent, int(seconds) * 1000 + int(micros) / 1000 - (sent + back) * 500
 
     def server_ms(self, steady: float) -> float:
         """The server's clock (ms) at ``steady`` (a ``time.monotonic()`` reading)."""
@@ -221,7 +220,7 @@ class Desk:
         }
         try:
             if ended - self._calibrated > RECALIBRATE_S:
-                self._calibrate()
+                self.calibrate()
             fields["began_ms"] = f"{self.server_ms(began):.3f}"
             fields["ended_ms"] = f"{self.server_ms(ended):.3f}"
             with reaching(self.conn):
@@ -242,5 +241,5 @@ def join(link: str) -> Desk:
         conn.close()
         raise
     desk = Desk(conn, seat.room, seat.name)
-    desk._calibrate()
+    desk.calibrate()
     return desk

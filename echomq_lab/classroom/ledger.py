@@ -1,0 +1,138 @@
+"""The room read back: every actor's log as one ledger (the calls :mod:`echomq_lab.sim`'s audit
+and lease charts take), the per-learner :func:`tally`, and the ACL refusals by user name.
+
+Where each figure comes from: claims, completes and stale refusals from the learners' own logs
+(written by their clients, so a learner can hide or invent lines about itself); refusals of a
+command or key outside a learner's rights from the server's ACL LOG (no learner can touch it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, cast
+
+import redis
+
+from echomq_lab.classroom.room import ACL_LOG_LEN, ctl_key, log_key
+from echomq_lab.keyspace import base
+from echomq_lab.sim.audit import STALE, Call, Outcome
+
+#: The counts :func:`tally` gives every learner, even one who did nothing.
+TALLY_KEYS: tuple[str, ...] = ("claims", "completes", "stale", "retries", "extends", "gone")
+_LOG_PART = "log:"
+
+
+def actors(conn: redis.Redis, room: str) -> list[str]:
+    """The actors with a log in ``room`` (found with SCAN: the instructor's side only)."""
+    prefix = (base(room) + _LOG_PART).encode()
+    found = {bytes(k)[len(prefix):].decode() for k in conn.scan_iter(match=prefix + b"*")}
+    return sorted(found, key=_order)
+
+
+def _order(name: str) -> tuple[int, str]:
+    number = name.rsplit("-", 1)[-1]
+    return (int(number) if name.startswith("learner-") and number.isdigit() else 1 << 30, name)
+
+
+def t0_ms(conn: redis.Redis, room: str) -> int:
+    """The server time the room opened, in ms (0 when unknown)."""
+    raw = conn.hget(ctl_key(room), "t0_ms")
+    return int(raw) if raw else 0
+
+
+def _call(actor: str, fields: dict[bytes, bytes], t0: int) -> Call | None:
+    """One log line as a :class:`Call`; None for a line that is not one (a learner may write
+    anything to their own log: it must not stop the board)."""
+    try:
+        text = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
+        outcome = text["outcome"]
+        if outcome not in ("accepted", "refused", "gone", "lost-reply"):
+            return None
+        return Call(0, actor, text["verb"], text["job"], int(text["token"]),
+                    cast(Outcome, outcome), text["reply"], text.get("detail", ""),
+                    started=(float(text["began_ms"]) - t0) / 1000,
+                    ended=(float(text["ended_ms"]) - t0) / 1000,
+                    lease_ms=int(text.get("lease_ms", 0)), stalled=text.get("stalled") == "1")
+    except (KeyError, ValueError, UnicodeDecodeError):
+        return None
+
+
+class Follow:
+    """The room's logs (of ``names`` only, when given), read as they grow: each :meth:`calls`
+    reads only the lines written since the last. Lines that are not calls are skipped and
+    counted per actor in :attr:`unreadable`."""
+
+    def __init__(self, conn: redis.Redis, room: str, names: list[str] | None = None) -> None:
+        self.conn, self.room, self.names = conn, room, names
+        self.t0 = t0_ms(conn, room)
+        self.unreadable: Counter[str] = Counter()
+        self._last: dict[str, bytes] = {}
+        self._calls: list[Call] = []
+
+    def calls(self) -> list[Call]:
+        """Every call logged so far, in the order they ended, numbered; times in seconds since
+        the room opened, on the server's clock."""
+        new: list[Call] = []
+        for actor in actors(self.conn, self.room) if self.names is None else self.names:
+            last = self._last.get(actor)
+            entries = cast(list[tuple[bytes, dict[bytes, bytes]]], self.conn.xrange(
+                log_key(self.room, actor), min=b"(" + last if last else "-"))
+            if entries:
+                self._last[actor] = entries[-1][0]
+            for _, fields in entries:
+                call = _call(actor, fields, self.t0)
+                if call is None:
+                    self.unreadable[actor] += 1
+                else:
+                    new.append(call)
+        if new:
+            merged = sorted(self._calls + new, key=lambda c: (c.ended, c.started))
+            self._calls = [Call(n, *_rest(c)) for n, c in enumerate(merged)]
+        return self._calls
+
+
+def calls(conn: redis.Redis, room: str, names: list[str] | None = None) -> list[Call]:
+    """Every logged call of the room (of ``names``' logs only, when given): see
+    :meth:`Follow.calls`."""
+    return Follow(conn, room, names).calls()
+
+
+def _rest(c: Call) -> tuple[Any, ...]:
+    return (c.actor, c.verb, c.job_id, c.token, c.outcome, c.reply, c.detail, c.started,
+            c.ended, c.lease_ms, c.stalled, c.after_lost_reply)
+
+
+def tally_of(ledger: list[Call], learners: list[str]) -> dict[str, dict[str, int]]:
+    """Per learner: ``claims`` (accepted), ``completes`` (accepted), ``stale`` (refused
+    EMQSTALE), ``retries`` and ``extends`` (accepted), ``gone`` (found the row gone)."""
+    out: dict[str, Counter[str]] = defaultdict(Counter)
+    for c in ledger:
+        if c.outcome == "accepted" and c.verb in ("claim", "complete", "retry", "extend"):
+            out[c.actor][{"claim": "claims", "complete": "completes", "retry": "retries",
+                          "extend": "extends"}[c.verb]] += 1
+        elif c.outcome == "refused" and c.reply == STALE:
+            out[c.actor]["stale"] += 1
+        elif c.outcome == "gone":
+            out[c.actor]["gone"] += 1
+    return {name: {k: out[name][k] for k in TALLY_KEYS} for name in learners}
+
+
+def tally(conn: redis.Redis, room: str) -> dict[str, dict[str, int]]:
+    """Per learner with a log in ``room``: claims, completes, stale refusals (and retries,
+    extends, rows found gone), from the learners' own logs."""
+    names = [a for a in actors(conn, room) if a.startswith("learner-")]
+    return tally_of(calls(conn, room, names), names)
+
+
+def acl_refusals(conn: redis.Redis) -> dict[str, Counter[str]]:
+    """What the server's ACLs refused, per user name: ``{user: {"command flushall": 2,
+    "key emq:{other}:pending": 1}}`` (ACL LOG keeps the latest 1000 kinds, each counted)."""
+    out: dict[str, Counter[str]] = defaultdict(Counter)
+    try:
+        log = cast(list[dict[str, Any]], conn.acl_log(count=ACL_LOG_LEN))
+    except redis.ResponseError:  # a server without ACLs (the embedded one)
+        return {}
+    for entry in log:
+        what = f"{entry.get('reason', '?')} {entry.get('object', '?')}"
+        out[str(entry.get("username", "?"))][what] += int(entry.get("count", 1))
+    return dict(out)

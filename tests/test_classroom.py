@@ -1,0 +1,344 @@
+"""The workshop on a real Valkey: a room's ACL users keep each learner inside the room, six
+learners contend for one queue with stalls and the fence holds, the tally matches what each
+learner did, and every refusal is attributed to the learner who met it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from echomq_lab import jobs, keyspace
+from echomq_lab.classroom import Room, acl_refusals, calls, join, open_room, tally
+from echomq_lab.classroom.board import Board, Reaper
+from echomq_lab.classroom.drill import learn
+from echomq_lab.classroom.ledger import TALLY_KEYS
+from echomq_lab.classroom.room import join_link, learner_rules, parse_link
+from echomq_lab.cluster import servers
+from echomq_lab.sim import audit
+from echomq_lab.snapshot import snapshot
+
+ROOM = "workshop"
+LEARNERS = 6
+JOBS = 60
+
+
+@pytest.fixture(scope="module")
+def room(valkey_tools: tuple[str, str]) -> Iterator[Room]:
+    """A room of six on a Valkey of its own (without valkey-server the conftest's
+    ``valkey_tools`` skips, printing why, or fails where backends are required)."""
+    with open_room(ROOM, LEARNERS, lease_ms=200) as opened:
+        yield opened
+
+
+@pytest.fixture
+def admin(room: Room) -> Iterator[redis.Redis]:
+    with room.admin() as conn:
+        yield conn
+
+
+def _raw(room: Room, user: str) -> redis.Redis:
+    return redis.Redis.from_url(room.url(user), socket_timeout=5)
+
+
+#: What no learner may run (item 2 of the workshop's safety list).
+REFUSED: tuple[tuple[str, ...], ...] = (
+    ("FLUSHALL",), ("FLUSHDB",), ("KEYS", "*"), ("CONFIG", "GET", "maxmemory-policy"),
+    ("ACL", "LIST"), ("SCRIPT", "FLUSH"), ("SCRIPT", "KILL"), ("FUNCTION", "FLUSH"),
+    ("SHUTDOWN", "NOSAVE"), ("DEBUG", "SLEEP", "0"), ("MONITOR",), ("EVAL", "return 1", "0"),
+    ("SCAN", "0"),
+)
+
+
+def test_the_default_user_is_off_and_the_server_evicts_nothing(room: Room,
+                                                               admin: redis.Redis) -> None:
+    with redis.Redis(host="127.0.0.1", port=room.port, socket_timeout=5) as anonymous:
+        with pytest.raises(redis.AuthenticationError):
+            anonymous.get("x")
+    assert admin.config_get("maxmemory-policy") == {"maxmemory-policy": "noeviction"}
+    assert int(admin.config_get("maxclients")["maxclients"]) >= LEARNERS * 4
+
+
+def test_room_json_has_a_seat_and_a_link_per_learner(room: Room, tmp_path: Path) -> None:
+    data = json.loads(room.write(tmp_path).read_text())
+    assert data["room"] == ROOM and data["instructor"]["url"].startswith("redis://instructor:")
+    assert [s["name"] for s in data["learners"]] == [f"learner-{n}" for n in range(1, 7)]
+    for seat in data["learners"]:
+        assert seat["queue"] == ROOM
+        assert parse_link(seat["link"]).url == seat["url"]
+    assert (tmp_path / "room.json").stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize("command", REFUSED, ids=lambda c: " ".join(c[:2]))
+def test_every_learner_is_refused_the_dangerous_commands(room: Room, admin: redis.Redis,
+                                                         command: tuple[str, ...]) -> None:
+    for user in room.learners:
+        # the ACL says no (DEBUG is also off on the server, which would answer first)
+        said = admin.execute_command("ACL", "DRYRUN", user, *command)
+        assert said != b"OK" and b"no permissions" in said
+        with _raw(room, user) as conn, pytest.raises(redis.exceptions.ResponseError):
+            conn.execute_command(*command)
+    assert admin.ping()  # the server is still up: no SHUTDOWN went through
+
+
+def test_every_learner_is_refused_keys_outside_the_room(room: Room, admin: redis.Redis) -> None:
+    admin.zadd(keyspace.keys("other").pending, {"JOBx": 0})
+    outside = ["emq:{other}:pending", "plain-key", keyspace.base(ROOM)[:-1]]
+    for n, user in enumerate(room.learners):
+        other_log = f"{keyspace.base(ROOM)}log:{room.learners[(n + 1) % LEARNERS]}"
+        with _raw(room, user) as conn:
+            for key in outside:
+                with pytest.raises(redis.exceptions.NoPermissionError):
+                    conn.zcard(key)
+            for key in (other_log, keyspace.base(ROOM) + "ctl", "emq:{other}:pending"):
+                with pytest.raises(redis.exceptions.NoPermissionError):
+                    conn.zadd(key, {"JOBx": 1})
+            # a script the learner loads runs with the learner's rights: keys it builds too
+            sha = conn.script_load("return redis.call('ZCARD', 'emq:{other}:' .. ARGV[1])")
+            with pytest.raises(redis.exceptions.ResponseError, match="ACL failure in script"):
+                conn.evalsha(sha, 0, "pending")
+            # ...and a key it declares must be readable and writable
+            with pytest.raises(redis.exceptions.ResponseError):
+                conn.evalsha(sha, 1, "emq:{other}:pending", "pending")
+    refused = acl_refusals(admin)
+    for user in room.learners:
+        assert refused[user]["key emq:{other}:pending"] >= 2
+    assert admin.zcard("emq:{other}:pending") == 1
+
+
+def test_a_learner_may_run_the_transitions_and_read_the_room(room: Room,
+                                                             admin: redis.Redis) -> None:
+    desk = join(join_link(room.url("learner-1"), ROOM))
+    queue = f"{ROOM}"
+    Board(admin, queue).enqueue(1)
+    got = desk.claim(5000)
+    assert got.outcome == "accepted" and desk.held is not None
+    assert desk.extend(5000).outcome == "accepted"
+    assert snapshot(desk.conn, queue).members("active") == [got.job_id]
+    assert desk.complete().outcome == "accepted"
+    names = {c["name"] for c in admin.client_list() if c.get("user") == "learner-1"}
+    assert names == {"learner-1"}
+
+
+def test_learner_rules_name_only_the_room() -> None:
+    rules = learner_rules("r1", "learner-2", "pw")
+    keys = [r for r in rules if "~" in r]
+    assert all("{r1}" in r for r in keys)
+    assert "+@scripting" not in rules and "+evalsha" in rules and "+script|load" in rules
+
+
+def test_a_locked_room_runs_the_protocol_but_no_lua_of_a_learner(
+        valkey_tools: tuple[str, str]) -> None:
+    with open_room("locked", 1, may_load=False) as locked, locked.admin() as admin:
+        Board(admin, "locked").enqueue(1)
+        desk = join(join_link(locked.url("learner-1"), "locked"))
+        assert desk.claim(5000).outcome == "accepted"  # the protocol's scripts were loaded
+        assert desk.complete().outcome == "accepted"
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            desk.conn.script_load("while true do end")
+
+
+def test_a_bad_join_link_is_one_clear_error() -> None:
+    for link in ("redis://x:y@h:1/0", "echomq://h:1/room", "echomq://u:p@h:1/bad room",
+                 "echomq://u:p@h:notaport/room"):
+        with pytest.raises(ValueError, match="join link"):
+            parse_link(link)
+
+
+def test_six_learners_contend_and_the_fence_holds(room: Room, admin: redis.Redis) -> None:
+    reaper = Reaper(room.admin, ROOM, every_s=0.02).start()
+    board = Board(admin, ROOM)
+    before = tally(admin, ROOM)
+    earlier = {c.job_id for c in calls(admin, ROOM) if c.verb == "enqueue"}
+    board.enqueue(JOBS)
+    done = threading.Event()
+    did = {user: Counter[str]() for user in room.learners}
+    desks = [join(join_link(room.url(user), ROOM)) for user in room.learners]
+    threads = [threading.Thread(target=learn, args=(d, done, n, did[d.actor]))
+               for n, d in enumerate(desks)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and board.outstanding():
+        time.sleep(0.1)
+    done.set()
+    for t in threads:
+        t.join(timeout=10)
+    reaper.stop()
+    assert board.outstanding() == 0, "the room did not finish its jobs"
+
+    ledger = calls(admin, ROOM)
+    enqueued = {c.job_id for c in ledger if c.verb == "enqueue"} - earlier
+    mine = [c for c in ledger if c.job_id in enqueued or c.verb in ("reap", "promote")]
+    verdict = audit(mine, snapshot(admin, ROOM))
+    assert verdict.violations == []
+    assert verdict.completed + verdict.dead == JOBS
+    assert sum(d["stale"] for d in did.values()) > 0, "no stall ever met the fence"
+
+    after = tally(admin, ROOM)
+    for user in room.learners:
+        counted = {k: after[user][k] - before.get(user, {}).get(k, 0) for k in after[user]}
+        for name in ("claims", "completes", "stale", "retries", "extends"):
+            assert counted[name] == did[user][name], (user, name)
+    stale = [c for c in ledger if c.outcome == "refused"]
+    assert stale and {c.actor for c in stale} <= set(room.learners)
+    assert all(c.reply == "EMQSTALE" for c in stale)
+
+
+def test_the_drift_check_sees_a_raw_write_at_once(room: Room, admin: redis.Redis) -> None:
+    board = Board(admin, ROOM)
+    board.enqueue(1)
+    (job_id,) = jobs.browse(admin, ROOM, 1)
+    with _raw(room, "learner-3") as learner:  # a learner can write a row directly: say so
+        learner.hset(keyspace.job_key(ROOM, job_id), "state", "active")
+    kinds = {d.kind for d in board.read().drift}
+    assert "state-mismatch" in kinds
+    admin.hset(keyspace.job_key(ROOM, job_id), "state", "pending")
+    assert list(board.read().drift) == []
+
+
+def test_a_learner_writing_nonsense_to_their_log_cannot_stop_the_board(
+        room: Room, admin: redis.Redis) -> None:
+    board = Board(admin, ROOM)
+    zero = dict.fromkeys(TALLY_KEYS, 0)
+    before = board.read().counts.get("learner-5", zero)
+    with _raw(room, "learner-5") as learner:
+        own = f"{keyspace.base(ROOM)}log:learner-5"
+        learner.xadd(own, {"verb": "claim"})
+        learner.xadd(own, {"verb": "claim", "job": "x", "token": "many", "outcome": "accepted",
+                           "reply": "claimed", "began_ms": "0", "ended_ms": "0"})
+    reading = board.read()
+    assert reading.unreadable["learner-5"] == 2
+    assert reading.counts.get("learner-5", zero) == before
+    assert tally(admin, ROOM).get("learner-5", zero) == before
+
+
+def test_the_board_switches_the_reaper_and_the_lease(room: Room, admin: redis.Redis) -> None:
+    board = Board(admin, ROOM)
+    board.set_lease(1234)
+    board.set_reaper(False)
+    reading = board.read()
+    assert reading.lease_ms == 1234 and not reading.reaper_on
+    assert join(join_link(room.url("learner-2"), ROOM)).lease_ms() == 1234
+    board.set_reaper(True)
+    board.set_lease(200)
+    with pytest.raises(ValueError):
+        board.set_lease(0)
+
+
+def test_start_writes_room_json_and_removes_everything_on_sigterm(
+        tmp_path: Path, valkey_tools: tuple[str, str]) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "echomq_lab.classroom", "start", "--room",
+                             "cli", "--learners", "2", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    path = out / "room.json"
+    assert servers.wait_until(path.exists, 30), proc.stderr.read() if proc.stderr else ""
+    time.sleep(0.2)
+    data = json.loads(path.read_text())
+    with redis.Redis.from_url(data["learners"][0]["url"], socket_timeout=5) as learner:
+        assert learner.ping()
+    port = int(data["instructor"]["url"].rsplit(":", 1)[1].split("/")[0])
+    gateway = int(data["gateway"].rsplit(":", 1)[1])
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+    assert not path.exists() and servers.port_free(port) and servers.port_free(gateway)
+
+
+def test_a_learner_panel_joins_by_link_and_says_a_bad_link_in_one_line(room: Room,
+                                                                       admin: redis.Redis) -> None:
+    from echomq_lab.widgets.classroom import LearnerPanel
+
+    panel = LearnerPanel()
+    assert panel.practice is not None and "practice room" in panel.text()
+    panel.link.value = "redis://not-a-join-link"
+    panel.join_button.click()
+    assert not panel.last_ok and "not a join link" in panel.last_message
+    assert panel.practice is not None  # nothing changed
+    panel.link.value = join_link(room.url("learner-4"), ROOM).replace("@", "x@", 1)
+    panel.join_button.click()
+    assert not panel.last_ok and "\n" not in panel.last_message
+    panel.link.value = join_link(room.url("learner-4"), ROOM)
+    panel.join_button.click()
+    assert panel.last_ok and panel.desk.actor == "learner-4" and panel.practice is None
+    Board(admin, ROOM).set_lease(5000)
+    Board(admin, ROOM).enqueue(1)
+    panel.buttons["claim"].click()
+    assert panel.last_message.startswith("✓ claimed") or "claimed" in panel.last_message
+    panel.buttons["complete"].click()
+    assert "completed" in panel.last_message
+    assert panel.counts()["completes"] >= 1
+    Board(admin, ROOM).set_lease(200)
+
+
+def test_the_board_panel_shows_a_raw_write_at_its_next_tick(room: Room,
+                                                             admin: redis.Redis) -> None:
+    from echomq_lab.widgets.classroom import BoardPanel
+
+    board = Board(admin, ROOM)
+    panel = BoardPanel(board, every_s=0.0)
+    assert "rows and sets agree" in panel.text()
+    board.enqueue(1)
+    (job_id,) = jobs.browse(admin, ROOM, 1)
+    admin.hset(keyspace.job_key(ROOM, job_id), "state", "dead")  # outside the scripts
+    panel.ticker.tick()
+    assert "state-mismatch" in panel.text() and job_id in panel.text()
+    admin.hset(keyspace.job_key(ROOM, job_id), "state", "pending")
+    panel.ticker.tick()
+    assert "rows and sets agree" in panel.text()
+    panel.reaper.value = False
+    assert not board.read().reaper_on and "paused" in panel.text()
+    panel.reaper.value = True
+
+
+def test_a_storm_of_stalls_is_refused_by_name(room: Room, admin: redis.Redis) -> None:
+    board = Board(admin, ROOM)
+    reaper = Reaper(room.admin, ROOM, every_s=0.02).start()
+    board.set_lease(100)
+    board.enqueue(6)
+    board.storm(workers=2, seconds=1.5)
+    while board.storming():
+        time.sleep(0.1)
+    reaper.stop()
+    board.set_lease(200)
+    refused = board.read().stale_by_learner
+    assert refused.get("storm-1", 0) + refused.get("storm-2", 0) > 0
+    with pytest.raises(ValueError):
+        board.storm(workers=0)
+
+
+def test_the_gateway_maps_each_page_to_its_own_user(room: Room) -> None:
+    from websockets.sync.client import connect
+
+    from echomq_lab.classroom.gateway import Gateway
+
+    gateway = Gateway(room.port).start()
+    try:
+        for user in room.learners[:2]:
+            with connect(gateway.url) as ws:
+                ws.send(json.dumps({"user": user, "password": room.passwords[user]}))
+                assert json.loads(ws.recv()) == {"ok": True, "user": user}
+                ws.send(b"*2\r\n$6\r\nCLIENT\r\n$7\r\nGETNAME\r\n")
+                assert ws.recv().startswith(b"-NOPERM")  # the learner's rights, not a shared user
+                ws.send(b"*1\r\n$8\r\nFLUSHALL\r\n")
+                assert f"User {user} has no permissions".encode() in ws.recv()
+                ws.send(b"*1\r\n$4\r\nPING\r\n")
+                assert ws.recv() == b"+PONG\r\n"
+        for hello in (json.dumps({"user": "learner-1", "password": "wrong"}), "hello"):
+            with connect(gateway.url) as ws:
+                ws.send(hello)
+                answer = json.loads(ws.recv())
+                assert answer["ok"] is False and answer["error"]
+    finally:
+        gateway.stop()
+    with pytest.raises(OSError):  # stopped: nothing listens there any more
+        connect(gateway.url, open_timeout=5)

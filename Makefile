@@ -14,7 +14,7 @@ INSTALL     := $(if $(UV),$(UV) pip install --python $(PY),$(PY) -m pip install)
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 
 .PHONY: test lint typecheck pytest lab app bench clean venv notebooks actionlint nav page site \
-	site-deps
+	site-deps classroom
 
 venv: $(STAMP)
 
@@ -101,6 +101,16 @@ page: $(STAMP)
 	nb=$$($(PY) tools/page.py --name "$$NAME" --title "$$TITLE" --summary "$$SUMMARY" \
 			--after "$$AFTER") && \
 		$(PY) tools/nav.py && $(STORE) "$$nb" && echo "make page: wrote $$nb"
+
+# A workshop: one Valkey for a class (README, "Run a workshop"); room/room.json holds every
+# learner's join link. HOST=0.0.0.0 ADVERTISE=<address> opens it to a room's network.
+ROOM     ?= workshop
+LEARNERS ?= 12
+HOST     ?= 127.0.0.1
+
+classroom: $(STAMP)
+	$(PY) -m echomq_lab.classroom start --room $(ROOM) --learners $(LEARNERS) --host $(HOST) \
+		$(if $(ADVERTISE),--advertise $(ADVERTISE),) --out room
 
 # The lab as a static site in site/ (README, "No install: the lab in your browser"): JupyterLite
 # with Pyodide, every wheel served from the site itself, pages 00-04. Built from a clean state

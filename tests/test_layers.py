@@ -23,7 +23,8 @@ LAYERS: dict[str, set[str]] = {
     "measure": {"", "measure"},
     "sim": {"", "lessons", "sim", "widgets.look"},
     "cluster": {"", "measure", "sim", "cluster"},
-    "widgets": {"", "lessons", "measure", "sim", "cluster", "widgets", "widgets.look"},
+    "classroom": {"", "cluster", "sim", "classroom"},
+    "widgets": {"", "lessons", "measure", "sim", "cluster", "classroom", "widgets", "widgets.look"},
     "widgets.look": {""},
 }
 HEAVY = ("ipywidgets", "IPython", "matplotlib")

@@ -1,8 +1,9 @@
 """Measure on the lab's own server: the requests a client sends, and what a job cycle costs.
 
-:func:`counting` counts requests at the socket (a command, or a whole pipeline, is one);
-:func:`commandstats` reads INFO commandstats; :func:`transition_calls` and :func:`job_cycles`
-are page 06's live measure; :func:`read_bench` reads what ``make bench`` wrote for the page.
+:func:`counting` counts the requests the lab's clients write (a command, or a whole pipeline,
+is one); :func:`commandstats` reads INFO commandstats; :func:`transition_calls` and
+:func:`job_cycles` are page 06's live measure; :func:`read_bench` reads what ``make bench``
+wrote for the page.
 
 Lab 06's layer: may import the protocol core; never the lessons' stories, the widgets or the
 other labs.
@@ -11,7 +12,6 @@ other labs.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import redis
-from redis.connection import AbstractConnection
 
 from echomq_lab import branded, clock, jobs, queues, scripts, transitions
-from echomq_lab.connection import reaching
+from echomq_lab.connection import reaching, tapped
 
 if TYPE_CHECKING:
     from IPython.display import Image
@@ -60,80 +59,22 @@ def request_name(commands: Sequence[str]) -> str:
     return f"PIPELINE[{len(commands)}]"
 
 
-class _Counters(threading.local):
-    """This thread's open :func:`counting` blocks, and whether it is inside a write."""
-
-    def __init__(self) -> None:
-        self.open: list[list[str]] = []
-        self.busy = False
-
-
-_COUNTERS = _Counters()
-_PATCH = threading.Lock()
-#: The methods the counter wraps while any block is open, with their originals then.
-_originals: dict[str, Callable[..., Any]] = {}
-_users = [0]
-
-
-def _joined(command: Any) -> bytes:
-    """What one write sends, as bytes (redis-py passes bytes, a str, or a list of chunks)."""
-    chunks = [command] if isinstance(command, bytes | str | memoryview) else command
-    return b"".join(c.encode() if isinstance(c, str) else bytes(c) for c in chunks)
-
-
-def _unseen(name: str) -> Callable[..., Any]:
-    """The original method ``name``, called so that nothing it writes is counted."""
-    def call(self: AbstractConnection, *args: Any, **kwargs: Any) -> Any:
-        was, _COUNTERS.busy = _COUNTERS.busy, True
-        try:
-            return _originals[name](self, *args, **kwargs)
-        finally:
-            _COUNTERS.busy = was
-    return call
-
-
-_write = _unseen("send_packed_command")
-
-
-def _counted_write(self: AbstractConnection, command: Any, check_health: bool = True) -> Any:
-    mine = _COUNTERS
-    if mine.open and not mine.busy:
-        try:
-            name = request_name(_commands(_joined(command)))
-        except (ValueError, TypeError):  # not RESP as redis-py writes it: still one request
-            name = "?"
-        for calls in mine.open:
-            calls.append(name)
-    return _write(self, command, check_health)
-
-
-#: A request is one write; a new connection's handshake is none.
-_WRAPPERS = {"send_packed_command": _counted_write,
-             "on_connect_check_health": _unseen("on_connect_check_health")}
-
-
 @contextmanager
 def counting() -> Iterator[list[str]]:
-    """Record every request this thread sends inside the block, one entry a round trip
+    """Record every request this thread sends on the lab's clients (those
+    :func:`echomq_lab.connect` makes) inside the block, one entry a round trip
     (:func:`request_name`). A resend counts; a new connection's handshake does not. Blocks may
-    nest and threads may count at once; redis-py is restored when the last block ends."""
+    nest and threads may count at once; redis-py is never patched, so other clients go unseen."""
     calls: list[str] = []
-    with _PATCH:
-        if _users[0] == 0:
-            for name, wrapper in _WRAPPERS.items():
-                _originals[name] = getattr(AbstractConnection, name)
-                setattr(AbstractConnection, name, wrapper)
-        _users[0] += 1
-    _COUNTERS.open.append(calls)
-    try:
+
+    def seen(packed: bytes) -> None:
+        try:
+            calls.append(request_name(_commands(packed)))
+        except (ValueError, TypeError):  # not RESP as redis-py writes it: still one request
+            calls.append("?")
+
+    with tapped(seen):
         yield calls
-    finally:
-        _COUNTERS.open.pop()  # blocks end in the reverse order they began
-        with _PATCH:
-            _users[0] -= 1
-            if _users[0] == 0:
-                for name in _WRAPPERS:
-                    setattr(AbstractConnection, name, _originals.pop(name))
 
 
 def calls_text(calls: Sequence[str]) -> str:

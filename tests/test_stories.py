@@ -223,11 +223,13 @@ def test_transitions_walk_every_transition(conn: redis.Redis) -> None:
         "enqueue wrote state=pending, attempts=0, payload (19 bytes)"
     )
     assert seen["claim"][0].message == "claim wrote state=active, attempts=1 (token 1)"
-    assert seen["extend"][0].message == "extend with token 1 wrote nothing to the row: lease pushed back"
-    assert seen["promote"][0].message == (
-        "promote: 1 moved to pending; it wrote state=pending"
+    assert seen["extend"][0].message == (
+        "extend with token 1 wrote nothing to the row: lease pushed back"
     )
-    assert seen["complete"][0].message == "complete with token 3 deleted the row: the job is retired"
+    assert seen["promote"][0].message == "promote: 1 moved to pending; it wrote state=pending"
+    assert seen["complete"][0].message == (
+        "complete with token 3 deleted the row: the job is retired"
+    )
     assert [t.after for t in seen["retry"]] == ["scheduled", "dead"]
     assert seen["retry"][1].message.endswith("(attempts reached max_attempts=2)")
     assert seen["reprocess"][0].message == "reprocess wrote state=pending, dropped last_error"

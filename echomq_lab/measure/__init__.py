@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import redis
 
-from echomq_lab import branded, clock, jobs, queues, scripts, transitions
+from echomq_lab import branded, clock, jobs, keyspace, queues, scripts, transitions
 from echomq_lab.connection import reaching, tapped
+from echomq_lab.drift import SET_OF_STATE
 
 if TYPE_CHECKING:
     from IPython.display import Image
@@ -134,39 +135,75 @@ Step = Callable[[str, Callable[[], Any]], Any]
 
 def walk(conn: redis.Redis, queue: str, step: Step) -> None:
     """Walk one new job through every transition handle on ``queue``, each call made through
-    ``step(name, call)``; RuntimeError when a reply is not the expected one."""
+    ``step(name, call)``; RuntimeError when a reply is not the expected one. A transition of
+    the registry that this journey does not take is demonstrated after it
+    (:func:`demonstrate`)."""
     first, later, fixed = branded.mint(), branded.mint(), branded.mint()
+    walked: set[str] = set()  # the handles the journey called
+
+    def took(name: str, call: Callable[[], Any]) -> Any:
+        walked.add(name.split()[0])  # "retry (at the cap)" is a retry
+        return step(name, call)
 
     def run(name: str, call: Callable[[], object], want: object) -> None:
-        reply = step(name, call)
+        reply = took(name, call)
         if reply != want:
             raise RuntimeError(f"{name} on {queue!r} answered {reply!r}, expected {want!r}")
 
     run("enqueue", lambda: jobs.enqueue(conn, queue, first, b'{"n": 1}'), "enqueued")
-    c = step("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
-    step("extend", lambda: jobs.extend(conn, queue, first, c.token, LEASE_MS))
+    c = took("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
+    took("extend", lambda: jobs.extend(conn, queue, first, c.token, LEASE_MS))
     run("retry", lambda: jobs.retry(conn, queue, first, c.token, 0, 3, "boom"), "scheduled")
     run("promote", lambda: jobs.promote(conn, queue), 1)
-    step("claim", lambda: queues.claim_expected(conn, queue, first, 1))
+    took("claim", lambda: queues.claim_expected(conn, queue, first, 1))
     clock.wait_out_lease(conn, queue, first)
     run("reap", lambda: jobs.reap(conn, queue), 1)
-    c = step("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
+    c = took("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
     run("retry (at the cap)", lambda: jobs.retry(conn, queue, first, c.token, 0, 3, "x"), "dead")
     run("reprocess", lambda: jobs.reprocess(conn, queue, first), "pending")
-    c = step("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
+    c = took("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
     run("complete", lambda: jobs.complete(conn, queue, first, c.token), "completed")
     run("enqueue_in", lambda: jobs.enqueue_in(conn, queue, later, b"{}", 60_000), "scheduled")
     run("enqueue_at", lambda: jobs.enqueue_at(conn, queue, fixed, b"{}", FAR_FUTURE_MS),
         "scheduled")  # fmt: skip
+    for t in transitions.TRANSITIONS:
+        if t.call.handle not in walked:
+            demonstrate(conn, queue, t, step)
 
 
-#: How :func:`transition_calls` shows a reply that is not a word, by the handle that gave it.
-SHOWN: dict[str, Callable[[Any], str]] = {
-    "claim": lambda c: "nothing pending" if c is None else f"token {c.token}",
-    "extend": lambda _: "lease pushed back",
-    "promote": lambda n: f"{n} moved",
-    "reap": lambda n: f"{n} returned",
-}
+def _call(conn: redis.Redis, queue: str, t: transitions.Transition,
+          values: dict[str, object]) -> Callable[[], Any]:
+    """``t``'s demonstration call (its registry entry's) with ``values``, ready to run."""
+    handle = getattr(jobs, t.call.handle)
+    args = t.arguments(values)
+    return lambda: handle(conn, queue, *args)
+
+
+def demonstrate(conn: redis.Redis, queue: str, t: transitions.Transition, step: Step) -> Any:
+    """Bring a new job to where ``t`` starts along the registry's shortest way (those calls
+    are not steps), then call ``t`` through ``step``, under its handle's name. A retry on the
+    way reaches the cap (the way to dead); before a transition that picks its jobs, the job's
+    time (its lease, its delay) runs out first. RuntimeError if the job is not where ``t``
+    starts."""
+    source = t.edges[0].source
+    values: dict[str, object] = {
+        "job": branded.mint(), "payload": b"{}", "lease": 1 if t.picks else LEASE_MS,
+        "delay": 0, "max_attempts": 1, "error": "walked"}  # fmt: skip
+    if source != transitions.START:
+        for name in transitions.path(transitions.START, source):
+            reply = _call(conn, queue, transitions.get(name), values)()
+            if isinstance(reply, jobs.Claimed):
+                values["token"] = reply.token
+        row = jobs.record(conn, queue, str(values["job"])) or {}
+        if row.get(b"state", b"").decode() != source:
+            raise RuntimeError(f"the walk could not bring a job to {source} for {t.name}")
+        if t.picks:
+            key = keyspace.queue_key(queue, SET_OF_STATE[source])
+            with reaching(conn):
+                due = conn.zscore(key, str(values["job"]))
+            clock.wait_for_server(conn, int(due or 0) + 1)
+    values["lease"] = LEASE_MS
+    return step(t.call.handle, _call(conn, queue, t, values))
 
 
 def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
@@ -178,7 +215,8 @@ def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
     def traced(name: str, call: Callable[[], Any]) -> Any:
         with counting() as calls:
             reply = call()
-        out.append(Traced(name, SHOWN.get(name, str)(reply), tuple(calls)))
+        shown = transitions.by_handle(name.split()[0]).reads(reply)
+        out.append(Traced(name, shown, tuple(calls)))
         return reply
 
     try:

@@ -33,22 +33,28 @@ TWO_WORDS = frozenset(b"SCRIPT CLIENT CONFIG CLUSTER OBJECT MEMORY SLOWLOG FUNCT
                       b"XINFO XGROUP LATENCY MODULE PUBSUB".split())
 
 
-def _commands(packed: bytes) -> list[str]:
-    """The name of every command in ``packed`` (RESP as redis-py writes it), in order."""
-    names, at = [], 0
+def commands(packed: bytes) -> list[tuple[bytes, ...]]:
+    """Every command in ``packed`` (RESP as redis-py writes it), each as its words, in order;
+    ValueError when ``packed`` is not that."""
+    found, at = [], 0
     while at < len(packed):
         end = packed.index(b"\r\n", at)
         count, at = int(packed[at + 1 : end]), end + 2
         words = []
-        for k in range(count):
+        for _ in range(count):
             end = packed.index(b"\r\n", at)
             size, at = int(packed[at + 1 : end]), end + 2
-            if k < 2:
-                words.append(bytes(packed[at : at + size]).upper())
+            words.append(bytes(packed[at : at + size]))
             at += size + 2
-        two = len(words) > 1 and words[0] in TWO_WORDS
-        names.append(b" ".join(words if two else words[:1]).decode(errors="replace"))
-    return names
+        found.append(tuple(words))
+    return found
+
+
+def command_name(words: Sequence[bytes]) -> str:
+    """A command's name: its first word, upper-case, or its first two (:data:`TWO_WORDS`)."""
+    head = [w.upper() for w in words[:2]]
+    two = len(head) > 1 and head[0] in TWO_WORDS
+    return b" ".join(head if two else head[:1]).decode(errors="replace")
 
 
 def request_name(commands: Sequence[str]) -> str:
@@ -70,7 +76,7 @@ def counting() -> Iterator[list[str]]:
 
     def seen(packed: bytes) -> None:
         try:
-            calls.append(request_name(_commands(packed)))
+            calls.append(request_name([command_name(c) for c in commands(packed)]))
         except (ValueError, TypeError):  # not RESP as redis-py writes it: still one request
             calls.append("?")
 

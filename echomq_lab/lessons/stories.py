@@ -155,7 +155,9 @@ class Transitions:
         elif isinstance(reply, jobs.Claimed):
             self.job_id, self.token = reply.id, reply.token
         row = row_of(self.conn, self.queue, self.job_id)
-        if isinstance(reply, jobs.Claimed) and reply.id != followed:  # claim wrote state and
+        if isinstance(reply, jobs.Claimed) and reply.id != followed:
+            # another job than the one followed: before the claim it was where the claim
+            # starts, one attempt fewer (a claim writes state and attempts, nothing else)
             old = None if row is None else Row({**row, b"state": t.edges[0].source.encode(),
                                                 b"attempts": str(reply.token - 1).encode()})
         said = self._said(t, values, reply, old, row, followed) + dropped_note(dropped)
@@ -190,12 +192,14 @@ class Transitions:
             said += f", due in {values['delay']} ms ({t.call.handle})"
         if t.starts and followed:
             said += f"; a new job, {self.job_id}: the panel follows it now"
-        if "max_attempts" in t.call.takes and row.attempts == values["max_attempts"]:
+        cap = values["max_attempts"]
+        if "max_attempts" in t.call.takes and isinstance(cap, int) and (row.attempts or 0) >= cap:
             said += f" (attempts reached max_attempts={values['max_attempts']})"
         return said
 
     def _why_nothing(self, t: transitions.Transition) -> str:
-        """Why a sweep moved nothing, with the followed job's time left if it waits in the set."""
+        """Why ``t`` (promote, reap: a transition that picks the jobs whose time has come) moved
+        nothing, with the followed job's time left if it waits in the set ``t`` reads."""
         kind = SET_OF_STATE[t.edges[0].source]
         score = None
         if self.job_id is not None:

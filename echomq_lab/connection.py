@@ -136,8 +136,9 @@ def _tapped_class(base: type[AbstractConnection]) -> type[AbstractConnection]:
 
 
 class LabPool(redis.ConnectionPool):
-    """The pool of every client :func:`connect` makes (each node's, on a cluster): it makes the
-    connection class it is given, with the lab's taps in front (:func:`tapped`)."""
+    """The pool of every client :func:`connect` makes for a server (each node's, on a
+    cluster): it makes the connection class it is given, with the lab's taps in front
+    (:func:`tapped`). The embedded server's pool gets the same class."""
 
     def __init__(self, connection_class: type[AbstractConnection] = redis.Connection,
                  **kwargs: Any) -> None:
@@ -156,8 +157,10 @@ def connect(url: str | None = None, *, fresh: bool = False, ping: bool = True) -
         url = os.environ.get(ENV_URL) or None
     if url is None:
         server = fakeredis.FakeServer() if fresh else _shared_server()
-        return fakeredis.FakeRedis(server=server, decode_responses=False,
-                                   connection_pool_class=LabPool)
+        embedded = fakeredis.FakeRedis(server=server, decode_responses=False)
+        pool = embedded.connection_pool  # made before any connection: give it the lab's class
+        pool.connection_class = _tapped_class(pool.connection_class)
+        return embedded
     if fresh:
         raise ValueError("fresh=True makes an embedded server; it cannot be combined with a URL")
     seed = cluster_url(url)

@@ -216,7 +216,7 @@ def bench_rq(
             self.loop_server_ns = server_cpu_ns(server_pid) - self.loop_server_ns
             super().teardown()  # type: ignore[no-untyped-call]
 
-    client = redis.Redis.from_url(url)
+    client = echomq_lab.connect(url, ping=False)  # a lab client: its requests are counted
     observer = redis.Redis.from_url(url)
     figure = Figure(
         "rq_cycle", "jobs/s", note="rq.Queue.enqueue + SimpleWorker.work(burst=True) loop"

@@ -2,6 +2,8 @@
 
 ``connect()`` with no URL and no ``ECHOMQ_REDIS_URL`` gives a client on the one embedded server
 the process shares; ``connect(fresh=True)`` one on a new server of its own. Replies stay bytes.
+Every client ``connect()`` makes writes through the lab's own connections, which hand each
+request to the taps this thread opened (:func:`tapped`): redis-py itself is never patched.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import os
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -23,6 +25,7 @@ import fakeredis
 import redis
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
+from redis.connection import AbstractConnection
 from redis.exceptions import ClusterError, RedisClusterException, SlotNotCoveredError
 from redis.retry import Retry
 
@@ -64,6 +67,84 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
+class _Taps(threading.local):
+    """This thread's open taps, innermost last."""
+
+    def __init__(self) -> None:
+        self.open: list[Callable[[bytes], None]] = []
+
+
+_TAPS = _Taps()
+
+
+@contextmanager
+def tapped(seen: Callable[[bytes], None]) -> Iterator[None]:
+    """Inside the block, hand ``seen`` the bytes of every request this thread writes on a lab
+    client's connection (one write: a command, or a whole pipeline), before it is sent. A new
+    connection's handshake is not a request. Taps nest; other threads and clients that
+    :func:`connect` did not make are never seen."""
+    _TAPS.open.append(seen)
+    try:
+        yield
+    finally:
+        _TAPS.open.pop()  # blocks end in the reverse order they began
+
+
+def _joined(command: Any) -> bytes:
+    """What one write sends, as bytes (redis-py passes bytes, a str, or a list of chunks)."""
+    chunks = [command] if isinstance(command, bytes | str | memoryview) else command
+    return b"".join(c.encode() if isinstance(c, str) else bytes(c) for c in chunks)
+
+
+class _Tapped(AbstractConnection):
+    """The lab's side of a connection (mixed in before redis-py's or fakeredis's class): each
+    request it writes goes to the open taps first; what it writes to set itself up does not."""
+
+    _setting_up = False
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if _TAPS.open and not self._setting_up:
+            packed = _joined(command)
+            for seen in _TAPS.open:
+                seen(packed)
+        send: Callable[[Any, bool], None] = super().send_packed_command  # redis-py's, untyped
+        was, self._setting_up = self._setting_up, True  # a (re)connect inside is set-up
+        try:
+            send(command, check_health)
+        finally:
+            self._setting_up = was
+
+    def on_connect_check_health(self, check_health: bool = True) -> None:
+        was, self._setting_up = self._setting_up, True
+        try:
+            super().on_connect_check_health(check_health)
+        finally:
+            self._setting_up = was
+
+
+_TAPPED_CLASSES: dict[type[AbstractConnection], type[AbstractConnection]] = {}
+
+
+def _tapped_class(base: type[AbstractConnection]) -> type[AbstractConnection]:
+    """``base`` (plain, TLS, unix socket or fakeredis) with the lab's taps in front; one class
+    for each base."""
+    if issubclass(base, _Tapped):
+        return base
+    with _lock:
+        return _TAPPED_CLASSES.setdefault(
+            base, type(base.__name__, (_Tapped, base), {"__module__": __name__}))
+
+
+class LabPool(redis.ConnectionPool):
+    """The pool of every client :func:`connect` makes for a server (each node's, on a
+    cluster): it makes the connection class it is given, with the lab's taps in front
+    (:func:`tapped`). The embedded server's pool gets the same class."""
+
+    def __init__(self, connection_class: type[AbstractConnection] = redis.Connection,
+                 **kwargs: Any) -> None:
+        super().__init__(connection_class=_tapped_class(connection_class), **kwargs)
+
+
 def connect(url: str | None = None, *, fresh: bool = False, ping: bool = True) -> redis.Redis:
     """A client for the lab: embedded by default, or the real server at ``url``.
 
@@ -76,7 +157,10 @@ def connect(url: str | None = None, *, fresh: bool = False, ping: bool = True) -
         url = os.environ.get(ENV_URL) or None
     if url is None:
         server = fakeredis.FakeServer() if fresh else _shared_server()
-        return fakeredis.FakeRedis(server=server, decode_responses=False)
+        embedded = fakeredis.FakeRedis(server=server, decode_responses=False)
+        pool = embedded.connection_pool  # made before any connection: give it the lab's class
+        pool.connection_class = _tapped_class(pool.connection_class)
+        return embedded
     if fresh:
         raise ValueError("fresh=True makes an embedded server; it cannot be combined with a URL")
     seed = cluster_url(url)
@@ -139,9 +223,11 @@ def _connect_single(url: str, shown: str | None = None, *, ping: bool = True) ->
     """A single-server client, pinged if ``ping``; errors name ``shown`` (default ``url``)."""
     shown = redact(url if shown is None else shown)
     try:
-        conn = redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **_CLIENT_OPTIONS)
+        pool = LabPool.from_url(url, retry=Retry(NoBackoff(), 0), **_CLIENT_OPTIONS)
     except ValueError as exc:
         raise ValueError(f"bad server URL {shown!r}: {exc}") from None
+    conn = redis.Redis(connection_pool=pool)
+    conn.auto_close_connection_pool = True  # closing the client closes its pool, as from_url's
     if not ping:
         return conn
     try:
@@ -183,7 +269,8 @@ def _connect_cluster(url: str, seed: str) -> redis.Redis:
             f"{redact(url)}: that server is not in cluster mode; drop ?cluster=1 to use it alone"
         )
     try:
-        conn = RedisCluster.from_url(seed, retry=Retry(NoBackoff(), 0), **_CLIENT_OPTIONS)
+        conn = RedisCluster.from_url(seed, retry=Retry(NoBackoff(), 0),
+                                     connection_pool_class=LabPool, **_CLIENT_OPTIONS)
     except RedisClusterException as exc:
         raise errors.ServerUnavailable(f"cannot reach {redact(url)}: {exc}") from None
     _SEEDS[conn] = redact(seed + ("&" if "?" in seed else "?") + "cluster=1")
@@ -199,7 +286,8 @@ def describe(conn: redis.Redis) -> str:
     kw = conn.connection_pool.connection_kwargs
     if "path" in kw:
         return f"unix://{kw['path']}"
-    scheme = "rediss" if conn.connection_pool.connection_class is redis.SSLConnection else "redis"
+    tls = issubclass(conn.connection_pool.connection_class, redis.SSLConnection)
+    scheme = "rediss" if tls else "redis"
     auth = ":***@" if kw.get("password") else ""
     host, port, db = kw.get("host", "localhost"), kw.get("port", 6379), kw.get("db", 0)
     return f"{scheme}://{auth}{host}:{port}/{db}"

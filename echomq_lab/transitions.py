@@ -1,10 +1,12 @@
 """The registry of the protocol's transitions, as data, each defined once: everything that lists
-transitions reads :data:`TRANSITIONS`; a new one is an entry here plus its ``.lua`` file.
+transitions, calls one for a demonstration or shows its reply reads :data:`TRANSITIONS`; a new
+one is an entry here, its ``.lua`` file and its handle in :mod:`echomq_lab.jobs`.
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 #: Where a job is before it exists, and after it is retired (its row deleted).
@@ -20,12 +22,42 @@ class Edge:
     label: str
 
 
+#: The kinds of value a demonstration call passes after the client and the queue
+#: (:attr:`Call.takes`), each with what the lab gives for it.
+ARGUMENTS: dict[str, str] = {
+    "job": "the followed job's id (a newly minted one for a transition that starts a job)",
+    "payload": "the job's payload",
+    "token": "the token the job's last claim handed out",
+    "lease": "a lease, in ms",
+    "delay": "a delay, in ms",
+    "max_attempts": "the cap on attempts",
+    "error": "what went wrong, in words",
+}
+
+
+@dataclass(frozen=True)
+class Call:
+    """How the lab demonstrates a transition: the :mod:`jobs` ``handle`` it calls, and what that
+    handle takes after the client and the queue, in order (kinds of :data:`ARGUMENTS`)."""
+
+    handle: str
+    takes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [k for k in self.takes if k not in ARGUMENTS]
+        if unknown:
+            choices = ", ".join(ARGUMENTS)
+            raise ValueError(f"{self.handle} takes {unknown[0]!r}: pick from {choices}")
+
+
 @dataclass(frozen=True)
 class Transition:
     """One transition: ``handles`` name the :mod:`jobs` functions that run ``script``; ``writes``
     the ``state`` values it can leave (empty: none; :data:`RETIRED`: it deletes the row); a
     ``fenced`` caller presents the lease's token; ``dropping`` names the handle's variant that
-    also returns the members dropped for want of a job (claim, promote, reap), else None."""
+    also returns the members dropped for want of a job (claim, promote, reap), else None.
+    ``call`` is how the lab demonstrates it, ``label`` what it does in a few words (a button's
+    tooltip), ``reply`` how a reply reads (a format string; ``{}`` is the reply)."""
 
     name: str
     script: str
@@ -33,6 +65,9 @@ class Transition:
     writes: tuple[str, ...]
     edges: tuple[Edge, ...]
     fenced: bool
+    call: Call
+    label: str
+    reply: str = "{}"
     dropping: str | None = None
 
     @property
@@ -40,27 +75,73 @@ class Transition:
         """The handles' names as ``jobs`` spells them, e.g. ``("enqueue_at", "enqueue_in")``."""
         return self.handles
 
+    @property
+    def starts(self) -> bool:
+        """True when it makes a new job (an edge leaves :data:`START`)."""
+        return any(e.source == START for e in self.edges)
+
+    @property
+    def picks(self) -> bool:
+        """True when it takes no job: its script picks the jobs (claim the oldest pending,
+        promote and reap whichever are due)."""
+        return "job" not in self.call.takes
+
+    def arguments(self, values: Mapping[str, object]) -> tuple[object, ...]:
+        """The values its demonstration call passes after the client and the queue, in order,
+        picked from ``values`` by kind; ValueError naming the first one missing (None)."""
+        missing = [k for k in self.call.takes if values.get(k) is None]
+        if missing:
+            raise ValueError(f"{self.name} needs {ARGUMENTS[missing[0]]}")
+        return tuple(values[k] for k in self.call.takes)
+
+    def reads(self, reply: object) -> str:
+        """A reply in words (``reply`` filled in); None reads ``nothing``."""
+        return "nothing" if reply is None else self.reply.format(reply)
+
+
+_LEASED = ("job", "token")
 
 TRANSITIONS: tuple[Transition, ...] = (
     Transition("enqueue", "enqueue", ("enqueue",), ("pending",),
-               (Edge(START, "pending", "enqueue"),), False),
+               (Edge(START, "pending", "enqueue"),), fenced=False,
+               call=Call("enqueue", ("job", "payload")),
+               label="write a new job's row and queue it in pending"),
     Transition("claim", "claim", ("claim",), ("active",),
-               (Edge("pending", "active", "claim"),), False, "claim_dropping"),
+               (Edge("pending", "active", "claim"),), fenced=False,
+               call=Call("claim", ("lease",)), reply="token {0.token}",
+               label="lease the oldest pending job; its new attempts is the token",
+               dropping="claim_dropping"),
     Transition("schedule", "schedule", ("enqueue_at", "enqueue_in"), ("scheduled",),
-               (Edge(START, "scheduled", "enqueue_in / enqueue_at"),), False),
+               (Edge(START, "scheduled", "enqueue_in / enqueue_at"),), fenced=False,
+               call=Call("enqueue_in", ("job", "payload", "delay")),
+               label="write a new job's row, due after a delay (or at a time)"),
     Transition("retry", "retry", ("retry",), ("scheduled", "dead"),
                (Edge("active", "scheduled", "retry"),
-                Edge("active", "dead", "retry (at the cap)")), True),
+                Edge("active", "dead", "retry (at the cap)")), fenced=True,
+               call=Call("retry", (*_LEASED, "delay", "max_attempts", "error")),
+               label="give the lease back after a failure; the job is scheduled again"),
     Transition("promote", "promote", ("promote",), ("pending",),
-               (Edge("scheduled", "pending", "promote"),), False, "promote_dropping"),
+               (Edge("scheduled", "pending", "promote"),), fenced=False,
+               call=Call("promote"), reply="{} moved",
+               label="move the scheduled jobs that are due to pending",
+               dropping="promote_dropping"),
     Transition("reap", "reap", ("reap",), ("pending",),
-               (Edge("active", "pending", "reap"),), False, "reap_dropping"),
+               (Edge("active", "pending", "reap"),), fenced=False,
+               call=Call("reap"), reply="{} returned",
+               label="return the jobs whose lease ran out to pending",
+               dropping="reap_dropping"),
     Transition("reprocess", "reprocess", ("reprocess",), ("pending",),
-               (Edge("dead", "pending", "reprocess"),), False),
+               (Edge("dead", "pending", "reprocess"),), fenced=False,
+               call=Call("reprocess", ("job",)),
+               label="send a dead job back to pending"),
     Transition("complete", "complete", ("complete",), (RETIRED,),
-               (Edge("active", RETIRED, "complete"),), True),
+               (Edge("active", RETIRED, "complete"),), fenced=True,
+               call=Call("complete", _LEASED),
+               label="retire the job (delete its row and lease) if the token holds the lease"),
     Transition("extend", "extend", ("extend",), (),
-               (Edge("active", "active", "extend"),), True),
+               (Edge("active", "active", "extend"),), fenced=True,
+               call=Call("extend", (*_LEASED, "lease")), reply="lease pushed back",
+               label="push the lease's deadline later, if the token holds the lease"),
 )
 
 #: The transition names, in the order the panels offer them.
@@ -81,6 +162,14 @@ def get(name: str) -> Transition:
         return _BY_NAME[name]
     except KeyError:
         raise ValueError(f"unknown transition {name!r}: pick one of {', '.join(NAMES)}") from None
+
+
+def by_handle(handle: str) -> Transition:
+    """The transition whose handles (or dropping variant) include ``handle``."""
+    for t in TRANSITIONS:
+        if handle in (*t.handles, t.dropping):
+            return t
+    raise ValueError(f"no transition has the handle {handle!r}")
 
 
 def by_script(script: str) -> Transition:

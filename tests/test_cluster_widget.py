@@ -7,7 +7,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from echomq_lab import cluster, connect, keyspace
+from echomq_lab import cluster, connect, keyspace, transitions
 from echomq_lab.cluster import placement
 from echomq_lab.widgets.cluster import ClusterPanel
 
@@ -34,16 +34,19 @@ def test_the_table_shows_one_slot_and_one_owner(pconn: redis.Redis) -> None:
 def test_a_job_walks_through_and_the_owner_answers(pconn: redis.Redis) -> None:
     panel = ClusterPanel(pconn, "invoices")
     owner = placement.owner(pconn, keyspace.base("invoices")).name
+    assert tuple(panel.action.options) == transitions.NAMES  # every transition of the registry
     said = []
-    for action in ("enqueue", "claim", "complete", "reap"):
+    for action in ("enqueue", "claim", "extend", "complete", "reap"):
         panel.action.value = action
         panel.run.click()
         said.append(panel.last_message)
-    assert said[0] == f"enqueue on 'invoices' answered by {owner}: enqueued"
-    assert said[1].startswith(f"claim on 'invoices' answered by {owner}: token 1 for JOB")
-    assert said[2].startswith(f"complete on 'invoices' answered by {owner}: completed JOB")
-    assert said[3] == f"reap on 'invoices' answered by {owner}: 0 returned"
-    assert panel.last_ok
+        assert panel.last_ok, panel.last_message
+    head = f"answered by {owner} on 'invoices': "
+    assert said[0] == head + "enqueue wrote state=pending, attempts=0, payload (19 bytes)"
+    assert said[1] == head + "claim wrote state=active, attempts=1 (token 1)"
+    assert said[2] == head + "extend with token 1 wrote nothing to the row: lease pushed back"
+    assert said[3] == head + "complete with token 1 deleted the row: the job is retired"
+    assert said[4] == head + "reap: 0 returned to pending (nothing in active was due)"
 
 
 def test_complete_without_a_claim_is_one_line(pconn: redis.Redis) -> None:
@@ -51,7 +54,12 @@ def test_complete_without_a_claim_is_one_line(pconn: redis.Redis) -> None:
     panel.action.value = "complete"
     panel.run.click()
     assert not panel.last_ok
-    assert panel.last_message == "ValueError: claim a job first: there is no token to complete with"
+    assert panel.last_message == "ValueError: no job yet: run enqueue or schedule first"
+    panel.action.value = "enqueue"
+    panel.run.click()
+    panel.action.value = "complete"
+    panel.run.click()
+    assert not panel.last_ok and panel.last_message.startswith("ValueError: no token held for JOB")
 
 
 def test_a_bad_queue_name_is_refused_and_nothing_is_written(pconn: redis.Redis) -> None:

@@ -9,6 +9,7 @@ opened where no benchmark ran says so in one line and still measures live.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import threading
 import time
@@ -178,6 +179,42 @@ def test_the_walk_stops_at_the_first_reply_it_did_not_expect() -> None:
     with pytest.raises(RuntimeError, match=r"promote on 'walk-odd' answered 0, expected 1"):
         measure.walk(conn, "walk-odd", step)
     assert seen == ["enqueue", "claim", "extend", "retry", "promote"]
+
+
+@pytest.mark.parametrize("name", transitions.NAMES)
+def test_each_transition_is_demonstrated_from_its_registry_entry(
+    conn: redis.Redis, name: str
+) -> None:
+    """What the walk does for a transition its journey does not take: a job of its own, brought
+    along the registry's way to where the transition starts, then the entry's call."""
+    t, queue, seen = transitions.get(name), f"demo-{name}", []
+
+    def step(label: str, call: Any) -> Any:
+        seen.append(label)
+        return call()
+
+    reply = measure.demonstrate(conn, queue, t, step)
+    assert seen == [t.call.handle]
+    assert reply is not None and reply != 0  # it did its work: a picked job, a moved one...
+    assert t.reads(reply)
+    assert echomq_lab.check(conn, queue) == []
+
+
+def test_the_walk_demonstrates_a_transition_its_journey_does_not_take(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stretch = dataclasses.replace(transitions.get("extend"), name="stretch",
+                                  call=transitions.Call("stretch", ("job", "token", "lease")))
+    monkeypatch.setattr(jobs, "stretch", jobs.extend, raising=False)
+    monkeypatch.setattr(transitions, "TRANSITIONS", (*transitions.TRANSITIONS, stretch))
+    seen: list[str] = []
+
+    def step(name: str, call: Any) -> Any:
+        seen.append(name)
+        return call()
+
+    measure.walk(echomq_lab.connect(fresh=True), "walk-new", step)
+    assert seen == [*WALKED, "stretch"]
 
 
 # -- the panel ---------------------------------------------------------------------------------

@@ -223,6 +223,13 @@ def test_transitions_walk_every_transition(conn: redis.Redis) -> None:
         "enqueue wrote state=pending, attempts=0, payload (19 bytes)"
     )
     assert seen["claim"][0].message == "claim wrote state=active, attempts=1 (token 1)"
+    assert seen["extend"][0].message == (
+        "extend with token 1 wrote nothing to the row: lease pushed back"
+    )
+    assert seen["promote"][0].message == "promote: 1 moved to pending; it wrote state=pending"
+    assert seen["complete"][0].message == (
+        "complete with token 3 deleted the row: the job is retired"
+    )
     assert [t.after for t in seen["retry"]] == ["scheduled", "dead"]
     assert seen["retry"][1].message.endswith("(attempts reached max_attempts=2)")
     assert seen["reprocess"][0].message == "reprocess wrote state=pending, dropped last_error"
@@ -234,11 +241,9 @@ def test_transitions_walk_every_transition(conn: redis.Redis) -> None:
     taken = run.run("schedule")
     assert (taken.before, taken.after) == ("start", "scheduled")
     assert run.token is None
-    assert run.run("reap").message == (
-        "reap moved 0 expired leases to pending (no lease had expired)"
-    )
+    assert run.run("reap").message == "reap: 0 returned to pending (nothing in active was due)"
     assert run.run("promote").message.startswith(
-        f"promote moved 0 due jobs to pending (nothing was due yet: {run.job_id} is due in "
+        f"promote: 0 moved to pending (nothing in schedule was due yet: {run.job_id} is due in "
     )
     with pytest.raises(ValueError, match="run claim first"):
         run.run("extend")
@@ -273,12 +278,20 @@ def test_worker_lets_a_stale_job_go(conn: redis.Redis) -> None:
     assert jobs.reap(conn, Q) == 1
     assert "token 2" in b.claim(60_000)
     with pytest.raises(errors.StaleToken):
-        a.complete()
+        a.present("complete", lease_ms=100)
     assert a.held is None
-    assert "extended" in b.extend(60_000)
-    assert b.complete().endswith("the row is gone")
+    assert b.present("extend", lease_ms=60_000) == (
+        f"worker B ran extend on {job_id} with token 2: lease pushed back"
+    )
+    assert b.held is not None  # extend leaves the job where it is: B still holds it
+    assert b.present("complete", lease_ms=100).endswith("with token 2: completed")
+    assert jobs.record(conn, Q, job_id) is None
     with pytest.raises(ValueError, match="holds no job"):
-        b.retry(0, 3)
+        b.present("retry", lease_ms=100)
+    with pytest.raises(ValueError, match="claim takes no token"):
+        b.present("claim", lease_ms=100)
+    with pytest.raises(ValueError, match="unknown transition 'finish'"):
+        b.present("finish", lease_ms=100)
 
 
 def test_wrote_names_changes_and_drops() -> None:

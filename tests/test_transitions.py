@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 
+import echomq_lab
 from echomq_lab import branded, connect, errors, jobs, scripts, transitions
 from echomq_lab.lessons import fields, stories
 from echomq_lab.transitions import RETIRED, START
@@ -179,9 +180,56 @@ def test_the_diagram_draws_every_registry_edge_once() -> None:
 def test_the_panels_offer_the_registrys_transitions() -> None:
     panel = transition_panel.TransitionPanel(connect(fresh=True), Q)
     assert tuple(panel.picker.options) == transitions.NAMES
+    assert tuple(panel.picker.tooltips) == tuple(t.label for t in transitions.TRANSITIONS)
     assert lab.HELD_ACTIONS == (*transitions.FENCED, "drop")
-    for name in transitions.FENCED:  # a worker can present its token to every fenced verb
-        assert callable(getattr(stories.Worker, name))
+
+
+#: What each kind of argument is called in a handle's signature.
+PARAMETER = {"job": "job_id", "payload": "payload", "token": "token", "lease": "lease_ms",
+             "delay": "delay_ms", "max_attempts": "max_attempts", "error": "error"}
+
+
+def test_each_demonstration_call_matches_its_handle() -> None:
+    assert set(PARAMETER) == set(transitions.ARGUMENTS)
+    for t in transitions.TRANSITIONS:
+        assert t.call.handle in t.handles, t.name
+        params = list(inspect.signature(getattr(jobs, t.call.handle)).parameters.values())
+        required = [p.name for p in params[2:] if p.default is inspect.Parameter.empty]
+        assert [p.name for p in params[:2]] == ["conn", "queue"], t.name
+        assert required == [PARAMETER[k] for k in t.call.takes], t.name
+        assert t.label and t.label == t.label.strip() and "\n" not in t.label, t.name
+        assert t.starts == ("job" in t.call.takes and t.edges[0].source == START), t.name
+
+
+def test_a_demonstration_call_names_what_is_missing() -> None:
+    extend = transitions.get("extend")
+    with pytest.raises(ValueError, match="^extend needs the token the job's last claim handed"):
+        extend.arguments({"job": "JOB00000000001", "lease": 5})
+    assert extend.arguments({"job": "J", "token": 2, "lease": 5, "delay": 9}) == ("J", 2, 5)
+    with pytest.raises(ValueError, match="takes 'colour': pick from job, payload"):
+        transitions.Call("paint", ("job", "colour"))
+    assert transitions.get("promote").reads(3) == "3 moved"
+    assert transitions.get("claim").reads(None) == "nothing"
+    assert transitions.by_handle("enqueue_at") is transitions.get("schedule")
+    assert transitions.by_handle("reap_dropping") is transitions.get("reap")
+    with pytest.raises(ValueError, match="no transition has the handle 'browse'"):
+        transitions.by_handle("browse")
+
+
+def test_every_transition_runs_from_its_entry_with_no_default(conn: redis.Redis) -> None:
+    """The stories' runner calls what the entry names: a transition its code never spells out
+    runs as registered, and an unknown name is refused before anything is sent."""
+    for name in transitions.NAMES:
+        runner = stories.Transitions(conn, f"{Q}-{name}", delay_ms=0, max_attempts=1)
+        runner.run("enqueue")
+        runner.run("claim")
+        if name == "reprocess":  # it needs a dead job: a retry at the cap of 1 makes one
+            assert runner.run("retry").after == "dead"
+        taken = runner.run(name)
+        assert taken.name == name and taken.message.startswith(name), taken
+        assert echomq_lab.check(conn, f"{Q}-{name}") == []
+    with pytest.raises(ValueError, match="unknown transition 'fly'"):
+        runner.run("fly")
 
 
 def test_transition_names_are_listed_in_the_registry_only() -> None:

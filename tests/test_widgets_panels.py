@@ -250,7 +250,7 @@ def test_lab_panel_free_play(fresh: redis.Redis) -> None:
     lab.max_attempts.value = 2
     lab.delay.value = 0
     lab.buttons["B.retry"].click()
-    assert lab.last_message == f"worker B retried {job_id} with token 2: dead"
+    assert lab.last_message == f"worker B ran retry on {job_id} with token 2: dead"
     assert snapshot(fresh, Q).members("dead") == [job_id]
     text = lab.text()
     assert text.splitlines()[:3] == [

@@ -83,14 +83,15 @@ def queue_keys(conn: redis.Redis, queue: str) -> dict[bytes, Any]:
 
 
 def call_verb(conn: redis.Redis, queue: str, verb: str, job_id: str, token: int) -> Outcome:
-    """Run fenced verb ``verb`` on ``job_id`` with ``token``; retry asks for no delay, extend
-    for a lease twice the sample row's, so an accepted extend always moves the deadline."""
+    """Run fenced verb ``verb`` (its registry entry's call) on ``job_id`` with ``token``; the
+    reply in the entry's words. A delay asked for is none, a lease twice the sample row's (so an
+    accepted extend always moves the deadline), a cap on attempts 5."""
     _offered("verb", verb, VERBS)
-    if verb == "complete":
-        return attempt(lambda: jobs.complete(conn, queue, job_id, token))
-    if verb == "retry":
-        return attempt(lambda: jobs.retry(conn, queue, job_id, token, 0, 5, "it failed"))
-    return attempt(lambda: f"new deadline {jobs.extend(conn, queue, job_id, token, 2 * HOLD_MS)}")
+    t = transitions.get(verb)
+    values = {"job": job_id, "token": token, "lease": 2 * HOLD_MS, "delay": 0,
+              "max_attempts": 5, "error": "it failed"}
+    handle = getattr(jobs, t.call.handle)
+    return attempt(lambda: t.reads(handle(conn, queue, *t.arguments(values))))
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import redis
 
 from echomq_lab import branded, errors, jobs, keyspace, transitions
 from echomq_lab.clock import server_now_ms, wait_out_lease
 from echomq_lab.connection import reaching
+from echomq_lab.drift import SET_OF_STATE
 from echomq_lab.queues import claim_expected, reset
 from echomq_lab.row import Row, decoded, in_order
 from echomq_lab.transitions import RETIRED, START
@@ -123,97 +125,97 @@ class Transitions:
         """Follow no job any more (after the queue was emptied)."""
         self.job_id, self.token = None, None
 
-    def run(self, name: str) -> Taken:
-        """Run transition ``name``; return what happened. Unknown names raise ValueError."""
-        transitions.get(name)  # ValueError naming the choices for a name the registry lacks
-        followed = self.job_id
-        old = row_of(self.conn, self.queue, followed)
-        before = START if followed is None or name in ("enqueue", "schedule") else _state(old)
-        message, row = self._apply(name, followed, old)
-        if name == "claim" and self.job_id != followed:
-            before = "pending"
-        after = _state(row) if self.job_id else before
-        return Taken(name, self.job_id, before, after, message)
-
-    def _apply(self, name: str, followed: str | None, old: Row | None) -> tuple[str, Row | None]:
-        """Call the handle behind ``name``; return what it wrote, in words, and the row after."""
-        conn, q = self.conn, self.queue
-        if name in ("enqueue", "schedule"):
-            if name == "enqueue":
-                new_id, due = new_job(conn, q), ""
-            else:
-                new_id, due = branded.mint("JOB"), f", due in {self.delay_ms} ms (enqueue_in)"
-                jobs.enqueue_in(conn, q, new_id, PAYLOAD, self.delay_ms)
-            self.job_id, self.token = new_id, None
-            row = row_of(conn, q, new_id)
-            switched = f"; a new job, {new_id}: the panel follows it now" if followed else ""
-            return f"{name} wrote {wrote(None, row)}{due}{switched}", row
-        if name == "claim":
-            claimed, dropped = jobs.claim_dropping(conn, q, self.lease_ms)
-            if claimed is None:
-                return "claim found nothing pending (it returned None)" + dropped_note(dropped), old
-            self.job_id, self.token = claimed.id, claimed.token
-            row, note = row_of(conn, q, claimed.id), ""
-            if claimed.id != followed:  # claim wrote only state and attempts on that row
-                was = {b"state": b"pending", b"attempts": str(claimed.token - 1).encode()}
-                old = None if row is None else Row({**row, **was})
-                if followed:
-                    note = f"; it took the oldest pending job, {claimed.id}, not the one followed"
-                note += f"; the panel follows {claimed.id} now"
-            said = f"claim wrote {wrote(old, row)} (token {claimed.token})"
-            return said + note + dropped_note(dropped), row
-        if name in ("promote", "reap"):
-            sweep = jobs.promote_dropping if name == "promote" else jobs.reap_dropping
-            count, dropped = sweep(conn, q)
-            row = row_of(conn, q, followed)
-            what = "due job" if name == "promote" else "expired lease"
-            message = f"{name} moved {count} {what}{'' if count == 1 else 's'} to pending"
-            if followed and old != row:
-                message += f"; it wrote {wrote(old, row)}"
-            elif count == 0:
-                message += self._why_nothing(name)
-            return message + dropped_note(dropped), row
+    def values(self, t: transitions.Transition) -> dict[str, object]:
+        """What the panel gives each kind of argument of ``t``'s call (:data:`ARGUMENTS`);
+        ValueError when ``t`` needs a job or a token the panel does not hold."""
         job_id, token = self.job_id, self.token
-        if job_id is None:
-            raise ValueError("no job yet: run enqueue (or schedule) first")
-        if name == "reprocess":
-            jobs.reprocess(conn, q, job_id)
-            row = row_of(conn, q, job_id)
-            return f"reprocess wrote {wrote(old, row)}", row
-        if token is None:
+        if t.starts:
+            job_id = branded.mint("JOB")
+        elif job_id is None and not t.picks:
+            starters = " or ".join(s.name for s in transitions.TRANSITIONS if s.starts)
+            raise ValueError(f"no job yet: run {starters} first")
+        if token is None and "token" in t.call.takes:
             raise ValueError(f"no token held for {job_id}: run claim first")
-        if name == "complete":
-            jobs.complete(conn, q, job_id, token)
-            return f"complete with token {token} deleted the row: the job is retired", None
-        if name == "retry":
-            outcome = jobs.retry(conn, q, job_id, token, self.delay_ms, self.max_attempts,
-                                 f"try {token} failed")
-            row = row_of(conn, q, job_id)
-            message = f"retry with token {token} wrote {wrote(old, row)}"
-            if outcome == "dead":
-                message += f" (attempts reached max_attempts={self.max_attempts})"
-            return message, row
-        jobs.extend(conn, q, job_id, token, self.lease_ms)
-        return (f"extend with token {token} re-scored the lease to server now + {self.lease_ms} "
-                "ms; the row is unchanged"), old
+        return {"job": job_id, "payload": PAYLOAD, "token": token, "lease": self.lease_ms,
+                "delay": self.delay_ms, "max_attempts": self.max_attempts,
+                "error": f"try {token} failed"}
 
-    def _why_nothing(self, name: str) -> str:
-        """Why a promote or reap moved nothing, with the followed job's time left if it has one."""
-        kind, why, when = (("schedule", "nothing was due yet", "is due in") if name == "promote"
-                           else ("active", "no lease had expired", "expires in"))
+    def run(self, name: str) -> Taken:
+        """Run transition ``name`` (its registry entry's call); return what happened. Unknown
+        names raise ValueError naming the choices; a missing job or token, before anything."""
+        t = transitions.get(name)
+        values = self.values(t)
+        followed = self.job_id
+        old = None if t.starts else row_of(self.conn, self.queue, followed)
+        handle = getattr(jobs, t.dropping or t.call.handle)
+        reply = handle(self.conn, self.queue, *t.arguments(values))
+        reply, dropped = reply if t.dropping else (reply, jobs.NOTHING_DROPPED)
+        if t.starts:
+            self.job_id, self.token = cast(str, values["job"]), None
+        elif isinstance(reply, jobs.Claimed):
+            self.job_id, self.token = reply.id, reply.token
+        row = row_of(self.conn, self.queue, self.job_id)
+        if isinstance(reply, jobs.Claimed) and reply.id != followed:
+            # another job than the one followed: before the claim it was where the claim
+            # starts, one attempt fewer (a claim writes state and attempts, nothing else)
+            old = None if row is None else Row({**row, b"state": t.edges[0].source.encode(),
+                                                b"attempts": str(reply.token - 1).encode()})
+        said = self._said(t, values, reply, old, row, followed) + dropped_note(dropped)
+        before = START if followed is None or t.starts else _state(old)
+        if self.job_id != followed and not t.starts:
+            before = t.edges[0].source
+        after = _state(row) if self.job_id else before
+        return Taken(name, self.job_id, before, after, said)
+
+    def _said(self, t: transitions.Transition, values: Mapping[str, object], reply: object,
+              old: Row | None, row: Row | None, followed: str | None) -> str:
+        """What ``t`` did, in words: what it wrote on the followed job, or what it moved."""
+        head = t.name + (f" with token {values['token']}" if "token" in t.call.takes else "")
+        if t.picks and not isinstance(reply, jobs.Claimed):
+            if reply is None:
+                return f"{head} found nothing {t.edges[0].source} (it returned None)"
+            said = f"{head}: {t.reads(reply)} to {t.edges[0].target}"
+            if followed and old != row:
+                return f"{said}; it wrote {wrote(old, row)}"
+            return said + (self._why_nothing(t) if reply == 0 else "")
+        if row is None:
+            return f"{head} deleted the row: the job is retired"
+        if row == old:
+            return f"{head} wrote nothing to the row: {t.reads(reply)}"
+        said = f"{head} wrote {wrote(old, row)}"
+        if isinstance(reply, jobs.Claimed):
+            said += f" (token {reply.token})"
+            if reply.id != followed:
+                took = f"; it took the oldest pending job, {reply.id}, not the one followed"
+                said += (took if followed else "") + f"; the panel follows {reply.id} now"
+        if t.starts and "delay" in t.call.takes:
+            said += f", due in {values['delay']} ms ({t.call.handle})"
+        if t.starts and followed:
+            said += f"; a new job, {self.job_id}: the panel follows it now"
+        cap = values["max_attempts"]
+        if "max_attempts" in t.call.takes and isinstance(cap, int) and (row.attempts or 0) >= cap:
+            said += f" (attempts reached max_attempts={values['max_attempts']})"
+        return said
+
+    def _why_nothing(self, t: transitions.Transition) -> str:
+        """Why ``t`` (promote, reap: a transition that picks the jobs whose time has come) moved
+        nothing, with the followed job's time left if it waits in the set ``t`` reads."""
+        kind = SET_OF_STATE[t.edges[0].source]
         score = None
         if self.job_id is not None:
             with reaching(self.conn):
                 score = self.conn.zscore(keyspace.queue_key(self.queue, kind), self.job_id)
         if score is None:
-            return f" ({why})"
-        return f" ({why}: {self.job_id} {when} {int(score) - server_now_ms(self.conn)} ms)"
+            return f" (nothing in {kind} was due)"
+        left = int(score) - server_now_ms(self.conn)
+        return f" (nothing in {kind} was due yet: {self.job_id} is due in {left} ms)"
 
 
 @dataclass
 class Worker:
-    """A worker that holds at most one job and its token. Each method calls a handle and says
-    what happened in one line; a refusal propagates, and a stale or gone job is let go."""
+    """A worker that holds at most one job and its token: it claims, presents its token to a
+    fenced transition, or drops the job. Each says what happened in one line; a refusal
+    propagates, and a stale or gone job is let go."""
 
     conn: redis.Redis
     queue: str
@@ -230,20 +232,6 @@ class Worker:
             raise ValueError(f"worker {self.name} holds no job: claim first")
         return self.held
 
-    def _present(self, handle: Callable[..., object], *args: object,
-                 keep: bool = False) -> tuple[jobs.Claimed, object]:
-        """Call ``handle`` with the held job's id, token and ``args``; let the job go unless
-        ``keep``, and always when the server finds it stale or gone."""
-        held = self._need()
-        try:
-            reply = handle(self.conn, self.queue, held.id, held.token, *args)
-        except (errors.StaleToken, errors.JobGone):
-            self.held = None
-            raise
-        if not keep:
-            self.held = None
-        return held, reply
-
     def claim(self, lease_ms: int) -> str:
         if self.held is not None:
             raise ValueError(f"worker {self.name} already holds {self.held.id}; complete, retry or "
@@ -255,19 +243,28 @@ class Worker:
         return (f"worker {self.name} claimed {claimed.id}: token {claimed.token},"
                 f" lease {lease_ms} ms")
 
-    def complete(self) -> str:
-        held, _ = self._present(jobs.complete)
-        return f"worker {self.name} completed {held.id} with token {held.token}: the row is gone"
-
-    def retry(self, delay_ms: int, max_attempts: int) -> str:
-        why = f"worker {self.name} gave up on try {self._need().token}"
-        held, outcome = self._present(jobs.retry, delay_ms, max_attempts, why)
-        return f"worker {self.name} retried {held.id} with token {held.token}: {outcome}"
-
-    def extend(self, lease_ms: int) -> str:
-        held, _ = self._present(jobs.extend, lease_ms, keep=True)
-        return (f"worker {self.name} extended {held.id} with token {held.token}: "
-                f"lease = server now + {lease_ms} ms")
+    def present(self, name: str, *, lease_ms: int, delay_ms: int = 1000,
+                max_attempts: int = 3) -> str:
+        """Run fenced transition ``name`` (its registry entry's call) with the held job's id and
+        token. The job is let go unless ``name`` leaves its state alone (extend), and always
+        when the server finds it stale or gone."""
+        t = transitions.get(name)
+        if not t.fenced:
+            raise ValueError(f"{name} takes no token: a worker presents its token to "
+                             f"{', '.join(transitions.FENCED)}")
+        held = self._need()
+        values = {"job": held.id, "token": held.token, "lease": lease_ms, "delay": delay_ms,
+                  "max_attempts": max_attempts, "error": f"worker {self.name} gave up on try "
+                  f"{held.token}"}  # fmt: skip
+        try:
+            reply = getattr(jobs, t.call.handle)(self.conn, self.queue, *t.arguments(values))
+        except (errors.StaleToken, errors.JobGone):
+            self.held = None
+            raise
+        if t.writes:
+            self.held = None
+        return (f"worker {self.name} ran {name} on {held.id} with token {held.token}: "
+                f"{t.reads(reply)}")
 
     def drop(self) -> str:
         """Forget the held job without telling the server (a crash, as far as it knows)."""

@@ -1,8 +1,9 @@
 """Measure on the lab's own server: the requests a client sends, and what a job cycle costs.
 
-:func:`counting` counts requests at the socket (a command, or a whole pipeline, is one);
-:func:`commandstats` reads INFO commandstats; :func:`transition_calls` and :func:`job_cycles`
-are page 06's live measure; :func:`read_bench` reads what ``make bench`` wrote for the page.
+:func:`counting` counts the requests the lab's clients write (a command, or a whole pipeline,
+is one); :func:`commandstats` reads INFO commandstats; :func:`transition_calls` and
+:func:`job_cycles` are page 06's live measure; :func:`read_bench` reads what ``make bench``
+wrote for the page.
 
 Lab 06's layer: may import the protocol core; never the lessons' stories, the widgets or the
 other labs.
@@ -11,7 +12,6 @@ other labs.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import redis
-from redis.connection import AbstractConnection
 
-from echomq_lab import branded, clock, jobs, queues, scripts, transitions
-from echomq_lab.connection import reaching
+from echomq_lab import branded, clock, jobs, keyspace, queues, scripts, transitions
+from echomq_lab.connection import reaching, tapped
+from echomq_lab.drift import SET_OF_STATE
 
 if TYPE_CHECKING:
     from IPython.display import Image
@@ -33,22 +33,28 @@ TWO_WORDS = frozenset(b"SCRIPT CLIENT CONFIG CLUSTER OBJECT MEMORY SLOWLOG FUNCT
                       b"XINFO XGROUP LATENCY MODULE PUBSUB".split())
 
 
-def _commands(packed: bytes) -> list[str]:
-    """The name of every command in ``packed`` (RESP as redis-py writes it), in order."""
-    names, at = [], 0
+def commands(packed: bytes) -> list[tuple[bytes, ...]]:
+    """Every command in ``packed`` (RESP as redis-py writes it), each as its words, in order;
+    ValueError when ``packed`` is not that."""
+    found, at = [], 0
     while at < len(packed):
         end = packed.index(b"\r\n", at)
         count, at = int(packed[at + 1 : end]), end + 2
         words = []
-        for k in range(count):
+        for _ in range(count):
             end = packed.index(b"\r\n", at)
             size, at = int(packed[at + 1 : end]), end + 2
-            if k < 2:
-                words.append(bytes(packed[at : at + size]).upper())
+            words.append(bytes(packed[at : at + size]))
             at += size + 2
-        two = len(words) > 1 and words[0] in TWO_WORDS
-        names.append(b" ".join(words if two else words[:1]).decode(errors="replace"))
-    return names
+        found.append(tuple(words))
+    return found
+
+
+def command_name(words: Sequence[bytes]) -> str:
+    """A command's name: its first word, upper-case, or its first two (:data:`TWO_WORDS`)."""
+    head = [w.upper() for w in words[:2]]
+    two = len(head) > 1 and head[0] in TWO_WORDS
+    return b" ".join(head if two else head[:1]).decode(errors="replace")
 
 
 def request_name(commands: Sequence[str]) -> str:
@@ -60,80 +66,22 @@ def request_name(commands: Sequence[str]) -> str:
     return f"PIPELINE[{len(commands)}]"
 
 
-class _Counters(threading.local):
-    """This thread's open :func:`counting` blocks, and whether it is inside a write."""
-
-    def __init__(self) -> None:
-        self.open: list[list[str]] = []
-        self.busy = False
-
-
-_COUNTERS = _Counters()
-_PATCH = threading.Lock()
-#: The methods the counter wraps while any block is open, with their originals then.
-_originals: dict[str, Callable[..., Any]] = {}
-_users = [0]
-
-
-def _joined(command: Any) -> bytes:
-    """What one write sends, as bytes (redis-py passes bytes, a str, or a list of chunks)."""
-    chunks = [command] if isinstance(command, bytes | str | memoryview) else command
-    return b"".join(c.encode() if isinstance(c, str) else bytes(c) for c in chunks)
-
-
-def _unseen(name: str) -> Callable[..., Any]:
-    """The original method ``name``, called so that nothing it writes is counted."""
-    def call(self: AbstractConnection, *args: Any, **kwargs: Any) -> Any:
-        was, _COUNTERS.busy = _COUNTERS.busy, True
-        try:
-            return _originals[name](self, *args, **kwargs)
-        finally:
-            _COUNTERS.busy = was
-    return call
-
-
-_write = _unseen("send_packed_command")
-
-
-def _counted_write(self: AbstractConnection, command: Any, check_health: bool = True) -> Any:
-    mine = _COUNTERS
-    if mine.open and not mine.busy:
-        try:
-            name = request_name(_commands(_joined(command)))
-        except (ValueError, TypeError):  # not RESP as redis-py writes it: still one request
-            name = "?"
-        for calls in mine.open:
-            calls.append(name)
-    return _write(self, command, check_health)
-
-
-#: A request is one write; a new connection's handshake is none.
-_WRAPPERS = {"send_packed_command": _counted_write,
-             "on_connect_check_health": _unseen("on_connect_check_health")}
-
-
 @contextmanager
 def counting() -> Iterator[list[str]]:
-    """Record every request this thread sends inside the block, one entry a round trip
+    """Record every request this thread sends on the lab's clients (those
+    :func:`echomq_lab.connect` makes) inside the block, one entry a round trip
     (:func:`request_name`). A resend counts; a new connection's handshake does not. Blocks may
-    nest and threads may count at once; redis-py is restored when the last block ends."""
+    nest and threads may count at once; redis-py is never patched, so other clients go unseen."""
     calls: list[str] = []
-    with _PATCH:
-        if _users[0] == 0:
-            for name, wrapper in _WRAPPERS.items():
-                _originals[name] = getattr(AbstractConnection, name)
-                setattr(AbstractConnection, name, wrapper)
-        _users[0] += 1
-    _COUNTERS.open.append(calls)
-    try:
+
+    def seen(packed: bytes) -> None:
+        try:
+            calls.append(request_name([command_name(c) for c in commands(packed)]))
+        except (ValueError, TypeError):  # not RESP as redis-py writes it: still one request
+            calls.append("?")
+
+    with tapped(seen):
         yield calls
-    finally:
-        _COUNTERS.open.pop()  # blocks end in the reverse order they began
-        with _PATCH:
-            _users[0] -= 1
-            if _users[0] == 0:
-                for name in _WRAPPERS:
-                    setattr(AbstractConnection, name, _originals.pop(name))
 
 
 def calls_text(calls: Sequence[str]) -> str:
@@ -193,39 +141,75 @@ Step = Callable[[str, Callable[[], Any]], Any]
 
 def walk(conn: redis.Redis, queue: str, step: Step) -> None:
     """Walk one new job through every transition handle on ``queue``, each call made through
-    ``step(name, call)``; RuntimeError when a reply is not the expected one."""
+    ``step(name, call)``; RuntimeError when a reply is not the expected one. A transition of
+    the registry that this journey does not take is demonstrated after it
+    (:func:`demonstrate`)."""
     first, later, fixed = branded.mint(), branded.mint(), branded.mint()
+    walked: set[str] = set()  # the handles the journey called
+
+    def took(name: str, call: Callable[[], Any]) -> Any:
+        walked.add(name.split()[0])  # "retry (at the cap)" is a retry
+        return step(name, call)
 
     def run(name: str, call: Callable[[], object], want: object) -> None:
-        reply = step(name, call)
+        reply = took(name, call)
         if reply != want:
             raise RuntimeError(f"{name} on {queue!r} answered {reply!r}, expected {want!r}")
 
     run("enqueue", lambda: jobs.enqueue(conn, queue, first, b'{"n": 1}'), "enqueued")
-    c = step("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
-    step("extend", lambda: jobs.extend(conn, queue, first, c.token, LEASE_MS))
+    c = took("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
+    took("extend", lambda: jobs.extend(conn, queue, first, c.token, LEASE_MS))
     run("retry", lambda: jobs.retry(conn, queue, first, c.token, 0, 3, "boom"), "scheduled")
     run("promote", lambda: jobs.promote(conn, queue), 1)
-    step("claim", lambda: queues.claim_expected(conn, queue, first, 1))
+    took("claim", lambda: queues.claim_expected(conn, queue, first, 1))
     clock.wait_out_lease(conn, queue, first)
     run("reap", lambda: jobs.reap(conn, queue), 1)
-    c = step("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
+    c = took("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
     run("retry (at the cap)", lambda: jobs.retry(conn, queue, first, c.token, 0, 3, "x"), "dead")
     run("reprocess", lambda: jobs.reprocess(conn, queue, first), "pending")
-    c = step("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
+    c = took("claim", lambda: queues.claim_expected(conn, queue, first, LEASE_MS))
     run("complete", lambda: jobs.complete(conn, queue, first, c.token), "completed")
     run("enqueue_in", lambda: jobs.enqueue_in(conn, queue, later, b"{}", 60_000), "scheduled")
     run("enqueue_at", lambda: jobs.enqueue_at(conn, queue, fixed, b"{}", FAR_FUTURE_MS),
         "scheduled")  # fmt: skip
+    for t in transitions.TRANSITIONS:
+        if t.call.handle not in walked:
+            demonstrate(conn, queue, t, step)
 
 
-#: How :func:`transition_calls` shows a reply that is not a word, by the handle that gave it.
-SHOWN: dict[str, Callable[[Any], str]] = {
-    "claim": lambda c: "nothing pending" if c is None else f"token {c.token}",
-    "extend": lambda _: "lease pushed back",
-    "promote": lambda n: f"{n} moved",
-    "reap": lambda n: f"{n} returned",
-}
+def _call(conn: redis.Redis, queue: str, t: transitions.Transition,
+          values: dict[str, object]) -> Callable[[], Any]:
+    """``t``'s demonstration call (its registry entry's) with ``values``, ready to run."""
+    handle = getattr(jobs, t.call.handle)
+    args = t.arguments(values)
+    return lambda: handle(conn, queue, *args)
+
+
+def demonstrate(conn: redis.Redis, queue: str, t: transitions.Transition, step: Step) -> Any:
+    """Bring a new job to where ``t`` starts along the registry's shortest way (those calls
+    are not steps), then call ``t`` through ``step``, under its handle's name. A retry on the
+    way reaches the cap (the way to dead); before a transition that picks its jobs, the job's
+    time (its lease, its delay) runs out first. RuntimeError if the job is not where ``t``
+    starts."""
+    source = t.edges[0].source
+    values: dict[str, object] = {
+        "job": branded.mint(), "payload": b"{}", "lease": 1 if t.picks else LEASE_MS,
+        "delay": 0, "max_attempts": 1, "error": "walked"}  # fmt: skip
+    if source != transitions.START:
+        for name in transitions.path(transitions.START, source):
+            reply = _call(conn, queue, transitions.get(name), values)()
+            if isinstance(reply, jobs.Claimed):
+                values["token"] = reply.token
+        row = jobs.record(conn, queue, str(values["job"])) or {}
+        if row.get(b"state", b"").decode() != source:
+            raise RuntimeError(f"the walk could not bring a job to {source} for {t.name}")
+        if t.picks:
+            key = keyspace.queue_key(queue, SET_OF_STATE[source])
+            with reaching(conn):
+                due = conn.zscore(key, str(values["job"]))
+            clock.wait_for_server(conn, int(due or 0) + 1)
+    values["lease"] = LEASE_MS
+    return step(t.call.handle, _call(conn, queue, t, values))
 
 
 def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
@@ -237,7 +221,8 @@ def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
     def traced(name: str, call: Callable[[], Any]) -> Any:
         with counting() as calls:
             reply = call()
-        out.append(Traced(name, SHOWN.get(name, str)(reply), tuple(calls)))
+        shown = transitions.by_handle(name.split()[0]).reads(reply)
+        out.append(Traced(name, shown, tuple(calls)))
         return reply
 
     try:

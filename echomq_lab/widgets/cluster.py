@@ -4,31 +4,36 @@ transition on that queue and see which primary answered."""
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
-from echomq_lab import branded, errors, jobs, keyspace, transitions
+from echomq_lab import errors, keyspace, transitions
 from echomq_lab.cluster import placement
+from echomq_lab.lessons.stories import Transitions
 from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
 
 _CELL = "padding:2px 8px;text-align:left;font-family:monospace"
+#: The lease a claim takes here: long enough that nothing reaps it while the reader looks.
+LEASE_MS = 60_000
 
 
 class ClusterPanel(Panel):
-    """A queue name (``queue``), the table of its keys, and a transition (``action``) to
-    ``run`` on it, naming the primary that answered. A bad name is refused in one line."""
+    """A queue name (``queue``), the table of its keys, and a transition (``action``, any of
+    the registry's) to ``run`` on the job it follows there
+    (:class:`echomq_lab.lessons.stories.Transitions`), naming the primary that answered. A bad
+    name, or a transition that needs a job or token not held yet, is refused in one line."""
 
     def __init__(self, conn: redis.Redis, queue: str = "lab-07") -> None:
         self.conn = conn
-        self.held: jobs.Claimed | None = None
+        self.runner: Transitions | None = None
         self.places: list[placement.KeyPlace] = []
         self.queue = W.Text(value=queue, description="queue", continuous_update=False)
         self.table = W.HTML()
-        self.action = W.ToggleButtons(options=list(ACTIONS), value=ACTIONS[0],
-                                      description="transition")
+        self.action = W.ToggleButtons(
+            options=list(transitions.NAMES), value=transitions.NAMES[0], description="transition",
+            tooltips=[t.label for t in transitions.TRANSITIONS])
         self.run = W.Button(description="run it", icon="play", button_style="primary")
         self.message = W.HTML()
         self.widget = W.VBox([self.queue, self.table, W.HBox([self.action, self.run]),
@@ -39,7 +44,7 @@ class ClusterPanel(Panel):
         self._look_up()
 
     def _look_up(self, _change: object = None) -> None:
-        self.held = None  # a token of another queue's job
+        self.runner = None  # it follows a job of another queue
         try:
             self.places = placement.places(self.conn, self.queue.value)
         except (ValueError, TypeError, errors.EchoMQError) as exc:
@@ -52,29 +57,15 @@ class ClusterPanel(Panel):
                   f"{self.places[0].slot}, on {self.places[0].owner.name}", ok=True)
 
     def _run_action(self) -> str:
-        queue, verb = keyspace.check_queue(self.queue.value), self.action.value
-        act: Callable[[str], str] = getattr(self, f"_{verb}")  # the reply in a few words
-        reply, answered = placement.answered_by(self.conn, lambda: act(queue))
-        return f"{verb} on {queue!r} answered by {', '.join(answered) or 'no primary'}: {reply}"
-
-    def _enqueue(self, queue: str) -> str:
-        return jobs.enqueue(self.conn, queue, branded.mint("JOB"), b"work")
-
-    def _claim(self, queue: str) -> str:
-        got = jobs.claim(self.conn, queue, 60_000)
-        if got is None:
-            return "nothing pending"
-        self.held = got
-        return f"token {got.token} for {got.id}"
-
-    def _complete(self, queue: str) -> str:
-        if self.held is None:
-            raise ValueError("claim a job first: there is no token to complete with")
-        held, self.held = self.held, None
-        return f"{jobs.complete(self.conn, queue, held.id, held.token)} {held.id}"
-
-    def _reap(self, queue: str) -> str:
-        return f"{jobs.reap(self.conn, queue)} returned"
+        """Run the picked transition (its registry entry's call) on the queue's job; name the
+        primary that answered."""
+        verb, runner = self.action.value, self.runner
+        if runner is None:
+            queue = keyspace.check_queue(self.queue.value)
+            runner = self.runner = Transitions(self.conn, queue, lease_ms=LEASE_MS)
+        taken, answered = placement.answered_by(self.conn, lambda: runner.run(verb))
+        who = ", ".join(answered) or "no primary"
+        return f"answered by {who} on {runner.queue!r}: {taken.message}"
 
     def _table_html(self) -> str:
         head = "".join(f'<th style="{_CELL}">{h}</th>'
@@ -92,7 +83,3 @@ class ClusterPanel(Panel):
         return "\n".join(lines + ([self.last_message] if self.last_message else []))
 
 
-#: The transitions the panel offers (each has a ``_<name>`` method), in the registry's order.
-ACTIONS: tuple[str, ...] = tuple(
-    n for n in transitions.NAMES if callable(getattr(ClusterPanel, f"_{n}", None))
-)

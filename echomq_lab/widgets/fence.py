@@ -7,6 +7,7 @@ import html
 import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
+from echomq_lab import transitions
 from echomq_lab.lessons import fencing
 from echomq_lab.lessons.stories import SampleRow, sample_row
 from echomq_lab.widgets.base import Panel
@@ -14,13 +15,13 @@ from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
 from echomq_lab.widgets.ticker import Ticker
 
-#: The verbs in the order the page names them, each with its tooltip.
+#: The panel's first verb (its default); the others follow in the registry's order.
+FIRST_VERB = "complete"
+#: The fenced verbs, each with its registry label as its tooltip.
 VERB_TIPS: dict[str, str] = {
-    "complete": "complete: retire the job (delete its row and lease) if the token holds the lease",
-    "retry": "retry: give the lease back after a failure; the job is scheduled again",
-    "extend": "extend: push the lease's deadline later, if the token holds the lease",
+    verb: f"{verb}: {transitions.get(verb).label}"
+    for verb in sorted(fencing.VERBS, key=lambda verb: verb != FIRST_VERB)
 }
-assert set(VERB_TIPS) == set(fencing.VERBS)
 LEASE_TIPS = (
     "The job is still in active: the last claim's lease has time left",
     "The lease ran out and reap put the job back in pending before the token arrives",
@@ -40,7 +41,7 @@ class FencePanel(Panel):
         self.conn, self.queue, self.lease_ms = conn, queue, lease_ms
         self.sample: SampleRow | None = None
         self.trial: fencing.Trial | None = None
-        self.verb = W.ToggleButtons(options=list(VERB_TIPS), value="complete",
+        self.verb = W.ToggleButtons(options=list(VERB_TIPS), value=FIRST_VERB,
                                     description="verb", tooltips=list(VERB_TIPS.values()))
         self.token = W.IntText(value=token, description="token", layout=W.Layout(width="160px"),
                                tooltip="The token to present (the sample row's attempts is 2)")

@@ -120,13 +120,10 @@ class LabPanel(Panel):
             said = worker.claim(card.lease.value)
             self.touched = worker.held.id if worker.held else self.touched
             return said
-        if action == "complete":
-            return worker.complete()
-        if action == "retry":
-            return worker.retry(self.delay.value, self.max_attempts.value)
-        if action == "extend":
-            return worker.extend(card.lease.value)
-        return worker.drop()
+        if action == "drop":
+            return worker.drop()
+        return worker.present(action, lease_ms=card.lease.value, delay_ms=self.delay.value,
+                              max_attempts=self.max_attempts.value)
 
     def _act(self, action: Callable[[], str]) -> None:
         self._safely(self.message, action)

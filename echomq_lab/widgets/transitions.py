@@ -31,7 +31,8 @@ class TransitionPanel(Panel):
         self.conn, self.queue = conn, queue
         self.runner = Transitions(conn, queue)
         self.picker = W.ToggleButtons(options=list(transitions.NAMES), value=transitions.NAMES[0],
-                                      description="transition", style={"button_width": "96px"})
+                                      description="transition", style={"button_width": "96px"},
+                                      tooltips=[t.label for t in transitions.TRANSITIONS])
         small = {"width": "190px"}
         self.lease = W.IntText(value=lease_ms, description="lease ms", layout=small)
         self.delay = W.IntText(value=delay_ms, description="delay ms", layout=small)

@@ -1,14 +1,16 @@
 """What a block of code sent to the server: the client's commands, and the server's own count.
 
-:func:`traffic` records every command a client sends inside a ``with`` block and, on a real
-server, the change in ``INFO stats commandstats`` across it. :func:`assert_one_evalsha` checks
+:func:`traffic` records every command the lab's clients send inside a ``with`` block (through
+the package's one request counter, :func:`echomq_lab.connection.tapped`, read by
+:func:`echomq_lab.measure.commands`) and, on a real server, the change in
+``INFO stats commandstats`` across it. :func:`assert_one_evalsha` checks
 that a block sent one EVALSHA and nothing else, from both sides. fakeredis has no INFO, so
 there only the client's side is checked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -17,6 +19,8 @@ import redis
 from redis.cluster import RedisCluster
 from redis.connection import Connection
 
+from echomq_lab.connection import tapped
+from echomq_lab.measure import command_name, commands
 from echomq_lab.scripts import load, names
 
 _PACKER: Any = cast(Any, Connection)()  # never connected: only encodes commands as RESP
@@ -34,14 +38,14 @@ def packed_size(*args: Any) -> int:
 class Traffic:
     """What one block sent: client-side commands, and on real servers the INFO deltas."""
 
-    sent: list[tuple[Any, ...]] = field(default_factory=list)
+    sent: list[tuple[bytes, ...]] = field(default_factory=list)  # each command's words
     calls: dict[str, int] = field(default_factory=dict)  # commandstats deltas (non-zero)
     total_commands: int = 0
     input_bytes: int = 0
 
     def names(self) -> list[str]:
         """The command names sent, upper-case, in order."""
-        return [str(args[0]).upper() for args in self.sent]
+        return [command_name(words) for words in self.sent]
 
 
 Stats = tuple[int, int, dict[str, int]]
@@ -85,20 +89,12 @@ def _settle(out: Traffic, conn: redis.Redis, before: dict[str, Stats]) -> None:
 
 @contextmanager
 def traffic(conn: redis.Redis, real: bool) -> Iterator[Traffic]:
-    """Record the commands sent inside the block (and the server's counters when ``real``)."""
+    """Record the commands sent inside the block (and ``conn``'s server's counters when
+    ``real``)."""
     out = Traffic()
     before = _server_stats(conn) if real else None
-    original: Callable[..., Any] = conn.execute_command
-
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        out.sent.append(args)
-        return original(*args, **kwargs)
-
-    conn.execute_command = recording  # type: ignore[method-assign]
-    try:
+    with tapped(lambda packed: out.sent.extend(commands(packed))):
         yield out
-    finally:
-        del conn.execute_command
     if before is not None:
         _settle(out, conn, before)
 
@@ -106,7 +102,7 @@ def traffic(conn: redis.Redis, real: bool) -> Iterator[Traffic]:
 def assert_one_evalsha(t: Traffic, real: bool, sha: str) -> None:
     """The block sent exactly one EVALSHA of ``sha`` and nothing else."""
     assert t.names() == ["EVALSHA"], t.names()
-    assert t.sent[0][1] == sha
+    assert t.sent[0][1] == sha.encode()
     if not real:
         return
     assert t.calls.get("cmdstat_evalsha") == 1

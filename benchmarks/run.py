@@ -817,7 +817,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nwritten to {out}")
     to: Path | None = args.page or (page.PAGE_FOLDER if out == DEFAULT_OUT else None)
     if to is not None:
-        print(f"for page 06: {page.write(results, to)}")
+        print(page.announce(page.write(results, to)))
     return 0
 
 

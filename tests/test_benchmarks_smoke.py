@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 
+import echomq_lab
 from benchmarks import page, scale, workloads
 from benchmarks import run as bench
 from benchmarks.pipeline import enqueue_many, run_many
@@ -52,7 +53,7 @@ def test_every_transition_is_one_evalsha_and_one_round_trip(valkey_url: str) -> 
 
 
 def test_the_counter_counts_a_pipeline_as_one_round_trip(valkey_url: str) -> None:
-    client = redis.Redis.from_url(valkey_url)  # not connected yet
+    client = echomq_lab.connect(valkey_url, ping=False)  # a lab client, not connected yet
     try:
         with counting() as trips:
             client.set("k", "v")  # the new connection's handshake is not counted

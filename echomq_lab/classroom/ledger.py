@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import redis
 
+from echomq_lab import transitions
 from echomq_lab.classroom.room import ACL_LOG_LEN, ctl_key, log_key
 from echomq_lab.keyspace import base
 from echomq_lab.sim.audit import STALE, Call, Outcome
@@ -102,14 +103,18 @@ def _rest(c: Call) -> tuple[Any, ...]:
             c.ended, c.lease_ms, c.stalled, c.after_lost_reply)
 
 
+def _plural(verb: str) -> str:
+    """The count's name for ``verb``: claims, completes, retries, extends."""
+    return verb[:-1] + "ies" if verb.endswith("y") else verb + "s"
+
+
 def tally_of(ledger: list[Call], learners: list[str]) -> dict[str, dict[str, int]]:
     """Per learner: ``claims`` (accepted), ``completes`` (accepted), ``stale`` (refused
     EMQSTALE), ``retries`` and ``extends`` (accepted), ``gone`` (found the row gone)."""
     out: dict[str, Counter[str]] = defaultdict(Counter)
     for c in ledger:
-        if c.outcome == "accepted" and c.verb in ("claim", "complete", "retry", "extend"):
-            out[c.actor][{"claim": "claims", "complete": "completes", "retry": "retries",
-                          "extend": "extends"}[c.verb]] += 1
+        if c.outcome == "accepted" and (c.verb == "claim" or c.verb in transitions.FENCED):
+            out[c.actor][_plural(c.verb)] += 1
         elif c.outcome == "refused" and c.reply == STALE:
             out[c.actor]["stale"] += 1
         elif c.outcome == "gone":

@@ -253,19 +253,20 @@ Ask = Literal["reply", "state", "attempts", "token", "fields"]
 
 
 def _step(conn: redis.Redis, queue: str, job_id: str, step: str, token: int) -> Any:
+    """Take one step of a question's story on ``job_id``: ``claim`` (``briefly``: a short
+    lease) takes the job itself, ``expire`` waits its lease out, any other verb is the
+    registry's transition of that name, called as its entry says (``at the cap``: a cap of
+    attempts equal to ``token``)."""
     verb, _, how = step.partition(" ")
+    if verb == "claim":
+        return claim_expected(conn, queue, job_id, SHORT_MS if how == "briefly" else LONG_MS)
+    if verb == "expire":
+        return clock.wait_out_lease(conn, queue, job_id)
+    t = transitions.get(verb)
     cap = token if how == "at the cap" else token + 1
-    calls: dict[str, Callable[[], Any]] = {
-        "claim": lambda: claim_expected(conn, queue, job_id, SHORT_MS if how else LONG_MS),
-        "expire": lambda: clock.wait_out_lease(conn, queue, job_id),
-        "reap": lambda: jobs.reap(conn, queue),
-        "promote": lambda: jobs.promote(conn, queue),
-        "reprocess": lambda: jobs.reprocess(conn, queue, job_id),
-        "complete": lambda: jobs.complete(conn, queue, job_id, token),
-        "extend": lambda: jobs.extend(conn, queue, job_id, token, LONG_MS),
-        "retry": lambda: jobs.retry(conn, queue, job_id, token, 0, cap, "it failed"),
-    }
-    return calls[verb]()
+    values = {"job": job_id, "token": token, "lease": LONG_MS, "delay": 0,
+              "max_attempts": cap, "error": "it failed"}
+    return getattr(jobs, t.call.handle)(conn, queue, *t.arguments(values))
 
 
 def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Observed:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
-from echomq_lab import clock
+from echomq_lab import clock, transitions
 from echomq_lab.classroom import board as boards
 from echomq_lab.classroom.desk import Answer, Desk, join
 from echomq_lab.classroom.ledger import calls as logged
@@ -28,8 +28,10 @@ from echomq_lab.widgets import look
 from echomq_lab.widgets.base import Panel
 from echomq_lab.widgets.ticker import Ticker
 
-#: A learner's buttons, in the order a job's life goes.
-ACTIONS: tuple[str, ...] = ("claim", "work", "stall", "extend", "complete", "retry")
+#: A learner's buttons, in the order a job's life goes: claim, the two ways of spending the
+#: lease (work, stall), then the registry's fenced verbs, last registered first (extend,
+#: complete, retry).
+ACTIONS: tuple[str, ...] = ("claim", "work", "stall", *reversed(transitions.FENCED))
 #: How long the ``work`` button works (a short piece of the lease).
 WORK_S = 0.2
 _CELL = re.compile(r"</?(td|tr|div|table|br)\b[^>]*>")

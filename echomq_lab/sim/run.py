@@ -613,7 +613,7 @@ class Result(Audit):
     drift_samples: int
     restarts_seen: int
     timed_out: bool
-    elapsed_s: float
+    elapsed_s: float  # on the run's clock: simulated seconds when it is a RunClock
     ledger: list[Call] = field(repr=False, default_factory=list)
     samples: list[Sample] = field(repr=False, default_factory=list)
     final: Snapshot | None = field(repr=False, default=None)

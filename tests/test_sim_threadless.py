@@ -6,9 +6,13 @@ browser cannot start one); the SVG timeline must draw the leases it is given.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -229,3 +233,32 @@ def test_a_real_runs_timeline_draws_every_lease(fenced: Result) -> None:
     assert len(bars) == len(leases) == fenced.claims
     refused = sum(le.outcome == "refused" for le in leases)
     assert refused > 0 and sum(b.get("fill") == "url(#emq-hatch)" for b in bars) == refused
+
+
+# -- the page, as the browser runs it -----------------------------------------------------------
+
+NO_THREAD_NO_PLOT = '''
+import json, sys, threading
+sys.modules["matplotlib"] = None  # any import of it fails
+
+def refuse(self):
+    raise RuntimeError("can't start new thread")
+
+threading.Thread.start = refuse
+nb = json.load(open(sys.argv[1], encoding="utf-8"))
+scope = {}
+for cell in nb["cells"]:
+    if cell["cell_type"] == "code":
+        exec(compile("".join(cell["source"]), "cell", "exec"), scope)
+print("ran to the end")
+'''
+
+
+def test_lab_05_runs_top_to_bottom_with_no_thread_and_no_matplotlib() -> None:
+    root = Path(__file__).resolve().parent.parent
+    page = root / "notebooks" / "05-lab-the-fence-under-load.ipynb"
+    env = {k: v for k, v in os.environ.items() if k != "ECHOMQ_REDIS_URL"}
+    done = subprocess.run([sys.executable, "-c", NO_THREAD_NO_PLOT, str(page)], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.rstrip().endswith("ran to the end")

@@ -208,7 +208,7 @@ def _bar(lease: Lease, y: float, x: Callable[[float], float]) -> str:
     """One lease's bar at height ``y``, coloured by how it ended; a cut-off one striped, with a
     tick at its deadline and a cross at its settle; a ring where a job runs again."""
     half = ROW * BAR_HEIGHT / 2
-    left, right = x(lease.start), max(x(lease.end), x(lease.start) + 1.5)
+    left, right = x(lease.start), max(x(lease.end), x(lease.start) + 3.0)
     refused = lease.outcome == "refused"
     fill = "url(#emq-hatch)" if refused else OUTCOME_LOOK[lease.outcome][0]
     told = html.escape(f"{lease.worker}, job {lease.job_id}, token {lease.token}: {_told(lease)}")

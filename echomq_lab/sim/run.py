@@ -26,6 +26,7 @@ import redis
 
 from echomq_lab import branded, errors, jobs, keyspace
 from echomq_lab.connection import EMBEDDED, ENV_URL, connect, describe, reaching
+from echomq_lab.keyspace import SetName
 from echomq_lab.lessons import unfenced
 from echomq_lab.scripts import load
 from echomq_lab.sim.audit import Audit, Call, Ledger, Sample, accepted, audit
@@ -505,8 +506,14 @@ def worker(sim: Simulation, name: str) -> Actor:
     rng = random.Random(f"{sim.settings.seed}:worker:{name[1:]}")
     backoff = Backoff(rng)
 
+    idle = False  # the last claim found nothing: look before claiming again
+
     def step(conn: redis.Redis) -> Generator[Pause, bool, float | None]:
-        held = _claim(sim, conn, name, rng)
+        nonlocal idle
+        pending = keyspace.queue_key(sim.queue, "pending")
+        looked = not idle or _read(conn, conn.zcard, pending)
+        held = _claim(sim, conn, name, rng) if looked else None
+        idle = held is None
         if held is None:
             return rng.uniform(0.001, 0.004)  # nothing to claim: a short pause
         yield from _work(sim, conn, name, *held, rng, backoff)
@@ -527,10 +534,30 @@ def _round(sim: Simulation, name: str, verb: str,
     return n + dropped.total
 
 
+def _read(conn: redis.Redis, command: Callable[..., Any], *args: Any) -> Any:
+    """A plain read (no script), through :func:`reaching` (ServerUnavailable when it fails)."""
+    with reaching(conn):
+        return command(*args)
+
+
+def _due(conn: redis.Redis, queue: str, name: SetName) -> bool:
+    """Whether the set's earliest score (a lease's deadline, a retry's run-at) has come on the
+    server's clock: a plain read, so the script runs only when it has work to do."""
+    with reaching(conn):
+        pipe = conn.pipeline(transaction=False)
+        pipe.time()
+        pipe.zrange(keyspace.queue_key(queue, name), 0, 0, withscores=True)
+        (seconds, micros), first = pipe.execute()
+    return bool(first) and first[0][1] <= int(seconds) * 1000 + int(micros) // 1000
+
+
 def reaper(sim: Simulation, name: str) -> Actor:
-    """Return expired leases to pending every ``reap_every_s``, in rounds of up to 100."""
+    """Return expired leases to pending every ``reap_every_s`` (when one has expired), in rounds
+    of up to 100."""
 
     def step(conn: redis.Redis) -> None:
+        if not _due(conn, sim.queue, "active"):
+            return
         while _round(sim, name, "reap", partial(jobs.reap_dropping, conn, sim.queue)) >= 100:
             pass
 
@@ -538,10 +565,12 @@ def reaper(sim: Simulation, name: str) -> Actor:
 
 
 def promoter(sim: Simulation, name: str) -> Actor:
-    """Move due retried jobs back to pending every ``promote_every_s``."""
+    """Move due retried jobs back to pending every ``promote_every_s`` (when one is due)."""
 
     def step(conn: redis.Redis) -> None:
-        _round(sim, name, "promote", partial(jobs.promote_dropping, conn, sim.queue, batch=1000))
+        if _due(conn, sim.queue, "schedule"):
+            promote = partial(jobs.promote_dropping, conn, sim.queue, batch=1000)
+            _round(sim, name, "promote", promote)
 
     yield from _loop(sim, name, sim.settings.promote_every_s, _at_once(step))
 

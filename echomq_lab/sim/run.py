@@ -173,6 +173,9 @@ class Simulation:
                 self.backend, self.server = describe(first), "unknown"
         self.ledger = Ledger(self.clock.now)
         self.on_turn: Callable[[], None] | None = None
+        #: On the embedded server (slow scripts in the browser) the periodic actors look with a
+        #: plain read before they run a script that may have nothing to do.
+        self.look_first = url is None
         self.timed_out = False
         self.stopping = threading.Event()
         self.aborting = threading.Event()
@@ -511,7 +514,7 @@ def worker(sim: Simulation, name: str) -> Actor:
     def step(conn: redis.Redis) -> Generator[Pause, bool, float | None]:
         nonlocal idle
         pending = keyspace.queue_key(sim.queue, "pending")
-        looked = not idle or _read(conn, conn.zcard, pending)
+        looked = not (idle and sim.look_first) or _read(conn, conn.zcard, pending)
         held = _claim(sim, conn, name, rng) if looked else None
         idle = held is None
         if held is None:
@@ -552,11 +555,11 @@ def _due(conn: redis.Redis, queue: str, name: SetName) -> bool:
 
 
 def reaper(sim: Simulation, name: str) -> Actor:
-    """Return expired leases to pending every ``reap_every_s`` (when one has expired), in rounds
-    of up to 100."""
+    """Return expired leases to pending every ``reap_every_s`` (on the embedded server only when
+    one has expired), in rounds of up to 100."""
 
     def step(conn: redis.Redis) -> None:
-        if not _due(conn, sim.queue, "active"):
+        if sim.look_first and not _due(conn, sim.queue, "active"):
             return
         while _round(sim, name, "reap", partial(jobs.reap_dropping, conn, sim.queue)) >= 100:
             pass
@@ -565,10 +568,11 @@ def reaper(sim: Simulation, name: str) -> Actor:
 
 
 def promoter(sim: Simulation, name: str) -> Actor:
-    """Move due retried jobs back to pending every ``promote_every_s`` (when one is due)."""
+    """Move due retried jobs back to pending every ``promote_every_s`` (on the embedded server
+    only when one is due)."""
 
     def step(conn: redis.Redis) -> None:
-        if _due(conn, sim.queue, "schedule"):
+        if not sim.look_first or _due(conn, sim.queue, "schedule"):
             promote = partial(jobs.promote_dropping, conn, sim.queue, batch=1000)
             _round(sim, name, "promote", promote)
 

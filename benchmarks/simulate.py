@@ -19,6 +19,7 @@ from typing import Any
 
 from echomq_lab import errors
 from echomq_lab.sim import Result, Settings, Simulation
+from echomq_lab.sim.run import RUNNERS
 
 #: The figures printed and written, in this order.
 FIGURES = (
@@ -85,6 +86,10 @@ def parser() -> argparse.ArgumentParser:
                         "what the fence would have refused")
     p.add_argument("--timeout", type=float, default=d.timeout_s, help="seconds, overall")
     p.add_argument("--url", default=None, help="a real server (default: embedded fakeredis)")
+    p.add_argument("--runner", choices=RUNNERS, default="threads",
+                   help="threads (the default here: the host's clock, so the times are real), "
+                        "loop (no thread; on the embedded server a clock of the run's own, so "
+                        "elapsed_s is simulated time), or auto")
     p.add_argument("--out", type=Path, default=None, help="write the figures here as JSON")
     return p
 
@@ -96,9 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings(jobs=a.jobs, workers=a.workers, stall=a.stall, fail=a.fail,
                             max_attempts=a.max_attempts, lease_ms=tuple(a.lease_ms), seed=a.seed,
                             timeout_s=a.timeout, evictions=a.evictions, resend=a.resend,
-                            resend_guard=a.resend_guard, fence=a.fence)
+                            resend_guard=a.resend_guard, fence=a.fence, runner=a.runner)
         result = Simulation(settings, url=a.url).run()
-    except (ValueError, TypeError, errors.EchoMQError) as exc:
+    except (ValueError, TypeError, RuntimeError, errors.EchoMQError) as exc:
         print(f"simulate: {exc}", file=sys.stderr)
         return 2
     print(summary(result))

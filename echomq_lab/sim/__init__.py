@@ -1,7 +1,8 @@
 """The fence under load: many workers, stalls past the lease, failures, a reaper, a promoter and
-a ledger of every call, audited at the end. :mod:`.run` runs it, :mod:`.audit` judges the
-ledger, :mod:`.charts` (also ``follow``) reads a run back and draws it. Importing it loads no
-matplotlib or ipywidgets.
+a ledger of every call, audited at the end. :mod:`.run` runs it (its actors as threads, or
+taken in turn by :mod:`.loop` with no thread), :mod:`.audit` judges the ledger, :mod:`.charts`
+(also ``follow``) reads a run back and draws it as SVG. Importing it loads no matplotlib or
+ipywidgets.
 
 Lab 05's layer: may import the protocol core, :mod:`echomq_lab.lessons` and the look
 (:mod:`echomq_lab.widgets.look`, which loads no ipywidgets); never a panel."""

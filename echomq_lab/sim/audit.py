@@ -10,7 +10,7 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -59,16 +59,19 @@ def gone_on_resend(call: Call) -> bool:
 
 
 class Ledger:
-    """An append-only, thread-safe list of :class:`Call` records, and the jobs seen to finish."""
+    """An append-only, thread-safe list of :class:`Call` records, and the jobs seen to finish;
+    times on ``clock`` (the host's, or a run's own)."""
 
-    def __init__(self) -> None:
-        self.t0 = time.time()
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.t0 = clock()
         self.calls: list[Call] = []
         self.finished: set[str] = set()
         self._lock = threading.Lock()
 
     def now(self) -> float:
-        return time.time() - self.t0
+        """Seconds since the ledger began, on the run's clock."""
+        return self.clock() - self.t0
 
     def record(self, actor: str, verb: str, job_id: str, token: int, outcome: Outcome,
                reply: str, *, started: float, detail: str = "", lease_ms: int = 0,

@@ -1,21 +1,29 @@
 """A run read back: its leases rebuilt from the ledger, a worker or a job to follow (a key
-``"worker:w0"`` or ``"job:JOB..."``), and the pictures (matplotlib is imported only to draw).
+``"worker:w0"`` or ``"job:JOB..."``), and the pictures, as HTML and SVG (nothing to install:
+they draw in the browser too), in the look's colours and the theme's ink.
 """
 
 from __future__ import annotations
 
 import html
+import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from echomq_lab.sim.audit import SETTLES, TURNED_AWAY, Call, accepted, dead_lettered
 from echomq_lab.sim.leases import Lease
-from echomq_lab.widgets.look import MUTED, STATE_COLOURS, VERDICTS, message_html, on_page
+from echomq_lab.widgets.look import (
+    INK_ON_PAGE,
+    MUTED,
+    SOFT,
+    STATE_COLOURS,
+    VERDICTS,
+    message_html,
+    on_page,
+)
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-
     from echomq_lab.sim.run import Result
 
 
@@ -173,65 +181,106 @@ OUTCOME_LOOK: dict[str, tuple[str, str]] = {
     "refused": (STATE_COLOURS["active"], "stalled; settle refused (stale token)"),
     "lost": (MUTED, "abandoned (reply lost or run stopped)"),
 }
+#: The timeline's size (px): its width, a worker's row, the margin left of the bars for the
+#: names, and the band under the rows for the axis.
+WIDTH, ROW, LEFT, AXIS = 860, 26, 44, 34
 #: Each bar's height, as a share of its worker's row.
 BAR_HEIGHT = 0.6
+#: Text on the timeline: the theme's ink, so it reads in Light and Dark.
+_TEXT = f"fill:{INK_ON_PAGE};font:11px sans-serif"
+_INK = f"stroke:{INK_ON_PAGE};stroke-width:1.2"
+#: The stripes of a cut-off lease (one pattern, the same in every timeline on a page).
+_HATCH = ('<pattern id="emq-hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
+          'patternTransform="rotate(45)"><rect width="6" height="6" '
+          f'fill="{OUTCOME_LOOK["refused"][0]}"/><line x1="0" y1="0" x2="0" y2="6" '
+          'stroke="black" stroke-width="2" stroke-opacity="0.45"/></pattern>')
 
 
-def _draw_lease(ax: Axes, lease: Lease, y: int) -> None:
-    """One lease's bar on row ``y``, coloured by how it ended; a cut-off one hatched, with a
+def _ticks(low: float, high: float, most: int = 8) -> list[float]:
+    """Round times between ``low`` and ``high``, at most ``most`` of them."""
+    width = max(high - low, 1e-6)
+    step = next(m * 10**e for e in range(-4, 4) for m in (1, 2, 5) if width / (m * 10**e) <= most)
+    first = math.ceil(low / step)
+    return [round(n * step, 6) for n in range(first, math.floor(high / step) + 1)]
+
+
+def _bar(lease: Lease, y: float, x: Callable[[float], float]) -> str:
+    """One lease's bar at height ``y``, coloured by how it ended; a cut-off one striped, with a
     tick at its deadline and a cross at its settle; a ring where a job runs again."""
-    half = BAR_HEIGHT / 2
-    colour = OUTCOME_LOOK[lease.outcome][0]
+    half = ROW * BAR_HEIGHT / 2
+    left, right = x(lease.start), max(x(lease.end), x(lease.start) + 3.0)
     refused = lease.outcome == "refused"
-    ax.broken_barh([(lease.start, max(lease.end - lease.start, 0.0005))], (y - half, BAR_HEIGHT),
-                   facecolors=colour, edgecolors="black" if refused else colour, linewidth=0.4,
-                   hatch="///" if refused else None)
+    fill = "url(#emq-hatch)" if refused else OUTCOME_LOOK[lease.outcome][0]
+    told = html.escape(f"{lease.worker}, job {lease.job_id}, token {lease.token}: {_told(lease)}")
+    parts = [f'<rect class="emq-lease emq-lease-{lease.outcome}" data-worker="{lease.worker}" '
+             f'data-job="{lease.job_id}" data-token="{lease.token}" x="{left:.1f}" '
+             f'y="{y - half:.1f}" width="{right - left:.1f}" height="{2 * half:.1f}" '
+             f'fill="{fill}"><title>{told}</title></rect>']
     if refused:
-        deadline = lease.start + lease.lease_ms / 1000
-        ax.plot([deadline, deadline], [y - half, y + half], color="black", linewidth=0.8)
-        ax.plot([lease.end], [y], marker="x", color="black", markersize=6)
+        due = x(lease.start + lease.lease_ms / 1000)
+        parts.append(f'<line class="emq-deadline" x1="{due:.1f}" x2="{due:.1f}" '
+                     f'y1="{y - half - 3:.1f}" y2="{y + half + 3:.1f}" style="{_INK}"/>')
+        parts.append(f'<text class="emq-refused" x="{right:.1f}" y="{y + 4:.1f}" '
+                     f'text-anchor="middle" style="{_TEXT};font-size:13px">✗</text>')
     if lease.ran_again:
-        ax.plot([lease.start], [y], marker="o", markerfacecolor="none",
-                markeredgecolor="black", markersize=6)
+        parts.append(f'<circle class="emq-again" cx="{left:.1f}" cy="{y:.1f}" r="5" '
+                     f'fill="none" style="{_INK}"/>')
+    return "".join(parts)
 
 
-def _legend(ax: Axes, all_leases: Sequence[Lease]) -> None:
-    """A legend below the axes: the outcomes that occur, the deadline tick, the ring."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+def _legend_html(shown: Sequence[Lease]) -> str:
+    """The outcomes that occur, the deadline tick and the ring, in words under the timeline."""
+    used = {le.outcome for le in shown}
 
-    used = {le.outcome for le in all_leases}
-    handles: list[Patch | Line2D] = [
-        Patch(facecolor=colour, label=label, hatch="///" if name == "refused" else None,
-              edgecolor="black" if name == "refused" else colour)
-        for name, (colour, label) in OUTCOME_LOOK.items() if name in used
-    ]
-    handles.append(Line2D([], [], color="black", marker="|", linestyle="none", markersize=9,
-                          label="the stalled lease's deadline"))
-    handles.append(Line2D([], [], color="black", marker="o", markerfacecolor="none",
-                          linestyle="none", label="the job runs again"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3,
-              fontsize="small", frameon=False)
+    def swatch(fill: str) -> str:
+        return (f'<svg width="14" height="10"><rect width="14" height="10" fill="{fill}"/>'
+                "</svg>")
+
+    items = [swatch("url(#emq-hatch)" if name == "refused" else colour) + f" {label}"
+             for name, (colour, label) in OUTCOME_LOOK.items() if name in used]
+    if "refused" in used:
+        items.append("| the stalled lease's deadline · ✗ its settle")
+    if any(le.ran_again for le in shown):
+        items.append("○ the job runs again")
+    spans = "".join(f'<span style="margin-right:14px">{item}</span>' for item in items)
+    return f'<div class="emq-legend" style="color:{INK_ON_PAGE};font-size:12px">{spans}</div>'
 
 
-def lease_timeline(all_leases: Sequence[Lease], ax: Axes | None = None, *,
-                   title: str | None = None) -> Axes:
-    """Draw the leases on ``ax`` (a new figure's axes if None), one row per worker."""
-    from matplotlib.figure import Figure
+def lease_timeline_svg(all_leases: Sequence[Lease], window: Window | None = None, *,
+                       title: str = "Each worker's leases, claim to settle") -> str:
+    """The leases as HTML: an SVG timeline, one row per worker (a bar from claim to settle,
+    coloured by :data:`OUTCOME_LOOK`), the axis in seconds since the run began, and a legend.
+    ``window`` (default: the whole run) picks the seconds drawn; a lease reaching past an edge
+    is cut there. No lease in the window: a line saying so."""
+    low, high = window or span(all_leases)
+    shown = [le for le in all_leases if le.end >= low and le.start <= high]
+    head = f'<div class="emq-timeline"><div style="color:{INK_ON_PAGE};font-weight:bold">' \
+           f"{html.escape(title)}</div>"
+    if not shown or high <= low:
+        return head + f'<div style="color:{SOFT}">no lease in this window</div></div>'
+    workers = worker_order(le.worker for le in shown)
+    height = ROW * len(workers) + AXIS
+    scale = (WIDTH - LEFT - 12) / (high - low)
 
-    if ax is None:
-        ax = Figure(figsize=(10, 4)).add_subplot()
-    workers = worker_order(lease.worker for lease in all_leases)
-    row = {name: i for i, name in enumerate(workers)}
-    for lease in all_leases:
-        _draw_lease(ax, lease, row[lease.worker])
-    ax.set_yticks(range(len(workers)), workers)
-    ax.set(ylabel="worker", ylim=(-0.7, len(workers) - 0.3), xlabel="seconds since the run began",
-           title=title or "Each worker's leases, claim to settle")
-    ax.invert_yaxis()
-    ax.margins(x=0.01)
-    _legend(ax, all_leases)
-    return ax
+    def x(t: float) -> float:
+        return LEFT + (min(max(t, low), high) - low) * scale
+
+    rows = [f'<text x="{LEFT - 6}" y="{ROW * i + ROW / 2 + 4:.1f}" text-anchor="end" '
+            f'style="{_TEXT}">{html.escape(w)}</text>' for i, w in enumerate(workers)]
+    row_of = {w: ROW * i + ROW / 2 for i, w in enumerate(workers)}
+    bars = [_bar(le, row_of[le.worker], x) for le in shown]
+    base = ROW * len(workers)
+    axis = [f'<line x1="{LEFT}" x2="{WIDTH - 12}" y1="{base}" y2="{base}" style="{_INK}"/>']
+    for t in _ticks(low, high):
+        axis.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{base}" y2="{base + 4}" '
+                    f'style="{_INK}"/><text x="{x(t):.1f}" y="{base + 16}" text-anchor="middle" '
+                    f'style="{_TEXT}">{t:g}</text>')
+    axis.append(f'<text x="{(LEFT + WIDTH) / 2:.0f}" y="{base + 30}" text-anchor="middle" '
+                f'style="{_TEXT}">seconds since the run began</text>')
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
+           f'width="100%" style="max-width:{WIDTH}px" role="img" aria-label="{html.escape(title)}">'
+           f"<defs>{_HATCH}</defs>{''.join(rows + bars + axis)}</svg>")
+    return head + svg + _legend_html(shown) + "</div>"
 
 
 def verdicts_html(verdicts: Mapping[str, bool]) -> str:

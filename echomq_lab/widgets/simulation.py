@@ -2,18 +2,21 @@
 finished jobs, a tally of the server's answers, then the verdicts, and a timeline of the leases
 of the worker or job ``follow`` names, inside the window ``window`` (its start) and ``length``
 set. ``run(wait=True)`` is the Run button waiting for the end.
+
+Where the run's actors take turns in one loop (the embedded server, or no threads at all, as in
+the browser) Run works through the run before it returns, the bar and the tally moving as it
+goes; with a real server it runs in a thread beside the page and Stop can end it early. The
+timeline is SVG: nothing to install.
 """
 
 from __future__ import annotations
 
 import html
-import io
 import threading
 import time
 from typing import Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
-from matplotlib.figure import Figure
 
 from echomq_lab.sim import Lease, Result, Settings, Simulation, charts
 from echomq_lab.widgets.base import Panel
@@ -36,13 +39,14 @@ class SimulationPanel(Panel):
 
     def __init__(self, url: str | None = None, *, jobs: int = 40, workers: int = 4,
                  stall: float = 0.25, fail: float = 0.1, lease_ms: tuple[int, int] = (40, 80),
-                 seed: int = 5, fence: bool = True) -> None:
-        self.url, self.seed = url, seed
+                 seed: int = 5, fence: bool = True, runner: str = "auto") -> None:
+        self.url, self.seed, self.runner = url, seed, runner
         self.result: Result | None = None
         self._leases: list[Lease] = []
         self._quiet, self.error = False, ""  # _quiet: no redraw while the window is set
         self._sim: Simulation | None = None
         self._thread: threading.Thread | None = None
+        self._ticked = 0.0
         self.jobs = _slider(W.IntSlider, jobs, 1, 500, 1, "jobs", "How many jobs to enqueue")
         self.workers = _slider(W.IntSlider, workers, 1, 16, 1, "workers",
                                "How many workers claim and settle jobs at once")
@@ -81,8 +85,7 @@ class SimulationPanel(Panel):
         for box in (self.window, self.length):
             box.observe(lambda _c: self.draw(), names="value")
         self.follow.observe(lambda _c: self._followed(), names="value")
-        # hidden until there is a picture (an empty one shows a broken-image icon)
-        self.picture = W.Image(format="png", layout=W.Layout(max_width="100%", display="none"))
+        self.picture = W.HTML(layout=W.Layout(max_width="100%"))  # the timeline, as SVG
         self.widget = W.VBox([
             W.HTML("<b>The fence under load</b>: set the run, press Run."),
             self.jobs, self.workers, self.stall, self.fail, self.lease, self.fence,
@@ -98,7 +101,7 @@ class SimulationPanel(Panel):
         made = Settings(jobs=int(self.jobs.value), workers=int(self.workers.value),
                         stall=float(self.stall.value), fail=float(self.fail.value),
                         lease_ms=(int(low), int(high)), seed=self.seed,
-                        fence=bool(self.fence.value))
+                        fence=bool(self.fence.value), runner=self.runner)
         made.check()
         return made
 
@@ -118,10 +121,16 @@ class SimulationPanel(Panel):
         self._sim, self.result, self.error, self._leases = sim, None, "", []
         self.progress.max, self.progress.value = sim.settings.jobs, 0
         self.verdicts.value = self.story.value = ""
-        self.picture.value, self.picture.layout.display = b"", "none"
+        self.picture.value = ""
         self.follow.options = [("(running)", "")]
         self.buttons["run"].disabled, self.buttons["stop"].disabled = True, False
         self._say(self.status, f"running {sim.settings.jobs} jobs on {sim.backend}", None)
+        if not sim.threaded:  # taken in turn here: the bar moves at each look at the progress
+            self.buttons["stop"].disabled = True
+            sim.on_turn = self._throttled_tick
+            self._body(sim)
+            self._watch()
+            return self.result
         self._thread = threading.Thread(target=self._body, args=(sim,), daemon=True)
         self._thread.start()
         if not wait:
@@ -129,6 +138,13 @@ class SimulationPanel(Panel):
             return None
         self._watch()
         return self.result
+
+    def _throttled_tick(self) -> None:
+        """:meth:`_tick`, at most once per :data:`POLL_S` of the host's clock."""
+        now = time.monotonic()
+        if now - self._ticked >= POLL_S:
+            self._ticked = now
+            self._tick()
 
     def _body(self, sim: Simulation) -> None:
         try:
@@ -204,14 +220,9 @@ class SimulationPanel(Panel):
 
     def _draw(self) -> None:
         key, window = self.follow.value, self.current_window()
-        fig = Figure(figsize=(9, 3.4), layout="constrained")
-        ax = fig.add_subplot()
-        charts.lease_timeline(charts.pick(self.leases(), key, window), ax,
-                              title=f"{key.replace(':', ' ')}: its leases in the window")
-        ax.set_xlim(*window)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90)
-        self.picture.value, self.picture.layout.display = buf.getvalue(), None
+        self.picture.value = charts.lease_timeline_svg(
+            charts.pick(self.leases(), key, window), window,
+            title=f"{key.replace(':', ' ')}: its leases in the window")
         lines = charts.describe(self.leases(), key, window)
         self.story.value = "<pre>" + html.escape("\n".join(lines)) + "</pre>"
 

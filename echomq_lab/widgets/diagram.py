@@ -15,6 +15,9 @@ from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
 
 NODE_W, NODE_H = 110, 36
+#: Text sizes in the SVG's units. The diagram is drawn at its panel's width (470 px in the
+#: transition panel, 0.64 of the 740 units), so 19 units render at about 12 px.
+LABEL_SIZE, NODE_TEXT_SIZE = 19, 19
 #: Centre of each node in the SVG's coordinates.
 NODES: dict[str, tuple[int, int]] = {
     "pending": (190, 160),
@@ -82,7 +85,8 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
     """The diagram as SVG text, ``current`` ringed and ``lit`` drawn bold."""
     parts = [
         '<svg class="emq-diagram" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 740 310" '
-        'width="100%" style="max-width:740px;font-family:sans-serif;font-size:12px">',
+        'width="100%" '
+        f'style="max-width:740px;font-family:sans-serif;font-size:{LABEL_SIZE}px">',
         "<defs>" + _marker("emq-arrow-dim", DIM, 9) + _marker("emq-arrow-lit", LIT, 13) + "</defs>",
         f'<circle cx="40" cy="160" r="9" style="fill:{style.SOFT}"/>',
         f'<text x="40" y="185" text-anchor="middle" style="fill:{style.SOFT}">new</text>',
@@ -116,8 +120,8 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
         parts.append(
             f'<rect class="emq-node emq-node-{state}" x="{x}" y="{y}" width="{NODE_W}" '
             f'height="{NODE_H}" rx="8" fill="{style.STATE_COLOURS[state]}"/>'
-            f'<text x="{cx}" y="{cy + 4}" text-anchor="middle" fill="white" '
-            f'font-family="monospace" font-size="13">{state}</text>'
+            f'<text x="{cx}" y="{cy + 6}" text-anchor="middle" fill="white" '
+            f'font-family="monospace" font-size="{NODE_TEXT_SIZE}">{state}</text>'
         )
     cx, cy = NODES[RETIRED]
     parts.append(
@@ -135,8 +139,9 @@ class StateDiagram(Panel):
         self.current: str | None = None
         self.taken: tuple[str, str, str] | None = None
         self.lit: Edge | None = None
-        self.svg = W.HTML(layout=W.Layout(width="100%"))
-        self.widget = W.VBox([self.svg], layout=W.Layout(width="100%", max_width="760px"))
+        self.svg = W.HTML(layout=W.Layout(width="100%", overflow="hidden"))
+        self.widget = W.VBox([self.svg], layout=W.Layout(width="100%", max_width="760px",
+                                                         overflow="hidden"))
         self.widget.add_class("emq-state-diagram")
         self.update(current)
 

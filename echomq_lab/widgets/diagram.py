@@ -33,7 +33,7 @@ DIM, LIT = style.SOFT, style.INK_ON_PAGE
 #: states of a registry edge.
 LAYOUT: dict[tuple[str, str], tuple[str, tuple[int, int]]] = {
     (START, "pending"): ("M 50 160 L 133 160", (92, 150)),
-    (START, "scheduled"): ("M 47 152 L 283 56", (160, 96)),
+    (START, "scheduled"): ("M 47 152 L 283 56", (150, 88)),
     ("pending", "active"): ("M 245 151 L 433 151", (339, 144)),
     ("active", "pending"): ("M 435 170 L 247 170", (339, 186)),
     ("active", "scheduled"): ("M 458 136 L 372 71", (432, 96)),
@@ -103,7 +103,7 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
             f'marker-end="url(#emq-arrow-{look})"/>'
         )
         x, y = edge.label_at
-        turn = ' transform="rotate(-22 160 96)"' if edge.source == START and y < 150 else ""
+        turn = f' transform="rotate(-22 {x} {y})"' if edge.source == START and y < 150 else ""
         parts.append(
             f'<text class="emq-edge-label{lit_label}" x="{x}" '
             f'y="{y}"{turn} text-anchor="middle" font-weight="{weight}" '
@@ -125,7 +125,7 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
         )
     cx, cy = NODES[RETIRED]
     parts.append(
-        f'<text x="{cx}" y="{cy + NODE_H}" text-anchor="middle" style="fill:{style.SOFT}">'
+        f'<text x="736" y="{cy + NODE_H + 4}" text-anchor="end" style="fill:{style.SOFT}">'
         "(the row is deleted)</text></svg>"
     )
     return "".join(parts)

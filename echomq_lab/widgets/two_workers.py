@@ -84,34 +84,37 @@ def _chip(text: str, ok: bool | None = None) -> str:
 
 
 def fence_svg(token: int, attempts: int | None, *, fenced: bool, leased: bool) -> str:
-    """A's token against the row's attempts at A's late complete, as a small picture: the two
-    numbers either side of the fence, and what the fence made of them. ``attempts`` None: no
-    row; ``leased``: the id was still in active."""
+    """A's token against the row's attempts at A's late complete, as a small picture: A's call
+    as an arrow from its token to the row, the fence between them, and what the fence made of
+    the two numbers. ``attempts`` None: no row; ``leased``: the id was still in active."""
     ink, bad, ok = style.INK_ON_PAGE, style.REFUSED_TEXT, style.OK_TEXT
     row = "no row" if attempts is None else f"attempts {attempts}"
     if not fenced:
-        verdict, colour, bars = "not compared: accepted", bad, "stroke-dasharray:3 4;opacity:.5"
+        verdict, colour = "not compared: accepted", bad
     elif attempts != token:
-        verdict, colour, bars = f"{token} ≠ {attempts}: refused", bad, ""
+        verdict, colour = f"{token} ≠ {attempts}: refused", bad
     elif not leased:
-        verdict, colour, bars = f"{token} = {attempts}, lease gone: refused", bad, ""
+        verdict, colour = f"{token} = {attempts}, lease gone: refused", bad
     else:
-        verdict, colour, bars = f"{token} = {attempts}: accepted", ok, ""
-    posts = "".join(f'<line x1="{x}" y1="6" x2="{x}" y2="34" style="stroke:{colour};'
-                    f'stroke-width:3;{bars}"/>' for x in (126, 138))
-    rails = "".join(f'<line x1="120" y1="{y}" x2="144" y2="{y}" style="stroke:{colour};'
-                    f'stroke-width:2;{bars}"/>' for y in (14, 26))
+        verdict, colour = f"{token} = {attempts}: accepted", ok
+    stops = fenced and colour == bad
+    wall = (f'<rect x="127" y="2" width="8" height="36" style="fill:{colour}"/>' if fenced else
+            f'<rect x="127" y="2" width="8" height="36" style="fill:none;stroke:{colour};'
+            'stroke-dasharray:3 3"/>')
+    end = 122 if stops else 148
+    arrow = (f'<line x1="112" y1="20" x2="{end}" y2="20" style="stroke:{ink};stroke-width:2"/>'
+             f'<path d="M {end} 20 l -7 -5 v 10 z" style="fill:{ink}"/>')
     label = f"the fence: A's token {token} against the row's {row}: {verdict}"
     return (
         f'<svg class="emq-fence" role="img" aria-label="{html.escape(label)}" width="{FENCE_W}" '
         f'height="{FENCE_H}" viewBox="0 0 {FENCE_W} {FENCE_H}" style="vertical-align:middle;'
-        f'font-family:sans-serif;font-size:12px;overflow:visible">'
+        f'font-family:sans-serif;font-size:12px">'
         f'<rect x="2" y="6" width="110" height="28" rx="5" style="fill:none;stroke:{ink}"/>'
         f'<text x="57" y="25" text-anchor="middle" style="fill:{ink}">A: token {token}</text>'
-        f"{posts}{rails}"
+        f"{wall}{arrow}"
         f'<rect x="152" y="6" width="110" height="28" rx="5" style="fill:none;stroke:{ink}"/>'
         f'<text x="207" y="25" text-anchor="middle" style="fill:{ink}">row: {row}</text>'
-        f'<text x="132" y="52" text-anchor="middle" font-weight="bold" style="fill:{colour}">'
+        f'<text x="132" y="53" text-anchor="middle" font-weight="bold" style="fill:{colour}">'
         f"{html.escape(verdict)}</text></svg>"
     )
 
@@ -131,8 +134,11 @@ def lane_parts(story: tw.TwoWorkersStory, now: int,
     for result in story.done:
         at = f" · t+{(result.at_ms - story.started_ms) / 1000:.1f} s"
         if result.step == "a_claims":
-            lanes["A"] += [_chip(f"claims, token {story.token_a}{at}"),
-                           _bar((story.deadline_a or now) - now, story.lease_ms)]
+            over = story.next_step is None and story.deadline_a is not None
+            ran_out = ((story.deadline_a or 0) - story.started_ms) / 1000
+            lease = (_chip(f"its lease ran out at t+{ran_out:.1f} s") if over
+                     else _bar((story.deadline_a or now) - now, story.lease_ms))
+            lanes["A"] += [_chip(f"claims, token {story.token_a}{at}"), lease]
         elif result.step == "reaper_returns":
             lanes["reaper"].append(_chip(f"returns the job to pending{at}"))
         elif result.step == "b_claims":

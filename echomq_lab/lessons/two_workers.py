@@ -244,8 +244,9 @@ class TwoWorkersStory:
             return self._complete_reaped()
         if name == "b_claims":
             self.token_b = self._claim("B", HOLD_MS)
-            return (f"B holds token {self.token_b}; the row's attempts is now {self.token_b}, "
-                    f"and A still holds token {self.token_a}", False, str(self.token_b))
+            still = "" if self.branched else f", and A still holds token {self.token_a}"
+            return (f"B holds token {self.token_b}; the row's attempts is now {self.token_b}"
+                    f"{still}", False, str(self.token_b))
         return self._complete("A" if name == "a_completes" else "B")
 
     def _claim(self, who: str, lease_ms: int) -> int:
@@ -337,14 +338,15 @@ class TwoWorkersStory:
             return [], []
         by = {r.step: r for r in self.done}
         lease = f"{self.lease_ms / 1000:g} s"
-        happened = [f"A claimed with token {self.token_a} and stalled; its {lease} lease ran out",
-                    f"the reaper returned the job; B claimed it with token {self.token_b}"]
+        happened = [f"A claimed with token {self.token_a} and stalled; its {lease} lease ran out"]
         if BRANCH[0] in by:
-            happened.insert(1, "A woke before B claimed: its complete was refused EMQSTALE, "
-                               "the id no longer in active")
-            happened.append(f"B's complete with token {self.token_b} retired the job")
+            happened += ["the reaper returned the job to pending",
+                         f"A woke before anyone claimed again: its complete with token "
+                         f"{self.token_a} was refused EMQSTALE, the id no longer in active",
+                         f"B claimed with token {self.token_b}, and its complete retired the job"]
             return happened, ["the job is done, finished by B, the worker that held its lease",
                               "A was told at once that its work does not count"]
+        happened.append(f"the reaper returned the job; B claimed it with token {self.token_b}")
         a, b = by["a_completes"], by["b_completes"]
         if a.outcome == ACCEPTED and b.outcome == GONE:
             happened += [f"A's late complete with token {self.token_a} went through: the row and "
@@ -352,7 +354,7 @@ class TwoWorkersStory:
                          f"B's complete with token {self.token_b} found no row: B's finished "
                          "work was thrown away"]
             return happened, [
-                f"the job is done, on the word of A, whose lease had run out {lease} in",
+                "the job is done, on the word of A, whose lease had run out before it reported",
                 "B, the one worker holding the lease, is told the job is gone",
                 "if A's result was stale or half made, nothing will ever run the job again"]
         happened += [f"A's late complete with token {self.token_a}: {a.outcome}; nothing was "

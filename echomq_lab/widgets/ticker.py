@@ -77,5 +77,5 @@ class Ticker:
     def _show(self) -> None:
         """Say the clock's state, and offer what the button would do now."""
         self.status.value = RUNNING if self.running else PAUSED if self.paused else IDLE
-        self.button.description = "pause the clock" if self.running else "resume the clock"
+        self.button.description = "resume the clock" if self.paused else "pause the clock"
         self.button.disabled = self._stopped

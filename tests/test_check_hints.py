@@ -4,7 +4,11 @@ panel's defaults, to the answer the check's server run gives.
 Page 02 says, of the check ``after_reprocess``: play it on the transition panel (drive a job to
 ``dead``, press ``reprocess``, then ``claim``). Here the transition panel is pressed that way
 with every setting left as the page builds it (``max tries`` 3, ``delay ms`` 1000), and the
-token its last claim hands out must be the outcome of the check's own run.
+token its last claim hands out must be the outcome of the check's own run. (This fails until the
+question asks about a job dead at attempts 3, the panel's max tries, as questions.toml is to say.)
+
+Page 02 also sends the reader from its two fencing checks to the fence panel: with the check's
+token and lease, and the panel's other defaults, the panel answers as the check's run does.
 """
 
 from __future__ import annotations
@@ -12,12 +16,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import redis
 
 from echomq_lab import keyspace
 from echomq_lab.clock import wait_for_server
 from echomq_lab.lessons import checks
-from echomq_lab.widgets import TransitionPanel
+from echomq_lab.widgets import FencePanel, TransitionPanel
 
 PAGE = Path(__file__).resolve().parents[1] / "notebooks" / "02-the-state-and-attempts.ipynb"
 
@@ -62,3 +67,19 @@ def test_reprocess_then_claim_on_the_panel_gives_the_checks_answer(conn: redis.R
     assert panel.runner.token is not None, said
     assert str(panel.runner.token) == seen.outcome, (
         f"the panel's claim handed out token {panel.runner.token}; the check's run: {seen.did}")
+
+
+@pytest.mark.parametrize(("key", "token", "lease"), [("token_above", 3, "held"),
+                                                     ("token_reaped", 2, "reaped")])
+def test_the_fence_panel_gives_the_fencing_checks_answers(
+    conn: redis.Redis, key: str, token: int, lease: str,
+) -> None:
+    """Page 02 sends the reader from its two fencing checks to the fence panel ("now try your
+    answers"): with its defaults and the check's token and lease, it answers as the check."""
+    check = checks.get(key)
+    seen = check.observe(conn, check.queue)
+    panel = FencePanel(conn, f"hint-{key}".replace("_", "-"))
+    panel.token.value, panel.lease.value = token, lease
+    panel.buttons["run"].click()
+    assert panel.trial is not None, panel.last_message
+    assert panel.trial.outcome.kind == seen.outcome, (panel.trial.line(), seen.did)

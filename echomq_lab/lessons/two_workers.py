@@ -1,5 +1,7 @@
 """Two workers, one job: real transitions step by step, the reader predicting B's token and the
 answer to A's late complete first (``fence=False``: that complete is the unfenced script's).
+Once the reaper has run, the story forks: B claims (the main path), or A wakes first, before
+anyone claims again, and completes on its reaped lease (:data:`BRANCH`, with the fence only).
 A step that fails (job taken by someone else, no server) is not taken."""
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("b_completes", "B finishes its work and completes"),
 )
 STEP_NAMES: tuple[str, ...] = tuple(name for name, _ in STEPS)
+#: The branch at the fork after the reaper: A wakes before anyone claims the job again.
+BRANCH: tuple[str, str] = ("a_wakes_early", "A wakes first, before anyone claims again, and "
+                                            "completes with the token it holds")
+#: The steps of the branched story: A's early complete, then B claims and completes.
+BRANCHED_NAMES: tuple[str, ...] = (*STEP_NAMES[:3], BRANCH[0], "b_claims", "b_completes")
+TITLES: dict[str, str] = dict((*STEPS, BRANCH))
 
 #: What a late complete can come to, as the reader's choices say it.
 ACCEPTED, STALE, GONE = "accepted: the job is retired", "refused EMQSTALE", "refused: no such job"
@@ -50,9 +58,12 @@ PREDICTIONS: dict[str, Prediction] = {ask.step: ask for ask in (
     Prediction("b_claims", "B claims the job now. Which token does B get?", ("1", "2", "0")),
     Prediction("a_completes", "A wakes up and calls complete with its token. What does the "
                "server say?", (ACCEPTED, STALE, GONE)),
+    Prediction(BRANCH[0], "A wakes now. No one has claimed since the reaper, so A's token still "
+               "equals the row's attempts. A calls complete: what does the server say?",
+               (ACCEPTED, STALE, GONE)),
 )}
 #: The answers a program gives when it plays the whole story (it expects the fence).
-PROGRAM_GUESSES: dict[str, str] = {"b_claims": "2", "a_completes": STALE}
+PROGRAM_GUESSES: dict[str, str] = {"b_claims": "2", "a_completes": STALE, BRANCH[0]: STALE}
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,9 @@ class TwoWorkersStory:
     queue: str
     lease_ms: int = DEFAULT_LEASE_MS
     fence: bool = field(default=True, kw_only=True)
+    #: False: the story never waits for a prediction (a replay the reader only watches).
+    asks: bool = field(default=True, kw_only=True)
+    branched: bool = False
     job_id: str = ""
     token_a: int | None = None
     token_b: int | None = None
@@ -97,23 +111,46 @@ class TwoWorkersStory:
         self.job_id = new_job(self.conn, self.queue)
         self.started_ms = server_now_ms(self.conn)
         self.token_a = self.token_b = self.deadline_a = None
-        self.done, self.predicted = [], {}
+        self.done, self.predicted, self.branched = [], {}, False
         return self.job_id
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The steps of this run: :data:`STEP_NAMES`, or :data:`BRANCHED_NAMES` once branched."""
+        return BRANCHED_NAMES if self.branched else STEP_NAMES
 
     @property
     def next_step(self) -> str | None:
         """The step that may run now, or None when the story is over (or not started)."""
-        return STEP_NAMES[len(self.done)] if self.job_id and len(self.done) < len(STEPS) else None
+        path = self.path
+        return path[len(self.done)] if self.job_id and len(self.done) < len(path) else None
+
+    @property
+    def fork(self) -> str | None:
+        """The branch that may be taken instead of the next step (fence on, the reaper just
+        run, nothing predicted yet), or None."""
+        at_fork = not self.branched and len(self.done) == 3 and not self.predicted
+        return BRANCH[0] if self.fence and self.job_id and at_fork else None
 
     @property
     def waiting_for(self) -> Prediction | None:
         """The prediction the reader owes before the next step, or None."""
         nxt = self.next_step or ""
-        return None if nxt in self.predicted else PREDICTIONS.get(nxt)
+        return None if nxt in self.predicted or not self.asks else PREDICTIONS.get(nxt)
+
+    def branch(self) -> str:
+        """Take the fork: A wakes first, before anyone claims again (see :attr:`fork`)."""
+        if self.fork is None:
+            raise ValueError("A can wake first only with the fence on, right after the reaper "
+                             "and before B's token is predicted")
+        self.branched = True
+        return "A wakes first, before anyone claims the job again"
 
     def _must_be_next(self, step: str) -> None:
-        if step not in STEP_NAMES:
-            raise ValueError(f"unknown step {step!r}: the steps are {', '.join(STEP_NAMES)}")
+        if step not in TITLES:
+            raise ValueError(f"unknown step {step!r}: the steps are {', '.join(TITLES)}")
+        if step == BRANCH[0] and step == self.fork:
+            self.branched = True
         if step != self.next_step:
             nxt = self.next_step or "none (the story is over: start again)"
             raise ValueError(f"step {step!r} is not next; the next step is {nxt}")
@@ -135,7 +172,7 @@ class TwoWorkersStory:
         self._must_be_next(name)
         if (ask := self.waiting_for) is not None:
             raise ValueError(f"predict first: {ask.question} ({' / '.join(ask.choices)})")
-        result = StepResult(name, dict(STEPS)[name], *self._take(name, wait),
+        result = StepResult(name, TITLES[name], *self._take(name, wait),
                             self.predicted.get(name, ""), server_now_ms(self.conn))
         self.done.append(result)
         return result
@@ -146,6 +183,14 @@ class TwoWorkersStory:
         for name in STEP_NAMES:
             if name in PROGRAM_GUESSES:
                 self.predict(name, PROGRAM_GUESSES[name])
+            self.step(name)
+        return self.log_text()
+
+    def replay(self) -> str:
+        """Play the whole story on a fresh job, asking for no prediction; return its log."""
+        self.asks = False
+        self.start()
+        for name in STEP_NAMES:
             self.step(name)
         return self.log_text()
 
@@ -165,7 +210,8 @@ class TwoWorkersStory:
     def believes(self, who: str) -> str:
         """What worker ``who`` ("A" or "B") believes, in one line."""
         token = self.token_a if who == "A" else self.token_b
-        settle = [r for r in self.done if r.step == f"{who.lower()}_completes"]
+        settle = [r for r in self.done
+                  if r.step == f"{who.lower()}_completes" or (who == "A" and r.step == BRANCH[0])]
         if token is None:
             return f"{who} has not claimed the job"
         if not settle:
@@ -194,10 +240,13 @@ class TwoWorkersStory:
             attempts = row.shown(b"attempts", "?") if row else "?"
             return (f"reap returned {count} job to pending; state={state}, attempts={attempts} "
                     "(untouched)", False, "")
+        if name == BRANCH[0]:
+            return self._complete_reaped()
         if name == "b_claims":
             self.token_b = self._claim("B", HOLD_MS)
-            return (f"B holds token {self.token_b}; the row's attempts is now {self.token_b}, "
-                    f"and A still holds token {self.token_a}", False, str(self.token_b))
+            still = "" if self.branched else f", and A still holds token {self.token_a}"
+            return (f"B holds token {self.token_b}; the row's attempts is now {self.token_b}"
+                    f"{still}", False, str(self.token_b))
         return self._complete("A" if name == "a_completes" else "B")
 
     def _claim(self, who: str, lease_ms: int) -> int:
@@ -213,6 +262,19 @@ class TwoWorkersStory:
                                      f"{ours}; start again")
         raise errors.SomeoneElse(f"{who}'s claim took {claimed.id}, not {ours}: someone else "
                                  f"uses queue {self.queue!r}; start again")
+
+    def _complete_reaped(self) -> tuple[str, bool, str]:
+        """A completes on its reaped lease (always the fenced complete): its token still equals
+        the row's attempts, but the id is no longer in active, so the lease is gone."""
+        assert self.token_a is not None
+        try:
+            jobs.complete(self.conn, self.queue, self.job_id, self.token_a)
+        except errors.StaleToken as exc:
+            return (f"A refused: {exc} (the token matches attempts, but the reaper took the id "
+                    "out of active; the row is untouched)", True, STALE)
+        except errors.JobGone as exc:
+            return f"A refused: {exc}", True, GONE
+        return f"A completed with token {self.token_a}: the row is gone", False, ACCEPTED
 
     def _complete(self, who: str) -> tuple[str, bool, str]:
         """``who`` completes with its token; A's late call is unfenced when the fence is off."""
@@ -252,15 +314,54 @@ class TwoWorkersStory:
             mark = "refused" if result.refused else "done"
             out.append(f"{i + 1}. {result.title} [{mark}] {result.message}")
         nxt = self.next_step
-        out.append(f"next: {dict(STEPS)[nxt]}" if nxt else self.verdict())
+        out.append(f"next: {TITLES[nxt]}" if nxt else self.verdict())
         return "\n".join(out).rstrip()
 
     def verdict(self) -> str:
         """What the finished story comes to, in one line (empty while it is not over)."""
         if self.next_step is not None or not self.done:
             return ""
-        a, b = self.done[-2], self.done[-1]
+        a = next(r for r in self.done if r.step in ("a_completes", BRANCH[0]))
+        b = self.done[-1]
+        if a.step == BRANCH[0]:
+            return (f"in the end: A, waking after the reaper, {a.outcome} (its lease was gone); "
+                    "B's work counts")
         first = f"A's late complete {'accepted' if a.outcome == ACCEPTED else a.outcome}"
         if b.outcome == GONE:
             return f"in the end: {first}; B found the job gone and its work is lost"
         return f"in the end: B's work counts; {first}"
+
+    def aftermath(self) -> tuple[list[str], list[str]]:
+        """Once the story is over: what happened, and what the system now believes (each a few
+        short lines); two empty lists while it runs."""
+        if self.next_step is not None or not self.done:
+            return [], []
+        by = {r.step: r for r in self.done}
+        lease = f"{self.lease_ms / 1000:g} s"
+        happened = [f"A claimed with token {self.token_a} and stalled; its {lease} lease ran out"]
+        if BRANCH[0] in by:
+            happened += ["the reaper returned the job to pending",
+                         f"A woke before anyone claimed again: its complete with token "
+                         f"{self.token_a} was refused EMQSTALE, the id no longer in active",
+                         f"B claimed with token {self.token_b}, and its complete retired the job"]
+            return happened, ["the job is done, finished by B, the worker that held its lease",
+                              "A was told at once that its work does not count"]
+        happened.append(f"the reaper returned the job; B claimed it with token {self.token_b}")
+        a, b = by["a_completes"], by["b_completes"]
+        if a.outcome == ACCEPTED and b.outcome == GONE:
+            happened += [f"A's late complete with token {self.token_a} went through: the row and "
+                         "B's lease were deleted while B was still working",
+                         f"B's complete with token {self.token_b} found no row: B's finished "
+                         "work was thrown away"]
+            return happened, [
+                "the job is done, on the word of A, whose lease had run out before it reported",
+                "B, the one worker holding the lease, is told the job is gone",
+                "if A's result was stale or half made, nothing will ever run the job again"]
+        happened += [f"A's late complete with token {self.token_a}: {a.outcome}; nothing was "
+                     "written" if a.refused else f"A's late complete: {a.outcome}",
+                     f"B's complete with token {self.token_b}: "
+                     f"{'accepted, the job retired' if not b.refused else b.outcome}"]
+        believed = (["the job is done, finished by B, the worker that held its lease",
+                     "A knows its work does not count and can drop its result"]
+                    if a.refused and not b.refused else [self.verdict()])
+        return happened, believed

@@ -15,6 +15,9 @@ from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
 
 NODE_W, NODE_H = 110, 36
+#: Text sizes in the SVG's units. The diagram is drawn at its panel's width (470 px in the
+#: transition panel, 0.64 of the 740 units), so 19 units render at about 12 px.
+LABEL_SIZE, NODE_TEXT_SIZE = 19, 19
 #: Centre of each node in the SVG's coordinates.
 NODES: dict[str, tuple[int, int]] = {
     "pending": (190, 160),
@@ -30,7 +33,7 @@ DIM, LIT = style.SOFT, style.INK_ON_PAGE
 #: states of a registry edge.
 LAYOUT: dict[tuple[str, str], tuple[str, tuple[int, int]]] = {
     (START, "pending"): ("M 50 160 L 133 160", (92, 150)),
-    (START, "scheduled"): ("M 47 152 L 283 56", (160, 96)),
+    (START, "scheduled"): ("M 47 152 L 283 56", (150, 88)),
     ("pending", "active"): ("M 245 151 L 433 151", (339, 144)),
     ("active", "pending"): ("M 435 170 L 247 170", (339, 186)),
     ("active", "scheduled"): ("M 458 136 L 372 71", (432, 96)),
@@ -82,7 +85,8 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
     """The diagram as SVG text, ``current`` ringed and ``lit`` drawn bold."""
     parts = [
         '<svg class="emq-diagram" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 740 310" '
-        'width="100%" style="max-width:740px;font-family:sans-serif;font-size:12px">',
+        'width="100%" '
+        f'style="max-width:740px;font-family:sans-serif;font-size:{LABEL_SIZE}px">',
         "<defs>" + _marker("emq-arrow-dim", DIM, 9) + _marker("emq-arrow-lit", LIT, 13) + "</defs>",
         f'<circle cx="40" cy="160" r="9" style="fill:{style.SOFT}"/>',
         f'<text x="40" y="185" text-anchor="middle" style="fill:{style.SOFT}">new</text>',
@@ -99,7 +103,7 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
             f'marker-end="url(#emq-arrow-{look})"/>'
         )
         x, y = edge.label_at
-        turn = ' transform="rotate(-22 160 96)"' if edge.source == START and y < 150 else ""
+        turn = f' transform="rotate(-22 {x} {y})"' if edge.source == START and y < 150 else ""
         parts.append(
             f'<text class="emq-edge-label{lit_label}" x="{x}" '
             f'y="{y}"{turn} text-anchor="middle" font-weight="{weight}" '
@@ -116,12 +120,12 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
         parts.append(
             f'<rect class="emq-node emq-node-{state}" x="{x}" y="{y}" width="{NODE_W}" '
             f'height="{NODE_H}" rx="8" fill="{style.STATE_COLOURS[state]}"/>'
-            f'<text x="{cx}" y="{cy + 4}" text-anchor="middle" fill="white" '
-            f'font-family="monospace" font-size="13">{state}</text>'
+            f'<text x="{cx}" y="{cy + 6}" text-anchor="middle" fill="white" '
+            f'font-family="monospace" font-size="{NODE_TEXT_SIZE}">{state}</text>'
         )
     cx, cy = NODES[RETIRED]
     parts.append(
-        f'<text x="{cx}" y="{cy + NODE_H}" text-anchor="middle" style="fill:{style.SOFT}">'
+        f'<text x="736" y="{cy + NODE_H + 4}" text-anchor="end" style="fill:{style.SOFT}">'
         "(the row is deleted)</text></svg>"
     )
     return "".join(parts)
@@ -135,8 +139,9 @@ class StateDiagram(Panel):
         self.current: str | None = None
         self.taken: tuple[str, str, str] | None = None
         self.lit: Edge | None = None
-        self.svg = W.HTML(layout=W.Layout(width="100%"))
-        self.widget = W.VBox([self.svg], layout=W.Layout(width="100%", max_width="760px"))
+        self.svg = W.HTML(layout=W.Layout(width="100%", overflow="hidden"))
+        self.widget = W.VBox([self.svg], layout=W.Layout(width="100%", max_width="760px",
+                                                         overflow="hidden"))
         self.widget.add_class("emq-state-diagram")
         self.update(current)
 

@@ -127,10 +127,16 @@ _SERVER_WORDS: dict[str, type[redis.ResponseError]] = {
 }
 
 
+#: Errors the lab raises for input it refuses before anything is sent: said as their words.
+_REFUSALS: tuple[type[BaseException], ...] = (ValueError, TypeError, LookupError)
+
+
 def one_line(exc: BaseException) -> str:
-    """An error as one line: a protocol refusal keeps its wire class (``EMQSTALE: ...``), a
-    server's error reply reads ``the server answered an error: …`` (its first word kept, a
-    script's ``script: <sha>, …`` tail dropped), and any other error names its Python class."""
+    """An error as one line in words, never a Python class name: a protocol refusal keeps its
+    wire class (``EMQSTALE: ...``), a server's error reply reads ``the server answered an
+    error: …`` (its first word kept, a script's ``script: <sha>, …`` tail dropped), input the
+    lab refuses (a ValueError, TypeError or LookupError) is its message alone, and anything
+    else reads ``something went wrong in the lab: …``."""
     if isinstance(exc, errors.EchoMQError):
         return " ".join(str(exc).split())
     if isinstance(exc, redis.ResponseError):
@@ -141,4 +147,8 @@ def one_line(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else ""
     if isinstance(exc, redis.RedisError):
         return f"the server connection failed: {text}"
-    return f"{type(exc).__name__}: {text}"
+    if isinstance(exc, KeyError) and exc.args:  # str() of a KeyError is its quoted key
+        text = str(exc.args[0])
+    if isinstance(exc, _REFUSALS) and text:
+        return text
+    return f"something went wrong in the lab: {text or 'no details'}"

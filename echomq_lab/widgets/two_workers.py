@@ -1,5 +1,7 @@
 """The two-workers story as an explorable: lanes for A and B, A's lease draining on a front-end
-clock, beliefs beside the server, the next step only, and the fence switch's two runs."""
+clock, beliefs beside the server, the next step only, the fence drawn at A's late complete (A's
+token against the row's attempts), and each fence setting's finished run as lanes of its own,
+side by side, with what happened beside what the system now believes."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from echomq_lab.widgets.ticker import Ticker
 #: The label of each step's button (the stall's is never shown: the live clock takes it).
 BUTTON_LABELS: dict[str, str] = {
     "a_claims": "A claims", "a_stalls": "A stalls", "reaper_returns": "run the reaper",
-    "b_claims": "B claims", "a_completes": "A completes", "b_completes": "B completes"}
+    "b_claims": "B claims", "a_completes": "A completes", "b_completes": "B completes",
+    tw.BRANCH[0]: "A completes now"}
 #: The prompt beside the next step: what to do or watch, never what will happen.
 PROMPTS: dict[str, str] = {
     "a_claims": "One job is pending. A takes it with a short lease.",
@@ -34,18 +37,25 @@ PROMPTS: dict[str, str] = {
     "b_claims": "B is free and asks for work.",
     "a_completes": "A wakes up, unaware of all this, and reports its work done.",
     "b_completes": "B finishes its work.",
+    tw.BRANCH[0]: "A wakes before anyone has claimed the job again, and reports its work done.",
 }
+#: The fork's offer, shown beside B's prediction right after the reaper (fence on).
+FORK_OFFER = "Or see what happens if A wakes first, before anyone claims again:"
 #: Why the server answered as it did, shown once the step is taken.
 WHY: dict[str, str] = {
     "b_claims": "claim adds one to attempts and hands the new value out as the token; the "
                 "reaper never touched attempts.",
     tw.STALE: "complete compares A's token with the row's attempts; they differ, so nothing "
               "was written.",
+    tw.BRANCH[0]: "the token still equals attempts, but complete also asks that the id be in "
+                  "active (a lease still held); the reaper took it out, so A is refused as stale.",
     tw.ACCEPTED: "this complete reads no token: the row and B's lease are deleted under B.",
 }
 #: How a lane names a complete's outcome.
 COMPLETE_SAID = {tw.ACCEPTED: "complete accepted", tw.STALE: "complete refused EMQSTALE",
                  tw.GONE: "complete: the job is gone"}
+#: The fence's picture: its size in px (never scaled, so its words keep their size).
+FENCE_W, FENCE_H = 264, 58
 
 
 def _bar(left_ms: int | None, lease_ms: int, gone: str = "no lease") -> str:
@@ -73,24 +83,122 @@ def _chip(text: str, ok: bool | None = None) -> str:
             f"{html.escape(text)}{mark}</span>")
 
 
+def fence_svg(token: int, attempts: int | None, *, fenced: bool, leased: bool) -> str:
+    """A's token against the row's attempts at A's late complete, as a small picture: A's call
+    as an arrow from its token to the row, the fence between them, and what the fence made of
+    the two numbers. ``attempts`` None: no row; ``leased``: the id was still in active."""
+    ink, bad, ok = style.INK_ON_PAGE, style.REFUSED_TEXT, style.OK_TEXT
+    row = "no row" if attempts is None else f"attempts {attempts}"
+    if not fenced:
+        verdict, colour = "not compared: accepted", bad
+    elif attempts != token:
+        verdict, colour = f"{token} ≠ {attempts}: refused", bad
+    elif not leased:
+        verdict, colour = f"{token} = {attempts}, lease gone: refused", bad
+    else:
+        verdict, colour = f"{token} = {attempts}: accepted", ok
+    stops = fenced and colour == bad
+    wall = (f'<rect x="127" y="2" width="8" height="36" style="fill:{colour}"/>' if fenced else
+            f'<rect x="127" y="2" width="8" height="36" style="fill:none;stroke:{colour};'
+            'stroke-dasharray:3 3"/>')
+    end = 122 if stops else 148
+    arrow = (f'<line x1="112" y1="20" x2="{end}" y2="20" style="stroke:{ink};stroke-width:2"/>'
+             f'<path d="M {end} 20 l -7 -5 v 10 z" style="fill:{ink}"/>')
+    label = f"the fence: A's token {token} against the row's {row}: {verdict}"
+    return (
+        f'<svg class="emq-fence" role="img" aria-label="{html.escape(label)}" width="{FENCE_W}" '
+        f'height="{FENCE_H}" viewBox="0 0 {FENCE_W} {FENCE_H}" style="vertical-align:middle;'
+        f'font-family:sans-serif;font-size:12px">'
+        f'<rect x="2" y="6" width="110" height="28" rx="5" style="fill:none;stroke:{ink}"/>'
+        f'<text x="57" y="25" text-anchor="middle" style="fill:{ink}">A: token {token}</text>'
+        f"{wall}{arrow}"
+        f'<rect x="152" y="6" width="110" height="28" rx="5" style="fill:none;stroke:{ink}"/>'
+        f'<text x="207" y="25" text-anchor="middle" style="fill:{ink}">row: {row}</text>'
+        f'<text x="132" y="53" text-anchor="middle" font-weight="bold" style="fill:{colour}">'
+        f"{html.escape(verdict)}</text></svg>"
+    )
+
+
 def _plain(part: str) -> str:
-    """The words of a chip or a bar, without its markup."""
+    """The words of a chip, a bar or a picture, without its markup (a picture: its label)."""
+    if part.startswith("<svg") and (label := re.search(r'aria-label="([^"]*)"', part)):
+        return html.unescape(label.group(1))
     return html.unescape(re.sub(r"<[^>]+>", "", part)).strip()
 
 
+def lane_parts(story: tw.TwoWorkersStory, now: int,
+               deadline: int | None) -> dict[str, list[str]]:
+    """The chips, lease bars and the fence's picture of each lane (A, the reaper, B) of
+    ``story``, in the order taken, against the server's ``now`` and B's lease ``deadline``."""
+    lanes: dict[str, list[str]] = {"A": [], "reaper": [], "B": []}
+    for result in story.done:
+        at = f" · t+{(result.at_ms - story.started_ms) / 1000:.1f} s"
+        if result.step == "a_claims":
+            over = story.next_step is None and story.deadline_a is not None
+            ran_out = ((story.deadline_a or 0) - story.started_ms) / 1000
+            lease = (_chip(f"its lease ran out at t+{ran_out:.1f} s") if over
+                     else _bar((story.deadline_a or now) - now, story.lease_ms))
+            lanes["A"] += [_chip(f"claims, token {story.token_a}{at}"), lease]
+        elif result.step == "reaper_returns":
+            lanes["reaper"].append(_chip(f"returns the job to pending{at}"))
+        elif result.step == "b_claims":
+            b_left = None if deadline is None else deadline - now
+            lanes["B"] += [_chip(f"claims, token {story.token_b}{at}"),
+                           _bar(b_left, HOLD_MS, gone="its lease is gone")]
+        elif result.step.endswith("_completes") or result.step == tw.BRANCH[0]:
+            what = COMPLETE_SAID.get(result.outcome, "complete")
+            who = "B" if result.step == "b_completes" else "A"
+            lanes[who].append(_chip(f"{what}{at}", ok=not result.refused))
+            if who == "A" and story.token_a is not None:
+                early = result.step == tw.BRANCH[0]
+                lanes["A"].append(fence_svg(
+                    story.token_a, story.token_a if early else story.token_b,
+                    fenced=story.fence or early, leased=not early))
+    return lanes
+
+
+def lanes_html(lanes: dict[str, list[str]]) -> str:
+    """The lanes as a table: one row per lane, its parts in order."""
+    empty = f'<span style="color:{style.SOFT}">…</span>'
+    rows = [f'<tr><th scope="row" style="text-align:left;padding:4px 8px 4px 0;'
+            f'vertical-align:middle">{who}</th><td style="padding:4px 0">'
+            f'{"".join(parts) or empty}</td></tr>' for who, parts in lanes.items()]
+    return ('<table class="emq-lanes" style="border-collapse:collapse">'
+            + "".join(rows) + "</table>")
+
+
+def aftermath_html(story: tw.TwoWorkersStory) -> str:
+    """What happened beside what the system now believes, for a finished story."""
+    happened, believed = story.aftermath()
+    if not happened:
+        return ""
+    cols = [f'<div style="flex:1 1 220px;min-width:0"><b>{head}</b><ul style="margin:2px 0;'
+            f'padding-left:18px">{"".join(f"<li>{html.escape(x)}</li>" for x in items)}</ul></div>'
+            for head, items in (("what happened", happened),
+                                ("what the system now believes", believed))]
+    return ('<div class="emq-aftermath" style="display:flex;flex-wrap:wrap;gap:8px;'
+            f'margin-top:4px">{"".join(cols)}</div>')
+
+
 class TwoWorkersStory(Panel):
-    """The story as a panel (construction enqueues its job): ``buttons`` per step, "restart"
-    and "other" (plays the other fence setting), ``choices[step]`` per prediction, ``fence``."""
+    """The story as a panel (construction enqueues its job): ``buttons`` per step (the branch's
+    too), "restart", "fork" (A wakes first) and "other" (plays the other fence setting with no
+    predictions), ``choices[step]`` per prediction, ``fence``."""
 
     def __init__(self, conn: redis.Redis, queue: str, *, lease_ms: int = DEFAULT_LEASE_MS,
                  fence: bool = True) -> None:
         self.story = tw.TwoWorkersStory(conn, queue, lease_ms=lease_ms, fence=fence)
-        self.runs: dict[bool, str] = {}  # the last finished log of each fence setting
+        #: Each fence setting's last finished run: its lanes and aftermath as HTML, and as text.
+        self.runs: dict[bool, str] = {}
+        self.runs_text: dict[bool, str] = {}
         self.buttons: dict[str, W.Button] = {
             step: self._button(BUTTON_LABELS[step], functools.partial(self._step, step),
                                tooltip=title, button_style="primary")
-            for step, title in tw.STEPS}
+            for step, title in tw.TITLES.items()}
         self.buttons["restart"] = self._button("start again", self._restart, icon="refresh")
+        self.buttons["fork"] = self._button("A wakes first", self._fork,
+                                            tooltip="take the other branch: A wakes before "
+                                                    "anyone claims the job again")
         self.buttons["other"] = self._button("play the other setting for me", self._play_other,
                                              icon="forward")
         self.choices: dict[str, list[W.Button]] = {
@@ -106,16 +214,21 @@ class TwoWorkersStory(Panel):
         self.ticker = Ticker(self._guarded_tick)
         self.heading, self.prompt, self.message = W.HTML(), W.HTML(), W.HTML()
         self.log, self.side_by_side, self.clock_note = W.HTML(), W.HTML(), W.HTML()
+        self.working = W.HTML()
         self.lanes = W.HTML(layout=W.Layout(flex="1 1 540px"))
         self.beliefs = W.HTML(layout=W.Layout(flex="1 1 300px"))
         self.next_box = W.HBox(layout=W.Layout(flex_flow="row wrap", align_items="center"))
+        self.fork_box = W.HBox([W.HTML(html.escape(FORK_OFFER)), self.buttons["fork"]],
+                               layout=W.Layout(flex_flow="row wrap", align_items="center"))
         self.widget = W.VBox([
             W.HBox([self.fence, self.buttons["restart"], self.ticker.widget],
                    layout=W.Layout(flex_flow="row wrap", align_items="center")),
             self.heading,
             W.HBox([self.lanes, self.beliefs], layout=W.Layout(flex_flow="row wrap")),
-            self.prompt, self.next_box, self.message, self.log,
-            W.HBox([self.buttons["other"]]), self.side_by_side,
+            self.prompt, self.next_box, self.fork_box, self.message, self.log,
+            W.HBox([self.buttons["other"], self.working],
+                   layout=W.Layout(flex_flow="row wrap", align_items="center")),
+            self.side_by_side,
         ])  # fmt: skip
         self.widget.add_class("emq-two-workers")
         self._restart()
@@ -134,6 +247,10 @@ class TwoWorkersStory(Panel):
         self._safely(self.message, lambda: self.story.predict(step, choice))
         self._draw()
 
+    def _fork(self) -> None:
+        self._safely(self.message, self.story.branch)
+        self._draw()
+
     def _step(self, step: str) -> None:
         # the stall's button is never shown; a program pressing it waits for A's deadline
         if self._safely(self.message, lambda: self.story.step(step, wait=True).message):
@@ -146,7 +263,9 @@ class TwoWorkersStory(Panel):
     def press(self, step: str, choice: str | None = None) -> str:
         """Take ``step`` as a reader would: if it awaits a prediction, click ``choice`` (by
         default :data:`~echomq_lab.lessons.two_workers.PROGRAM_GUESSES`) first; return the
-        message."""
+        message. The branch's step takes the fork first."""
+        if step == self.story.fork:
+            self.buttons["fork"].click()
         if self.story.waiting_for is not None and self.story.next_step == step:
             wanted = tw.PROGRAM_GUESSES[step] if choice is None else choice
             for button in (b for b in self.choices[step] if b.description == wanted):
@@ -155,17 +274,41 @@ class TwoWorkersStory(Panel):
         return self.last_message
 
     def _play_other(self) -> None:
+        """Play the other fence setting on a job of its own, with this story's lease and no
+        predictions, saying while it runs that it is running (the kernel waits out A's lease)."""
         other = not self.story.fence
         setting = "on" if other else "off"
+        button = self.buttons["other"]
 
         def act() -> str:
             story = tw.TwoWorkersStory(self.story.conn, f"{self.story.queue}-{setting}",
-                                       lease_ms=min(self.story.lease_ms, 1000), fence=other)
-            self.runs[other] = story.run_through()
+                                       lease_ms=self.story.lease_ms, fence=other, asks=False)
+            story.replay()
+            self._keep(story)
             return f"played the story with the fence {setting}, beside yours"
 
-        self._safely(self.message, act)
+        button.disabled = True
+        self.working.value = (f'<span role="status" class="emq-working"><i>playing the fence '
+                              f"{setting} story… about {self.story.lease_ms / 1000 + 1:.0f} s "
+                              "(A's lease must run out first)</i></span>")
+        try:
+            self._safely(self.message, act)
+        finally:
+            button.disabled = False
+            self.working.value = ""
         self._draw_side_by_side()
+
+    def _keep(self, story: tw.TwoWorkersStory) -> None:
+        """Keep ``story``'s finished run for its fence setting, as lanes and as text."""
+        row, deadline, now = story.server_view()
+        del row
+        lanes = lane_parts(story, now, deadline)
+        self.runs[story.fence] = lanes_html(lanes) + aftermath_html(story)
+        happened, believed = story.aftermath()
+        self.runs_text[story.fence] = "\n".join([
+            story.heading(), *(f"{who}: {' | '.join(_plain(x) for x in parts) or '…'}"
+                               for who, parts in lanes.items()),
+            *(f"happened: {x}" for x in happened), *(f"believes: {x}" for x in believed)])
 
     def _guarded_tick(self) -> bool:
         ran, keep = self._attempt(self.message, self.tick)
@@ -195,14 +338,17 @@ class TwoWorkersStory(Panel):
             self.next_box.children = tuple(self.choices[nxt])
         else:
             self.prompt.value = html.escape(PROMPTS[nxt])
-            paused = "" if self.ticker.running else " (the live clock is paused: press ▶)"
+            paused = (" (the live clock is paused: press resume the clock)"
+                      if self.ticker.paused else "")
             self.clock_note.value = (f'<i style="color:{style.SOFT}">nothing to press: the '
                                      f"server's clock is running{paused}</i>")
             self.next_box.children = (self.clock_note if nxt == "a_stalls" else self.buttons[nxt],)
-        for step in tw.STEP_NAMES:
+        self.fork_box.layout.display = "flex" if story.fork else "none"
+        self.buttons["fork"].disabled = story.fork is None
+        for step in tw.TITLES:
             self.buttons[step].disabled = step != nxt or ask is not None
         if story.done and nxt is None:
-            self.runs[story.fence] = story.log_text()
+            self._keep(story)
         self.log.value = self._log_html()
         self._draw_live()
         self._draw_side_by_side()
@@ -212,36 +358,11 @@ class TwoWorkersStory(Panel):
         if self.server_lost:
             return
         row, deadline, now = self.story.server_view()
-        empty = f'<span style="color:{style.SOFT}">…</span>'
-        rows = [f'<tr><th style="text-align:left;padding:4px 8px 4px 0;vertical-align:middle">'
-                f'{who}</th><td style="padding:4px 0">{"".join(parts) or empty}</td></tr>'
-                for who, parts in self._lane_parts(now, deadline).items()]
-        self.lanes.value = ('<table class="emq-lanes" style="border-collapse:collapse">'
-                            + "".join(rows) + "</table>")
+        self.lanes.value = lanes_html(lane_parts(self.story, now, deadline))
         self.beliefs.value = (f'<div style="border-left:3px solid {style.SOFT};padding-left:8px">'
                               + "<br>".join(f"<b>{head}</b><br>{html.escape(body)}"
                                             for head, body in self._sides(row, deadline, now))
                               + "</div>")
-
-    def _lane_parts(self, now: int, deadline: int | None) -> dict[str, list[str]]:
-        """The chips and lease bars of each lane (A, the reaper, B), in the order taken."""
-        story = self.story
-        lanes: dict[str, list[str]] = {"A": [], "reaper": [], "B": []}
-        for result in story.done:
-            at = f" · t+{(result.at_ms - story.started_ms) / 1000:.1f} s"
-            if result.step == "a_claims":
-                lanes["A"] += [_chip(f"claims, token {story.token_a}{at}"),
-                               _bar((story.deadline_a or now) - now, story.lease_ms)]
-            elif result.step == "reaper_returns":
-                lanes["reaper"].append(_chip(f"returns the job to pending{at}"))
-            elif result.step == "b_claims":
-                b_left = None if deadline is None else deadline - now
-                lanes["B"] += [_chip(f"claims, token {story.token_b}{at}"),
-                               _bar(b_left, HOLD_MS, gone="its lease is gone")]
-            elif result.step.endswith("_completes"):
-                what = COMPLETE_SAID.get(result.outcome, "complete")
-                lanes[result.step[0].upper()].append(_chip(f"{what}{at}", ok=not result.refused))
-        return lanes
 
     def _sides(self, row: Row | None, deadline: int | None, now: int) -> list[tuple[str, str]]:
         """What A and B believe and what the server holds, each in one line."""
@@ -261,7 +382,7 @@ class TwoWorkersStory(Panel):
     def _log_html(self) -> str:
         items = []
         for result in self.story.done:
-            colour, mark = ((style.REFUSED_TEXT, "✗ refused") if result.refused
+            colour, mark = ((style.REFUSED_TEXT, "✗") if result.refused
                             else (style.OK_TEXT, "✓"))
             said = ""
             if result.predicted:
@@ -275,13 +396,14 @@ class TwoWorkersStory(Panel):
         return f"<ol style='margin:4px 0'>{''.join(items)}</ol>" if items else ""
 
     def _draw_side_by_side(self) -> None:
-        unplayed = "not played yet: switch the fence, or let the button play it"
+        unplayed = (f'<i style="color:{style.SOFT}">not played yet: switch the fence, or let '
+                    "the button play it</i>")
         cols = [
-            f'<div style="flex:1 1 360px;min-width:0"><b>fence {"on" if on else "off"}</b>'
-            f'<pre style="white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;'
-            f'font-size:85%;margin:2px 0">{html.escape(self.runs.get(on, unplayed))}</pre></div>'
+            f'<div class="emq-run" style="flex:1 1 360px;min-width:0;border-top:1px solid '
+            f'{style.SOFT};padding-top:4px"><b>fence {"on" if on else "off"}</b>'
+            f"{self.runs.get(on, unplayed)}</div>"
             for on in (True, False)]
-        self.side_by_side.value = (f'<div style="display:flex;flex-wrap:wrap;gap:12px">'
+        self.side_by_side.value = (f'<div style="display:flex;flex-wrap:wrap;gap:16px">'
                                    f"{''.join(cols)}</div>" if self.runs else "")
 
     def run_through(self) -> str:
@@ -292,15 +414,20 @@ class TwoWorkersStory(Panel):
         return text
 
     def text(self) -> str:
-        """The message, the lanes, what each side holds and the log, as plain text."""
+        """The message, the lanes, what each side holds, the log and the finished runs, as
+        plain text."""
         row, deadline, now = (None, None, 0) if self.server_lost else self.story.server_view()
         lanes = [f"{who}: {' | '.join(_plain(p) for p in parts) or '…'}"
-                 for who, parts in self._lane_parts(now, deadline).items()]
+                 for who, parts in lane_parts(self.story, now, deadline).items()]
         ask, nxt = self.story.waiting_for, self.story.next_step
         todo = (f"predict: {ask.question} ({' / '.join(ask.choices)})" if ask else
                 f"to do: {PROMPTS[nxt]}" if nxt else "")
-        return "\n".join([
+        fork = f"or: {FORK_OFFER} (A wakes first)" if self.story.fork else ""
+        runs = [f"finished run, fence {'on' if on else 'off'}:\n{self.runs_text[on]}"
+                for on in (True, False) if on in self.runs_text]
+        lines = [
             f"[{'ok' if self.last_ok else 'refused'}] {self.last_message}", *lanes,
             *(f"{head}: {body}" for head, body in self._sides(row, deadline, now)),
-            self.story.log_text(), todo,
-        ]).rstrip()
+            self.story.log_text(), todo, fork, *runs,
+        ]
+        return "\n".join(line for line in lines if line).rstrip()

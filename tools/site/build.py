@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import html
 import json
 import os
 import re
@@ -28,6 +29,9 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 import wheels  # noqa: E402  (tools/site/wheels.py)
+
+sys.path.insert(0, str(ROOT))
+from tools import course  # noqa: E402  (the reading order, tools/pages.toml)
 
 PYODIDE = HERE / "node_modules" / "pyodide"
 FENGARI = HERE / "node_modules" / "fengari-web" / "dist" / "fengari-web.js"
@@ -215,11 +219,13 @@ def stage_pages(files: Path) -> None:
 
 
 def lite_config(lite: Path) -> None:
-    """PyPI fallback off; no news or update check (both would ask another origin)."""
+    """PyPI fallback off; no news or update check (both would ask another origin); the app
+    reachable from the page's own script (``window.jupyterapp``, for tools/site/autorun.js)."""
     config = {
         "jupyter-lite-schema-version": 0,
         "jupyter-config-data": {
             "appName": "echomq lab",
+            "exposeAppInBrowser": "true",
             "litePluginSettings": {
                 "@jupyterlite/pyodide-kernel-extension:kernel": {
                     "disablePyPIFallback": True,
@@ -237,6 +243,47 @@ def lite_config(lite: Path) -> None:
         "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
     }
     (lite / "overrides.json").write_text(json.dumps(overrides, indent=2))
+
+
+def site_pages() -> list[tuple[str, str, str]]:
+    """(file, title, one-line summary) of each page in the site, in reading order.
+
+    The one place that reads the reading order (tools/course.py): which pages the site holds
+    is :data:`PAGES`."""
+    return [(p.file, p.title, p.summary) for p in course.load() if p.file in PAGES]
+
+
+def _inline_markdown(text: str) -> str:
+    """``code`` and **bold** of a one-line summary as HTML (everything else escaped)."""
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
+
+
+def landing_page(out: Path) -> None:
+    """``index.html``: every page of the site (title and one line), each opening and running
+    by itself in ``lab/``."""
+    rows = "\n".join(
+        f'    <li><a href="lab/index.html?path={html.escape(file)}">{html.escape(title)}</a>'
+        f"<br><span>{_inline_markdown(summary)}</span></li>"
+        for file, title, summary in site_pages()
+    )
+    text = (HERE / "landing.html").read_text(encoding="utf-8").replace("<!-- PAGES -->", rows)
+    (out / "index.html").write_text(text, encoding="utf-8")
+
+
+def page_runs_itself(out: Path) -> None:
+    """``lab/index.html`` with the cue and the script that runs an opened page
+    (tools/site/cue.html, tools/site/autorun.js)."""
+    index = out / "lab" / "index.html"
+    text = index.read_text(encoding="utf-8")
+    cue = (HERE / "cue.html").read_text(encoding="utf-8")
+    if "</body>" not in text:
+        raise SystemExit(f"{index}: no </body> to put the cue before")
+    text = text.replace("Loading JupyterLite...", "Opening the page…")
+    text = text.replace("</body>", cue + "</body>", 1)
+    index.write_text(text, encoding="utf-8")
+    shutil.copy2(HERE / "autorun.js", out / "lab" / "autorun.js")
 
 
 def build(out: Path, work: Path, jupyter: Path) -> None:
@@ -262,8 +309,10 @@ def build(out: Path, work: Path, jupyter: Path) -> None:
          "--no-sourcemaps", "--no-unused-shared-packages", "--apps", "lab"],
         check=True, cwd=lite, env=env,
     )
+    page_runs_itself(out)
+    landing_page(out)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    print(f"site: {out} ({size / 1e6:.1f} MB); open lab/index.html?path={PAGES[2]}")
+    print(f"site: {out} ({size / 1e6:.1f} MB); open index.html, or lab/index.html?path={PAGES[2]}")
 
 
 def main() -> None:

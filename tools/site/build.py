@@ -205,16 +205,30 @@ def left_out_note(text: str) -> str:
     return text
 
 
+def _one_string(value: object) -> object:
+    """A multi-line text stored as a list of lines, joined (anything else as it is)."""
+    return "".join(value) if isinstance(value, list) else value
+
+
 def stage_pages(files: Path) -> None:
-    """The pages, with their links to the pages left out saying why those are not here."""
+    """The pages, with their links to the pages left out saying why those are not here.
+
+    Every multi-line text is written as one string, as a Jupyter server hands notebooks out:
+    JupyterLite serves the file as it is, and the table of contents reads cells' sources and
+    markdown outputs as strings (a list of lines stopped it)."""
     files.mkdir(parents=True)
     for page in PAGES:
         nb = json.loads((ROOT / "notebooks" / page).read_text())
         for cell in nb["cells"]:
-            source = "".join(cell["source"])  # one string: the table of contents reads it so
+            source = "".join(cell["source"])
             if cell["cell_type"] == "markdown":
                 source = left_out_note(source)
             cell["source"] = source
+            for output in cell.get("outputs", []):
+                if "text" in output:
+                    output["text"] = _one_string(output["text"])
+                for mime, value in output.get("data", {}).items():
+                    output["data"][mime] = _one_string(value)
         (files / page).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 

@@ -20,6 +20,8 @@
   const started = performance.now();
   let stage = { state: "loading", text: "Opening the page…", done: 0.05 };
   let timer = null;
+  let early = null; // the kernel's worker, started at once (below)
+  let ownRunStarted = false;
 
   /** What the cue says: a state (also on data-state, for the tests), a line and how far. */
   function show(state, text, done, note) {
@@ -36,7 +38,12 @@
   function tick() {
     const seconds = Math.round((performance.now() - started) / 1000);
     const live = ["loading", "starting", "running", "restarting"].includes(stage.state);
-    detail.textContent = stage.note || (live ? `${seconds} s` : "");
+    let note = stage.note;
+    if (!note && early && !ownRunStarted
+        && ["loading", "starting"].includes(stage.state)) {
+      note = `${early.step}… · ${seconds} s`;
+    }
+    detail.textContent = note || (live ? `${seconds} s` : "");
   }
 
   /** Fade the cue out after ``ms``, unless something else is shown meanwhile. */
@@ -60,6 +67,121 @@
   }
 
   show("loading", "Opening the page…", 0.05, "");
+
+  // ------------------------------------------------------------------ Python starts at once
+  // The kernel's worker would start only once the whole app has loaded. It is started now,
+  // with the settings the site gives the kernel (#emq-early-kernel, written by the build), and
+  // handed to the kernel when the kernel asks for it: Python's runtime, the lab's packages and
+  // the kernel's modules load while the app does. The kernel's own start then only does what
+  // needs the app (its file system, its settings, its id). Where this cannot be done (another
+  // kernel build, or a cross-origin-isolated host) the kernel starts as usual.
+  early = startEarly();
+  if (early) show("loading", "Starting Python in your browser…", 0.05, "");
+
+  function startEarly() {
+    const settings = document.getElementById("emq-early-kernel");
+    if (!settings || window.crossOriginIsolated || typeof Worker === "undefined") return null;
+    const conf = JSON.parse(settings.textContent);
+    const root = new URL("../", window.location.href);
+    const at = (rel) => new URL(rel, root).href;
+    const pyodideUrl = at(conf.pyodideUrl);
+    const options = {
+      baseUrl: root.href,
+      pyodideUrl,
+      indexUrl: pyodideUrl.slice(0, pyodideUrl.lastIndexOf("/") + 1),
+      pipliteUrls: conf.pipliteUrls.map(at),
+      disablePyPIFallback: conf.disablePyPIFallback,
+      location: "",
+      mountDrive: false,
+      loadPyodideOptions: conf.loadPyodideOptions,
+    };
+    const href = at(conf.worker);
+    const NativeWorker = window.Worker;
+    const worker = new NativeWorker(href, { type: "module" });
+    const post = worker.postMessage.bind(worker);
+    const waiting = new Map();
+    let seq = 0;
+    worker.addEventListener("message", (event) => {
+      const data = event.data;
+      if (data && waiting.has(data.id)) {
+        event.stopImmediatePropagation();
+        waiting.get(data.id)(data);
+        waiting.delete(data.id);
+      }
+    });
+    // one remote call on the kernel's worker object, in the worker's own message format
+    const send = (message) => new Promise((resolve, reject) => {
+      const id = `emq-early-${++seq}`;
+      waiting.set(id, (data) => {
+        if (data.type === "HANDLER") {
+          const error = data.value && data.value.value;
+          reject(new Error((error && error.message) || "the kernel's start failed"));
+        } else resolve(data.value);
+      });
+      post({ id, ...message });
+    });
+    const call = (name, ...args) => send({ type: "APPLY", path: name.split("."),
+      argumentList: args.map((value) => ({ type: "RAW", value })) });
+    const set = (name, value) => send({ type: "SET", path: [name],
+      value: { type: "RAW", value } });
+    const state = { step: "Loading Python's runtime", taken: false, ready: null };
+    state.ready = (async () => {
+      await call("initRuntime", options);
+      state.step = "Loading the lab's packages";
+      await set("_options", options);
+      await call("initPackageManager", options);
+      state.step = "Starting the kernel";
+      await call("initKernel", options);
+      state.step = "Almost there";
+    })();
+    state.ready.catch((error) => console.warn("echomq lab: early start failed", error));
+
+    // what the kernel's own start still does, with its real settings
+    async function handOver(real) {
+      await state.ready;
+      const [drive, local] = real.location.includes(":") ? real.location.split(":")
+        : ["", real.location];
+      await set("_options", real);
+      await set("_driveName", drive);
+      await set("_localPath", local);
+      await call("initFilesystem", real);
+      await call("initPackageManager", real);
+      await call("initKernel", real);
+      await call("initGlobals", real);
+      await call("_initializer.resolve");
+    }
+
+    worker.postMessage = (message, transfer) => {
+      const initialize = message && message.type === "APPLY" && Array.isArray(message.path)
+        && message.path.length === 1 && message.path[0] === "initialize";
+      if (!initialize || state.handed) return post(message, transfer);
+      state.handed = true;
+      const reply = (data) => worker.dispatchEvent(
+        new MessageEvent("message", { data: { id: message.id, ...data } }));
+      handOver(message.argumentList[0].value).then(
+        () => reply({ type: "RAW", value: undefined }),
+        (error) => {
+          console.warn("echomq lab: early start not used", error);
+          post(message, transfer); // the kernel's own start, from the beginning
+        });
+      return undefined;
+    };
+
+    function KernelWorker(url, opts) {
+      if (!state.taken && new URL(url, window.location.href).href === href) {
+        state.taken = true;
+        return worker;
+      }
+      return new NativeWorker(url, opts);
+    }
+    KernelWorker.prototype = NativeWorker.prototype;
+    window.Worker = KernelWorker;
+    state.drop = () => {
+      if (!state.taken) worker.terminate();
+      window.Worker = NativeWorker;
+    };
+    return state;
+  }
 
   // ------------------------------------------------------------------ the page and its kernel
 
@@ -93,7 +215,6 @@
   const RUN_ALL = new Set(["notebook:run-all-cells", "runmenu:run-all"]);
   const kept = [];
   let original = null;
-  let ownRunStarted = false;
   let ownRunDone = false;
   let flushing = false;
 
@@ -190,10 +311,10 @@
     keepEarlyRuns(app, panel);
     followRestarts(panel);
     await panel.context.ready;
-    show("starting", "Starting Python in your browser…", 0.15,
-         "the first start takes a little while; nothing to press");
+    show("starting", "Starting Python in your browser…", 0.15);
     await panel.sessionContext.ready;
     await until(() => answering(panel));
+    if (early) early.drop();
     const { ok } = await runPage(app, panel);
     panel.context.model.dirty = false; // the page's own run is not an edit
     ownRunDone = true;

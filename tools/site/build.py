@@ -286,12 +286,35 @@ def landing_page(out: Path) -> None:
     (out / "index.html").write_text(text, encoding="utf-8")
 
 
+def early_kernel(out: Path) -> str:
+    """What tools/site/autorun.js needs to start the kernel's worker as the page opens: the
+    worker's file and the settings the kernel is given (:func:`lite_config`), as a JSON script
+    element (empty if the kernel extension has no such worker)."""
+    static = out / "extensions/@jupyterlite/pyodide-kernel-extension/static"
+    workers = sorted(static.glob("comlink.worker.*.js"))
+    if len(workers) != 1:
+        print(f"site: no single kernel worker in {static}: the kernel starts with the app")
+        return ""
+    settings = json.loads((out / "jupyter-lite.json").read_text())["jupyter-config-data"]
+    kernel = settings["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    conf = {
+        "worker": workers[0].relative_to(out).as_posix(),
+        "pyodideUrl": kernel["pyodideUrl"],
+        "pipliteUrls": [*kernel.get("pipliteUrls", []),
+                        (static / "pypi" / "all.json").relative_to(out).as_posix()],
+        "disablePyPIFallback": kernel["disablePyPIFallback"],
+        "loadPyodideOptions": kernel["loadPyodideOptions"],
+    }
+    return ('<script id="emq-early-kernel" type="application/json">'
+            f"{json.dumps(conf)}</script>\n")
+
+
 def page_runs_itself(out: Path) -> None:
     """``lab/index.html`` with the cue and the script that runs an opened page
     (tools/site/cue.html, tools/site/autorun.js)."""
     index = out / "lab" / "index.html"
     text = index.read_text(encoding="utf-8")
-    cue = (HERE / "cue.html").read_text(encoding="utf-8")
+    cue = early_kernel(out) + (HERE / "cue.html").read_text(encoding="utf-8")
     if "</body>" not in text:
         raise SystemExit(f"{index}: no </body> to put the cue before")
     text = text.replace("Loading JupyterLite...", "Opening the page…")

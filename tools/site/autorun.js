@@ -141,6 +141,9 @@
       mark("package_manager_ready");
       await call("initKernel", options);
       mark("kernel_modules_imported");
+      state.step = "Importing the lab";
+      await call("_pyodide.runPythonAsync", conf.warm);
+      mark("lab_imported");
       state.step = "Almost there";
     })();
     state.ready.catch((error) => console.warn("echomq lab: early start failed", error));

@@ -73,6 +73,21 @@ EXTRA = {
 #: Loaded in one batch as Pyodide starts (the kernel then skips installing them one by one).
 PRELOAD = ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython",
            "echomq-lab"]
+#: Run in the kernel's worker as soon as its modules are imported, while the app still loads:
+#: what every page's first cell imports (the lab, its server and Lua, the widgets) is then
+#: already imported when the page runs. Nothing is left in the reader's namespace.
+WARM = """
+def _emq_warm():
+    try:
+        import ipywidgets  # noqa: F401
+        import echomq_lab  # noqa: F401  (the embedded server: fakeredis, redis)
+        from echomq_lab.browser import lua
+        lua._fengari()
+    except Exception:  # the page imports them itself
+        pass
+_emq_warm()
+del _emq_warm
+"""
 #: The wheels that come from the kernel extension's own pypi/ folder.
 FROM_KERNEL = ("piplite", "pyodide-kernel", "ipykernel")
 #: Stands in for matplotlib, which the site does not carry (its charts are on the pages left
@@ -304,6 +319,7 @@ def early_kernel(out: Path) -> str:
                         (static / "pypi" / "all.json").relative_to(out).as_posix()],
         "disablePyPIFallback": kernel["disablePyPIFallback"],
         "loadPyodideOptions": kernel["loadPyodideOptions"],
+        "warm": WARM,
     }
     return ('<script id="emq-early-kernel" type="application/json">'
             f"{json.dumps(conf)}</script>\n")

@@ -7,6 +7,11 @@ thread and no socket, copied from ``notebooks/``; Pyodide from the npm package, 
 site's ``static/pyodide/``; every wheel the kernel and the lab import, served beside it, with
 the lock's entries pointing at them (sha256 rewritten, entries added for the wheels the lock
 lacks); PyPI fallback off. Nothing is fetched at run time from any other origin.
+
+A page opened as ``lab/index.html?path=<page>.ipynb`` runs itself (tools/site/autorun.js, with
+the cue of tools/site/cue.html): the kernel's worker starts as the page opens, and once Python
+answers every cell runs once, nothing pressed. ``index.html`` lists the pages (title and one
+line, from the reading order) and opens each that way.
 """
 
 from __future__ import annotations

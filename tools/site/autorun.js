@@ -130,7 +130,7 @@
       argumentList: args.map((value) => ({ type: "RAW", value })) });
     const set = (name, value) => send({ type: "SET", path: [name],
       value: { type: "RAW", value } });
-    const state = { step: "Loading Python's runtime", taken: false, ready: null };
+    const state = { step: "Loading Python and the lab's packages", taken: false, ready: null };
     state.ready = (async () => {
       await call("initRuntime", options);
       mark("python_and_packages_loaded");

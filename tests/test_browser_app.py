@@ -5,7 +5,8 @@ itself, with Jupyter's folders in a temporary place), and headless Chromium open
 ``/voila/render/<name>.ipynb``:
 
 - every notebook renders with no code editor or input area, no widget failing to render, no
-  traceback, and as many live widgets as the stored notebook has widget outputs;
+  traceback, and as many live widgets as the stored notebook has widget outputs, with every
+  request to another origin refused and none made (the icons come from the app itself);
 - on the centre page the two-worker story is clicked forward from wherever it stands (every
   enabled step button in turn, "start again" first if the story is over) until worker A's stale
   completion is refused with ``EMQSTALE``;
@@ -26,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from echomq_lab.cluster.servers import free_port
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
@@ -86,9 +87,25 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.wait()
 
 
+#: Requests to another origin, refused, by the page that made them.
+OUTSIDE: dict[str, list[str]] = {}
+
+
 def render(browser: Browser, app: str, name: str) -> Page:
-    """A new tab on the app's page for ``name``, once Voilà has run it and the widgets are up."""
+    """A new tab on the app's page for ``name``, once Voilà has run it and the widgets are up;
+    every request to another origin is refused and noted in :data:`OUTSIDE`."""
     page = browser.new_page(viewport=VIEWPORT)
+    outside = OUTSIDE.setdefault(name, [])
+
+    def only_the_app(route: Route) -> None:
+        url = route.request.url
+        if url.startswith((app + "/", "data:", "blob:")):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    page.route("**/*", only_the_app)
     page.goto(f"{app}/voila/render/{name}", timeout=RENDER_MS)
     want = stored_widgets(NOTEBOOKS_DIR / name)
     if want:
@@ -100,7 +117,9 @@ def render(browser: Browser, app: str, name: str) -> Page:
 
 
 def click_only(page: Page, name: str) -> None:
-    """No code on show, no widget drawn as an error, no traceback."""
+    """No code on show, no widget drawn as an error, no traceback, nothing asked of another
+    origin."""
+    assert OUTSIDE.get(name, []) == [], f"{name} asked other origins: {OUTSIDE[name][:3]}"
     code = page.locator(CODE)
     visible = sum(code.nth(i).is_visible() for i in range(code.count()))
     assert visible == 0, f"{name}: {visible} code editors or input areas visible"
@@ -136,6 +155,21 @@ def test_the_two_worker_story_clicks_through_to_the_refusal(
         expect(refused).to_contain_text("EMQSTALE: token 1 is stale", timeout=UPDATE_MS)
         click_only(page, CENTRE)
         page.screenshot(path=str(screenshots / "app-02-story-refused.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_the_icons_come_from_the_app(app: str, browser: Browser) -> None:
+    """The buttons' icon font (Font Awesome, in Voilà's bundle) loads from the app itself."""
+    page = render(browser, app, CENTRE)
+    try:
+        icons = page.locator(".widget-button i.fa")
+        expect(icons.first).to_be_attached()
+        loaded = page.evaluate(
+            "async () => (await document.fonts.load('900 16px \"Font Awesome 5 Free\"')).length"
+        )
+        assert loaded >= 1, "the icon font did not load"
+        click_only(page, CENTRE)
     finally:
         page.close()
 

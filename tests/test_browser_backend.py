@@ -86,3 +86,81 @@ def test_scripts_use_no_lua_53_syntax(path: Path) -> None:
     code = _code(path)
     found = re.findall(r"//|&|\||<<|>>|~(?!=)|\bgoto\b|math\.type|\butf8\.", code)
     assert not found, f"{path.name} uses {sorted(set(found))}"
+
+
+# ------------------------------------------------------------- a script cannot break the server ---
+
+#: Scripts whose reply or error value runs a metamethod that raises (fengari used to panic on
+#: them, and every later EVAL failed until the tab was reloaded).
+HOSTILE = [
+    "return setmetatable({}, {__index = function() error('boom') end})",
+    "return setmetatable({1, 2}, {__index = function() error('boom') end, "
+    "__len = function() error('boom') end})",
+    "error(setmetatable({}, {__tostring = function() error('boom') end}))",
+]
+
+
+def _answer(client: redis.Redis, source: str) -> object:
+    """The reply to ``EVAL source 0``, or the kind of error it raised."""
+    try:
+        return client.eval(source, 0)
+    except redis.ResponseError:
+        return redis.ResponseError
+
+
+@pytest.mark.parametrize("source", HOSTILE)
+def test_a_hostile_reply_is_answered_as_valkey_does_and_the_server_goes_on(
+    browser: redis.Redis, valkey_url: str, source: str
+) -> None:
+    valkey = connect(valkey_url)
+    try:
+        assert _answer(browser, source) == _answer(valkey, source)
+    finally:
+        valkey.close()
+    assert browser.eval("return redis.call('SET', KEYS[1], ARGV[1])", 1, "after", "x") == b"OK"
+    assert browser.eval("return tostring(2 + 3)", 0) == b"5"
+
+
+def test_an_error_table_with_a_raising_metatable_is_answered_and_the_server_goes_on(
+    browser: redis.Redis,
+) -> None:
+    """Valkey 8.1 itself panics and exits on this one (so it is not compared): the tab's server
+    answers the error the table holds and goes on."""
+    source = "return setmetatable({err = 'own'}, {__index = function() error('boom') end})"
+    with pytest.raises(redis.ResponseError, match="own"):
+        browser.eval(source, 0)
+    assert browser.eval("return tostring(2 + 3)", 0) == b"5"
+
+
+def test_a_lost_lua_state_is_rebuilt_for_the_next_script() -> None:
+    """Should fengari panic all the same (an error raised outside any protected call), the call
+    fails with a Lua error, the state is marked lost, and the server's next script runs on a new
+    state with ``redis`` and ``cjson`` in place."""
+    from tests.support.in_pyodide import run_in_pyodide
+
+    out = run_in_pyodide('''
+from echomq_lab.browser import lua
+import fakeredis
+
+server = fakeredis.FakeServer(server_type="valkey")
+client = fakeredis.FakeStrictRedis(server=server)
+assert client.eval("return 1", 0) == 1
+lost = server._lua_runtime
+
+@lua._guarded
+def panic(runtime):
+    runtime._push(runtime._L, b"boom")
+    runtime._lua.lua_error(runtime._L)  # unprotected: fengari panics
+
+try:
+    panic(lost)
+except lua.LuaError as exc:
+    print("raised:", exc)
+print("broken:", lost.broken)
+print("next:", client.eval("return cjson.encode({redis.call('SET', KEYS[1], 'v')})", 1, "k"))
+print("new state:", server._lua_runtime is not lost, server._lua_runtime.broken)
+''')
+    assert "raised: the Lua state was lost" in out, out
+    assert "broken: True" in out, out
+    assert 'next: b\'[{"ok":"OK"}]\'' in out, out
+    assert "new state: True False" in out, out

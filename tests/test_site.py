@@ -1,17 +1,22 @@
 """The static site (``make site``) in headless Chromium, with every other origin refused.
 
-``site/`` is served from loopback; page 02 is opened in JupyterLite and run top to bottom in
-the tab's own Python (Pyodide), the protocol's scripts on fengari. Then: no widget error, no
-traceback, no request to any other origin; a cell typed at the end (enqueue, claim with a short
-lease, reap, claim again, complete with the old token, then the new) prints ``EMQSTALE`` for
-the old token and accepts token 2; and the two-workers story, clicked step by step, ends at
-``EMQSTALE``. The site must have been built first (``make site``; ``make test`` does).
+``site/`` is served from loopback; page 02 is opened in JupyterLite and, with nothing
+pressed, runs top to bottom by itself in the tab's own Python (Pyodide), the protocol's scripts
+on fengari, the cue saying what happens until the panels are live. Then: no widget error, no
+traceback, no request to any other origin, the page not marked modified by its own run, the
+table of contents listing the page's headings; a cell typed at the end (enqueue, claim with a
+short lease, reap, claim again, complete with the old token, then the new) prints ``EMQSTALE``
+for the old token and accepts token 2; and the two-workers story, clicked step by step, ends at
+``EMQSTALE``. A Run All pressed while Python is still starting is the page's one run, not lost
+and not doubled. The landing page lists the pages, each opening in that mode. The site must
+have been built first (``make site``; ``make test`` does).
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +26,7 @@ import pytest
 
 from tests.support.backends import backends_required
 from tests.support.story import play
-from tools.browser import VIEWPORT, cell_count, find_button, run_all
+from tools.browser import VIEWPORT, menu
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -34,6 +39,8 @@ PAGE = "02-the-state-and-attempts.ipynb"
 #: Pyodide's start, the wheels, then every cell: well under this on 2 busy cores.
 RUN_MS = 300_000
 UPDATE_MS = 60_000
+#: The cue the page shows until its panels are live (tools/site/cue.html), by what it says.
+CUE = "#emq-cue"
 
 TYPED = '''from echomq_lab import branded, connect, jobs
 from echomq_lab.errors import StaleToken
@@ -87,8 +94,13 @@ def refused() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def page02(browser: Browser, site_url: str, refused: list[str]) -> Iterator[Page]:
-    """Page 02 opened in the site and run top to bottom, other origins refused."""
+def console_errors() -> list[str]:
+    """Every console error of the page opened by :func:`page02`."""
+    return []
+
+
+def open_page(browser: Browser, site_url: str, refused: list[str], errors: list[str]) -> Page:
+    """A fresh tab on page 02 of the site, every other origin refused (and noted)."""
     context = browser.new_context(viewport=VIEWPORT)
 
     def only_ours(route: object) -> None:
@@ -104,12 +116,31 @@ def page02(browser: Browser, site_url: str, refused: list[str]) -> Iterator[Page
 
     context.route("**/*", only_ours)
     page = context.new_page()
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.goto(f"{site_url}/lab/index.html?path={PAGE}")
-    run_all(page, cell_count(ROOT / "notebooks" / PAGE), timeout_ms=RUN_MS)
+    return page
+
+
+def wait_until_live(page: Page) -> None:
+    """Wait, pressing nothing, until the cue says the panels are live (fail on an error)."""
+    page.wait_for_selector(f"{CUE}:is([data-state='ready'], [data-state='error'])",
+                           state="attached", timeout=RUN_MS)
+    state = page.locator(CUE).get_attribute("data-state")
+    assert state == "ready", f"the page's run stopped: {page.locator(CUE).inner_text()}"
+
+
+@pytest.fixture(scope="module")
+def page02(
+    browser: Browser, site_url: str, refused: list[str], console_errors: list[str]
+) -> Iterator[Page]:
+    """Page 02 opened in the site, nothing pressed, until its panels are live."""
+    page = open_page(browser, site_url, refused, console_errors)
     try:
+        page.locator(CUE).wait_for(state="visible", timeout=10_000)  # from the first paint
+        wait_until_live(page)
         yield page
     finally:
-        context.close()
+        page.context.close()
 
 
 def test_page_02_runs_with_no_error_and_no_other_origin(page02: Page, refused: list[str]) -> None:
@@ -120,6 +151,19 @@ def test_page_02_runs_with_no_error_and_no_other_origin(page02: Page, refused: l
     assert page02.locator(".jp-OutputArea-output").filter(has_text="Traceback").count() == 0
     assert page02.locator(".emq-two-workers").count() == 1, "the story panel is drawn live"
     assert refused == [], f"requests to other origins: {refused[:5]}"
+
+
+def test_the_page_is_not_marked_modified_by_its_own_run(page02: Page) -> None:
+    assert page02.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count() == 0
+    assert page02.locator(".lm-TabBar-tab.jp-mod-current").count() >= 1
+
+
+def test_the_table_of_contents_lists_the_headings(page02: Page, console_errors: list[str]) -> None:
+    page02.locator(".jp-SideBar .lm-TabBar-tab[data-id='table-of-contents']").click()
+    toc = page02.locator(".jp-TableOfContents-content")
+    toc.get_by_text("Two workers, one job").first.wait_for(timeout=UPDATE_MS)
+    assert toc.get_by_text("The fencing check").count() >= 1
+    assert not [e for e in console_errors if "table of contents" in e.lower()], console_errors
 
 
 def test_a_typed_cell_meets_the_fence(page02: Page) -> None:
@@ -143,8 +187,48 @@ def test_a_typed_cell_meets_the_fence(page02: Page) -> None:
 def test_the_two_workers_story_clicks_to_emqstale(page02: Page) -> None:
     story = page02.locator(".emq-two-workers")
     story.scroll_into_view_if_needed()
-    find_button(story, "start again").click()
     play(story, until="a_completes", timeout_ms=UPDATE_MS)
     refusal = story.locator(".emq-message.emq-refused").first
     refusal.wait_for(timeout=UPDATE_MS)
     assert "EMQSTALE" in refusal.inner_text()
+
+
+def test_a_run_all_pressed_while_python_starts_is_the_pages_one_run(
+    browser: Browser, site_url: str
+) -> None:
+    """Run ▸ Run All pressed as soon as the menu shows, long before Python answers: the page
+    runs once, every cell numbered 1 to n in order (none dropped, none run twice)."""
+    refused: list[str] = []
+    page = open_page(browser, site_url, refused, [])
+    try:
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=RUN_MS)
+        if page.locator(CUE).get_attribute("data-state") not in ("loading", "starting"):
+            pytest.skip("Python answered before the menu could be pressed")
+        menu(page, "Run", "runmenu:run-all")
+        wait_until_live(page)
+        prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        numbers = [int(m[1]) for p in prompts if (m := re.search(r"\[(\d+)\]", p))]
+        assert numbers == list(range(1, len(prompts) + 1)), prompts
+        assert page.locator(".emq-two-workers").count() == 1
+    finally:
+        page.context.close()
+
+
+def test_the_landing_page_lists_the_pages_each_opening_to_run(
+    site_url: str, browser: Browser
+) -> None:
+    """``index.html``: each page of the site with its title, opening in the mode that runs it."""
+    from tools.course import load
+
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        page.goto(f"{site_url}/index.html")
+        links = page.locator("li a")
+        hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
+        served = sorted(p.name for p in (SITE / "files").glob("*.ipynb"))
+        assert sorted(h.split("path=", 1)[1] for h in hrefs if h) == served
+        assert all(h and h.startswith("lab/index.html?path=") for h in hrefs), hrefs
+        titles = {p.file: p.title for p in load()}
+        assert links.all_inner_texts() == [titles[h.split("path=", 1)[1]] for h in hrefs if h]
+    finally:
+        page.close()

@@ -5,6 +5,12 @@ exception crosses the JavaScript bridge: a Python function called from Lua answe
 message``, a Lua wrapper raises it, and the original exception is raised again once Lua has
 unwound. Numbers cross as floats (fengari's integers are 32-bit; Valkey's Lua 5.1 has doubles).
 What still differs from 5.1 is pinned by tests/test_browser_backend.py.
+
+A script cannot break the state: tables are read raw from Python (as Valkey reads a script's
+reply, so no metamethod runs), and an error value is turned into text inside a protected call.
+Should fengari still panic (its unprotected-error handler throws into JavaScript), the runtime
+is marked :attr:`LuaRuntime.broken`, the call raises :class:`LuaError`, and the server built on
+it makes a fresh Lua state for its next script (:func:`install` teaches fakeredis to).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import sys
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import wraps
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +37,16 @@ local function check(ok, ...)
 end
 return function(...) return check(raw(...)) end
 """
+#: An error value as text, never raising (a ``__tostring`` that fails included).
+_DESCRIBE = b"""
+local tostring, type, pcall = tostring, type, pcall
+return function(value)
+  if type(value) == 'string' then return value end
+  local ok, text = pcall(tostring, value)
+  if ok and type(text) == 'string' then return text end
+  return '(error object is a ' .. type(value) .. ' value)'
+end
+"""
 
 # Lua type tags (lua.h), as lua_type names them, and fengari's registry slot of the globals.
 _TYPE_NAMES = ("nil", "boolean", "userdata", "number", "string", "table", "function",
@@ -42,6 +59,31 @@ _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
 class LuaError(Exception):
     """An error raised in Lua, or a chunk that does not compile."""
+
+
+_Method = Callable[..., Any]
+
+
+def _guarded(method: _Method) -> _Method:
+    """``method`` of a runtime (or of a value it holds), with a panic of fengari's (a JavaScript
+    error out of its API) marking the runtime broken and raised as LuaError."""
+
+    @wraps(method)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        runtime = self if isinstance(self, LuaRuntime) else self._runtime
+        if runtime.broken:
+            raise LuaError("this Lua state was lost to an earlier script; a new one is needed")
+        try:
+            return method(self, *args, **kwargs)
+        except (LuaError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if type(exc).__name__ != "JsException":
+                raise
+            runtime.broken = True
+            raise LuaError(f"the Lua state was lost: {exc}") from None
+
+    return guarded
 
 
 def _fengari() -> Any:
@@ -78,10 +120,19 @@ class LuaRuntime:
         self._handles: dict[int, int] = {}  # id(value) -> handle
         self._pending: BaseException | None = None
         self._proxies: list[Any] = []
+        #: True once fengari panicked: nothing more runs on this state.
+        self.broken = False
         self._load(_PRELUDE, b"=prelude")
         self._call(0, 0)
         self._load(_WRAP, b"=wrap")
         self._wrap_ref = self._pop_ref(self._L)
+        self._describe_ref = self._chunk_ref(_DESCRIBE, b"=describe")
+
+    def _chunk_ref(self, code: bytes, name: bytes) -> int:
+        """Run ``code`` (which returns one function) and keep that function in the registry."""
+        self._load(code, name)
+        self._call(0, 1)
+        return self._pop_ref(self._L)
 
     # --- the stack -------------------------------------------------------------------------
 
@@ -93,9 +144,15 @@ class LuaRuntime:
             raise LuaError(self._pop_message())
 
     def _pop_message(self) -> str:
-        """Pop the error value on top of the stack as text."""
-        text = _to_bytes(self._aux.luaL_tolstring(self._L, -1)).decode("utf-8", "replace")
-        self._lua.lua_pop(self._L, 2)  # the text and the value
+        """Pop the error value on top of the stack as text (any value: a table whose
+        ``__tostring`` fails too, described in a protected call)."""
+        L, lua = self._L, self._lua
+        if _TYPE_NAMES[lua.lua_type(L, -1)] not in ("string", "number"):
+            lua.lua_rawgeti(L, self._registry, self._describe_ref)
+            lua.lua_insert(L, -2)
+            lua.lua_pcall(L, 1, 1, 0)  # answers a string, or (out of memory) an error string
+        text = _to_bytes(lua.lua_tolstring(L, -1)).decode("utf-8", "replace")
+        lua.lua_pop(L, 1)
         return text
 
     def _call(self, nargs: int, nresults: int) -> None:
@@ -193,6 +250,7 @@ class LuaRuntime:
 
     # --- lupa's API ------------------------------------------------------------------------
 
+    @_guarded
     def execute(self, code: bytes | str, *args: Any) -> Any:
         """Run a chunk with ``args`` (its ``...``); what it returns, as :meth:`_run`."""
         if isinstance(code, str):
@@ -207,11 +265,13 @@ class LuaRuntime:
             code = code.encode("utf-8")
         return self.execute(b"return " + code, *args)
 
+    @_guarded
     def globals(self) -> _LuaTable:
         """The table of globals."""
         self._lua.lua_rawgeti(self._L, self._registry, _RIDX_GLOBALS)
         return _LuaTable(self, self._pop_ref(self._L), "table")
 
+    @_guarded
     def table_from(self, source: Any, recursive: bool = False) -> _LuaTable:
         """A new table holding a list's items (from 1) or a dict's (by key); with ``recursive``,
         nested lists and dicts become tables too."""
@@ -222,7 +282,7 @@ class LuaRuntime:
                 if recursive and isinstance(item, (dict, list, tuple)):
                     item = self.table_from(item, recursive=True)
                 self._push(self._L, item)
-            self._lua.lua_settable(self._L, -3)
+            self._lua.lua_rawset(self._L, -3)
         return _LuaTable(self, self._pop_ref(self._L), "table")
 
     def require(self, name: bytes | str) -> Any:
@@ -246,25 +306,35 @@ class _LuaObject:
 
 
 class _LuaTable(_LuaObject):
-    """A Lua table: ``t[k]``, ``t[k] = v`` (None deletes), ``keys()``, ``values()``, ``items()``."""
+    """A Lua table: ``t[k]``, ``t[k] = v`` (None deletes), ``keys()``, ``values()``, ``items()``.
 
+    Read and written raw: no metamethod runs from Python (Valkey reads a script's reply raw
+    too), so nothing a script sets on its table can raise outside a protected call."""
+
+    @_guarded
     def __getitem__(self, key: Any) -> Any:
+        if key is None or (isinstance(key, float) and key != key):
+            return None  # no such key in any table (and Lua refuses to look one up)
         rt, L = self._runtime, self._runtime._L
         rt._push(L, self)
         rt._push(L, key)
-        rt._lua.lua_gettable(L, -2)
+        rt._lua.lua_rawget(L, -2)
         value = rt._to_py(L, -1)
         rt._lua.lua_settop(L, -3)
         return value
 
+    @_guarded
     def __setitem__(self, key: Any, value: Any) -> None:
+        if key is None or (isinstance(key, float) and key != key):
+            raise LuaError("table index is nil or NaN")
         rt, L = self._runtime, self._runtime._L
         rt._push(L, self)
         rt._push(L, key)
         rt._push(L, value)
-        rt._lua.lua_settable(L, -3)
+        rt._lua.lua_rawset(L, -3)
         rt._lua.lua_settop(L, -2)
 
+    @_guarded
     def items(self, values: bool = True) -> list[tuple[Any, Any]]:
         """Every key and value (None unless ``values``): 1, 2, ... first and in order, as C Lua
         walks its array part (fengari does not), then the other keys as ``next`` gives them."""
@@ -297,6 +367,7 @@ class _LuaTable(_LuaObject):
 class _LuaFunction(_LuaObject):
     """A Lua function: calling it runs it (Python errors inside re-raised, Lua ones as LuaError)."""
 
+    @_guarded
     def __call__(self, *args: Any) -> Any:
         rt = self._runtime
         base = rt._lua.lua_gettop(rt._L)
@@ -315,8 +386,28 @@ def allow_lua_module_loading() -> Iterator[None]:
     yield
 
 
+def _fresh_state_after_a_panic() -> None:
+    """Have fakeredis build a new Lua state (with its ``redis`` and ``cjson``) for a server whose
+    state a script broke (:attr:`LuaRuntime.broken`), before its next script."""
+    from fakeredis.commands_mixins import scripting_mixin
+
+    mixin = scripting_mixin.ScriptingCommandsMixin
+    original = mixin._get_server_runtime
+    if getattr(original, "_fresh_after_panic", False):
+        return
+
+    def _get_server_runtime(self: Any, server: Any) -> Any:
+        if getattr(getattr(server, "_lua_runtime", None), "broken", False):
+            del server._lua_runtime
+        return original(self, server)
+
+    _get_server_runtime._fresh_after_panic = True  # type: ignore[attr-defined]
+    setattr(mixin, "_get_server_runtime", _get_server_runtime)  # noqa: B010
+
+
 def install() -> None:
-    """Make ``import lupa`` and ``lupa.lua51`` give this module (before fakeredis is imported)."""
+    """Make ``import lupa`` and ``lupa.lua51`` give this module (before fakeredis is imported),
+    and fakeredis start a new Lua state after a script broke one."""
     if getattr(sys.modules.get("lupa"), "LuaRuntime", None) is LuaRuntime:
         return
     module = sys.modules[__name__]
@@ -327,6 +418,7 @@ def install() -> None:
     package.__path__ = []  # a package, so importlib finds lupa.lua51 in sys.modules
     sys.modules["lupa"] = package
     sys.modules["lupa.lua51"] = module
+    _fresh_state_after_a_panic()
 
 
 if sys.platform == "emscripten":  # in the browser, importing this module puts it in place

@@ -1,22 +1,59 @@
 """The lab as a click-only app. ``python -m echomq_lab.widgets.app [voila options] notebooks`` (what
 ``make app`` runs) is plain Voilà on the notebooks folder (pages without code, widgets live,
-options passed through), except that the browser opens the hub page rather than the file list.
+options passed through), except that the browser opens the hub page rather than the file list,
+and that every page asks nothing of another origin: Voilà's page template links two Font Awesome
+stylesheets from a CDN, which the app leaves out (its own bundle carries the same icons and
+fonts, served by the app itself).
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 import threading
 import webbrowser
+from pathlib import Path
 
 from jupyter_server.utils import url_path_join
 from voila.app import Voila  # type: ignore[import-untyped]
 
 #: The page the browser opens first: the course's hub.
 HUB = "00-the-record-hash.ipynb"
+#: What the page template asks of a CDN; Voilà's bundle (served by the app) has these icons.
+CDN_LINKS = (
+    '<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/@fortawesome/fontawesome-free@^5'
+    '/css/all.min.css" type="text/css" />',
+    '<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/@fortawesome/fontawesome-free@^5'
+    '/css/v4-shims.min.css" type="text/css" />',
+)
+#: The page template: Voilà's own ``lab`` template, less the CDN links.
+_OWN_TEMPLATE = (
+    "{%- extends 'voila/templates/lab/index.html.j2' -%}\n"
+    "{%- block notebook_css -%}{%- autoescape false -%}\n"
+    "{{ super()" + "".join(f" | replace({link!r}, '')" for link in CDN_LINKS) + " }}\n"
+    "{%- endautoescape -%}{%- endblock notebook_css -%}\n"
+)
+
+
+def own_template_folder() -> str:
+    """A temporary folder holding the app's page template (removed when the app exits)."""
+    folder = Path(tempfile.mkdtemp(prefix="echomq-app-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    (folder / "index.html.j2").write_text(_OWN_TEMPLATE, encoding="utf-8")
+    return str(folder)
 
 
 class App(Voila):  # type: ignore[misc]
-    """Voilà whose browser opens on the hub page of the folder it serves."""
+    """Voilà whose browser opens on the hub page of the folder it serves, its pages asking
+    nothing of another origin."""
+
+    def setup_template_dirs(self) -> None:
+        """Voilà's template folders, with the app's own page template found first."""
+        super().setup_template_dirs()
+        if self.voila_configuration.template == "lab":
+            paths: list[str] = list(getattr(self, "template_paths"))  # noqa: B009 (untyped)
+            self.template_paths = [own_template_folder(), *paths]
 
     def launch_browser(self) -> None:
         """Open the hub page in the default browser (in a thread, as Voilà does)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,28 @@ def _ensure_wheels() -> None:
     )
     if fetched.returncode != 0:
         raise ServerStartError(f"could not fetch the server's wheels: {fetched.stderr[-400:]}")
+
+
+def run_in_pyodide(code: str, timeout: float = START_TIMEOUT_S) -> str:
+    """Run the Python ``code`` in Pyodide under Node, set up as :func:`start_browser` sets up its
+    server (the wheels, this checkout on ``sys.path``); its output, or AssertionError with it."""
+    node = shutil.which("node")
+    if node is None:
+        raise ServerStartError("the browser backend needs Node (20 or newer) on PATH")
+    if not (TOOLS / "node_modules" / "pyodide").is_dir():
+        raise ServerStartError("the browser backend needs tools/site/node_modules (make site-deps)")
+    _ensure_wheels()
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "code.py"
+        script.write_text(code, encoding="utf-8")
+        done = subprocess.run(
+            [node, str(TOOLS / "pyodide_server.mjs"), "--wheels", str(WHEELS), "--repo",
+             str(ROOT), "--exec", str(script)],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )
+    if done.returncode != 0:
+        raise AssertionError(f"the code raised in Pyodide:\n{done.stdout}\n{done.stderr[-3000:]}")
+    return done.stdout
 
 
 def start_browser(timeout: float = START_TIMEOUT_S) -> BrowserServer:

@@ -7,6 +7,11 @@ thread and no socket, copied from ``notebooks/``; Pyodide from the npm package, 
 site's ``static/pyodide/``; every wheel the kernel and the lab import, served beside it, with
 the lock's entries pointing at them (sha256 rewritten, entries added for the wheels the lock
 lacks); PyPI fallback off. Nothing is fetched at run time from any other origin.
+
+A page opened as ``lab/index.html?path=<page>.ipynb`` runs itself (tools/site/autorun.js, with
+the cue of tools/site/cue.html): the kernel's worker starts as the page opens, and once Python
+answers every cell runs once, nothing pressed. ``index.html`` lists the pages (title and one
+line, from the reading order) and opens each that way.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import html
 import json
 import os
 import re
@@ -28,6 +34,9 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 import wheels  # noqa: E402  (tools/site/wheels.py)
+
+sys.path.insert(0, str(ROOT))
+from tools import course  # noqa: E402  (the reading order, tools/pages.toml)
 
 PYODIDE = HERE / "node_modules" / "pyodide"
 FENGARI = HERE / "node_modules" / "fengari-web" / "dist" / "fengari-web.js"
@@ -69,6 +78,21 @@ EXTRA = {
 #: Loaded in one batch as Pyodide starts (the kernel then skips installing them one by one).
 PRELOAD = ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython",
            "echomq-lab"]
+#: Run in the kernel's worker as soon as its modules are imported, while the app still loads:
+#: what every page's first cell imports (the lab, its server and Lua, the widgets) is then
+#: already imported when the page runs. Nothing is left in the reader's namespace.
+WARM = """
+def _emq_warm():
+    try:
+        import ipywidgets  # noqa: F401
+        import echomq_lab  # noqa: F401  (the embedded server: fakeredis, redis)
+        from echomq_lab.browser import lua
+        lua._fengari()
+    except Exception:  # the page imports them itself
+        pass
+_emq_warm()
+del _emq_warm
+"""
 #: The wheels that come from the kernel extension's own pypi/ folder.
 FROM_KERNEL = ("piplite", "pyodide-kernel", "ipykernel")
 #: Stands in for matplotlib, which the site does not carry (its charts are on the pages left
@@ -201,25 +225,41 @@ def left_out_note(text: str) -> str:
     return text
 
 
+def _one_string(value: object) -> object:
+    """A multi-line text stored as a list of lines, joined (anything else as it is)."""
+    return "".join(value) if isinstance(value, list) else value
+
+
 def stage_pages(files: Path) -> None:
-    """The pages, with their links to the pages left out saying why those are not here."""
+    """The pages, with their links to the pages left out saying why those are not here.
+
+    Every multi-line text is written as one string, as a Jupyter server hands notebooks out:
+    JupyterLite serves the file as it is, and the table of contents reads cells' sources and
+    markdown outputs as strings (a list of lines stopped it)."""
     files.mkdir(parents=True)
     for page in PAGES:
         nb = json.loads((ROOT / "notebooks" / page).read_text())
         for cell in nb["cells"]:
-            source = "".join(cell["source"])  # one string: the table of contents reads it so
+            source = "".join(cell["source"])
             if cell["cell_type"] == "markdown":
                 source = left_out_note(source)
             cell["source"] = source
+            for output in cell.get("outputs", []):
+                if "text" in output:
+                    output["text"] = _one_string(output["text"])
+                for mime, value in output.get("data", {}).items():
+                    output["data"][mime] = _one_string(value)
         (files / page).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
 def lite_config(lite: Path) -> None:
-    """PyPI fallback off; no news or update check (both would ask another origin)."""
+    """PyPI fallback off; no news or update check (both would ask another origin); the app
+    reachable from the page's own script (``window.jupyterapp``, for tools/site/autorun.js)."""
     config = {
         "jupyter-lite-schema-version": 0,
         "jupyter-config-data": {
             "appName": "echomq lab",
+            "exposeAppInBrowser": "true",
             "litePluginSettings": {
                 "@jupyterlite/pyodide-kernel-extension:kernel": {
                     "disablePyPIFallback": True,
@@ -237,6 +277,71 @@ def lite_config(lite: Path) -> None:
         "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
     }
     (lite / "overrides.json").write_text(json.dumps(overrides, indent=2))
+
+
+def site_pages() -> list[tuple[str, str, str]]:
+    """(file, title, one-line summary) of each page in the site, in reading order.
+
+    The one place that reads the reading order (tools/course.py): which pages the site holds
+    is :data:`PAGES`."""
+    return [(p.file, p.title, p.summary) for p in course.load() if p.file in PAGES]
+
+
+def _inline_markdown(text: str) -> str:
+    """``code`` and **bold** of a one-line summary as HTML (everything else escaped)."""
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
+
+
+def landing_page(out: Path) -> None:
+    """``index.html``: every page of the site (title and one line), each opening and running
+    by itself in ``lab/``."""
+    rows = "\n".join(
+        f'    <li><a href="lab/index.html?path={html.escape(file)}">{html.escape(title)}</a>'
+        f"<br><span>{_inline_markdown(summary)}</span></li>"
+        for file, title, summary in site_pages()
+    )
+    text = (HERE / "landing.html").read_text(encoding="utf-8").replace("<!-- PAGES -->", rows)
+    (out / "index.html").write_text(text, encoding="utf-8")
+
+
+def early_kernel(out: Path) -> str:
+    """What tools/site/autorun.js needs to start the kernel's worker as the page opens: the
+    worker's file and the settings the kernel is given (:func:`lite_config`), as a JSON script
+    element (empty if the kernel extension has no such worker)."""
+    static = out / "extensions/@jupyterlite/pyodide-kernel-extension/static"
+    workers = sorted(static.glob("comlink.worker.*.js"))
+    if len(workers) != 1:
+        print(f"site: no single kernel worker in {static}: the kernel starts with the app")
+        return ""
+    settings = json.loads((out / "jupyter-lite.json").read_text())["jupyter-config-data"]
+    kernel = settings["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    conf = {
+        "worker": workers[0].relative_to(out).as_posix(),
+        "pyodideUrl": kernel["pyodideUrl"],
+        "pipliteUrls": [*kernel.get("pipliteUrls", []),
+                        (static / "pypi" / "all.json").relative_to(out).as_posix()],
+        "disablePyPIFallback": kernel["disablePyPIFallback"],
+        "loadPyodideOptions": kernel["loadPyodideOptions"],
+        "warm": WARM,
+    }
+    return ('<script id="emq-early-kernel" type="application/json">'
+            f"{json.dumps(conf)}</script>\n")
+
+
+def page_runs_itself(out: Path) -> None:
+    """``lab/index.html`` with the cue and the script that runs an opened page
+    (tools/site/cue.html, tools/site/autorun.js)."""
+    index = out / "lab" / "index.html"
+    text = index.read_text(encoding="utf-8")
+    cue = early_kernel(out) + (HERE / "cue.html").read_text(encoding="utf-8")
+    if "</body>" not in text:
+        raise SystemExit(f"{index}: no </body> to put the cue before")
+    text = text.replace("Loading JupyterLite...", "Opening the page…")
+    text = text.replace("</body>", cue + "</body>", 1)
+    index.write_text(text, encoding="utf-8")
+    shutil.copy2(HERE / "autorun.js", out / "lab" / "autorun.js")
 
 
 def build(out: Path, work: Path, jupyter: Path) -> None:
@@ -262,8 +367,10 @@ def build(out: Path, work: Path, jupyter: Path) -> None:
          "--no-sourcemaps", "--no-unused-shared-packages", "--apps", "lab"],
         check=True, cwd=lite, env=env,
     )
+    page_runs_itself(out)
+    landing_page(out)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    print(f"site: {out} ({size / 1e6:.1f} MB); open lab/index.html?path={PAGES[2]}")
+    print(f"site: {out} ({size / 1e6:.1f} MB); open index.html, or lab/index.html?path={PAGES[2]}")
 
 
 def main() -> None:

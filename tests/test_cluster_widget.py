@@ -54,18 +54,18 @@ def test_complete_without_a_claim_is_one_line(pconn: redis.Redis) -> None:
     panel.action.value = "complete"
     panel.run.click()
     assert not panel.last_ok
-    assert panel.last_message == "ValueError: no job yet: run enqueue or schedule first"
+    assert panel.last_message == "no job yet: run enqueue or schedule first"
     panel.action.value = "enqueue"
     panel.run.click()
     panel.action.value = "complete"
     panel.run.click()
-    assert not panel.last_ok and panel.last_message.startswith("ValueError: no token held for JOB")
+    assert not panel.last_ok and panel.last_message.startswith("no token held for JOB")
 
 
 def test_a_bad_queue_name_is_refused_and_nothing_is_written(pconn: redis.Redis) -> None:
     panel = ClusterPanel(pconn, "invoices")
     panel.queue.value = "no spaces"
-    assert not panel.last_ok and panel.last_message.startswith("ValueError: bad queue name")
+    assert not panel.last_ok and panel.last_message.startswith("bad queue name")
     panel.action.value = "enqueue"
     panel.run.click()
     assert not panel.last_ok and "\n" not in panel.last_message

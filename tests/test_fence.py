@@ -115,5 +115,5 @@ def test_the_panel_shows_bad_input_in_one_line(conn: redis.Redis) -> None:
     before = dump(conn)
     panel.token.value = 0
     panel.buttons["run"].click()
-    assert panel.last_message == "ValueError: token must be at least 1, got 0"
+    assert panel.last_message == "token must be at least 1, got 0"
     assert dump(conn) == before and panel.trial is None

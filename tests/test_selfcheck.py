@@ -34,7 +34,7 @@ EXPECTED = {
     "fresh_row": "state, attempts and payload",
     "id_field": "no, the id is only in the key",
     "mint_time": "inside the job's id",
-    "after_reprocess": "3",
+    "after_reprocess": "4",
     "token_above": "refused with EMQSTALE",
     "token_reaped": "refused with EMQSTALE",
     "payload_round_trip": "the same bytes",

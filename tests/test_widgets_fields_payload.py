@@ -348,7 +348,7 @@ def test_picker_sample_refusal_is_one_line() -> None:
     conn = connect(fresh=True)
     panel = FieldPicker(conn, "no spaces allowed", sample=True)
     assert panel.sample is None
-    assert panel.error is not None and panel.error.startswith("ValueError: bad queue name")
+    assert panel.error is not None and panel.error.startswith("bad queue name")
     assert "\n" not in panel.error and "Traceback" not in panel.text()
     assert "emq-refused" in panel.message.value
     assert conn.dbsize() == 0
@@ -410,7 +410,7 @@ def test_round_trip_panel_bad_escape_is_one_line_and_sends_nothing() -> None:
     panel.escapes.value = True
     panel.send.click()
     assert panel.results == []
-    assert panel.text().splitlines()[1].startswith("✗ ValueError: unknown escape")
+    assert panel.text().splitlines()[1].startswith("✗ unknown escape")
     assert "emq-refused" in panel.message.value
     assert conn.dbsize() == 0
 
@@ -421,7 +421,7 @@ def test_round_trip_panel_refuses_a_busy_queue() -> None:
     panel = PayloadRoundTrip(conn, Q)
     panel.samples.click()
     assert panel.results == []
-    assert "✗ ValueError: a round trip claims the job it enqueues" in panel.text()
+    assert "✗ a round trip claims the job it enqueues" in panel.text()
     assert jobs.browse(conn, Q, 10) == [waiting]
     assert conn.hlen(keyspace.job_key(Q, waiting)) == 3
 

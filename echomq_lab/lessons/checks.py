@@ -252,6 +252,15 @@ Step = Literal["claim", "claim briefly", "expire", "reap", "promote", "complete"
 Ask = Literal["reply", "state", "attempts", "token", "fields"]
 
 
+#: How a story's steps read in the feedback a learner sees (the steps' own names are the
+#: question file's grammar, not words for a learner).
+STEP_WORDS: dict[str, str] = {
+    "claim briefly": "claim with a short lease", "expire": "the lease runs out",
+    "retry at the cap": "retry at max tries", "complete stale": "complete",
+    "retry stale": "retry", "extend stale": "extend", "complete future": "complete",
+}
+
+
 def _step(conn: redis.Redis, queue: str, job_id: str, step: str, token: int) -> Any:
     """Take one step of a question's story on ``job_id``: ``claim`` (``briefly``: a short
     lease) takes the job itself, ``expire`` waits its lease out, any other verb is the
@@ -278,7 +287,8 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
     for step in steps:
         verb, _, how = step.partition(" ")
         sent = {"stale": token - 1, "future": token + 1}.get(how, token)
-        label = f"{step} with token {sent}" if verb in transitions.FENCED else step
+        said = STEP_WORDS.get(step, step)
+        label = f"{said} with token {sent}" if verb in transitions.FENCED else said
         result = attempt(functools.partial(_step, conn, queue, job_id, step, sent))
         held = row_of(conn, queue, job_id)
         if step.startswith("claim") and result.accepted and held is not None:

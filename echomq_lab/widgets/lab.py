@@ -26,9 +26,8 @@ class WorkerCard:
 
     def __init__(self, worker: Worker, lease_ms: int) -> None:
         self.worker = worker
-        self.lease = W.IntSlider(value=lease_ms, min=100, max=10_000, step=100,
-                                 description="lease ms", continuous_update=False,
-                                 layout=W.Layout(width="95%"))
+        self.lease = W.BoundedIntText(value=lease_ms, min=100, max=10_000, step=100,
+                                      description="lease ms", layout=W.Layout(width="95%"))
         self.holding = W.HTML()
         self.buttons = {action: W.Button(description=action, layout=W.Layout(width="auto"))
                         for action in ("claim", *HELD_ACTIONS)}

@@ -42,22 +42,8 @@ PYODIDE = HERE / "node_modules" / "pyodide"
 FENGARI = HERE / "node_modules" / "fengari-web" / "dist" / "fengari-web.js"
 #: The runtime files the site serves from the npm package (no source maps, no console pages).
 RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
-#: The pages in the site, and why each other page is not.
-PAGES = (
-    "00-the-record-hash.ipynb",
-    "01-the-hash-and-its-fields.ipynb",
-    "02-the-state-and-attempts.ipynb",
-    "03-the-payload.ipynb",
-    "04-lab-two-workers-one-job.ipynb",
-)
-LEFT_OUT = {
-    "05-lab-the-fence-under-load.ipynb": "its workers run on threads, which the browser's "
-    "Python cannot start",
-    "06-lab-one-round-trip.ipynb": "it measures on a thread, which the browser's Python "
-    "cannot start",
-    "07-lab-one-queue-one-slot.ipynb": "it needs a real Valkey and a cluster, which a browser "
-    "tab cannot reach",
-}
+#: The pages in the site, and why each other page is not (tools/pages.toml: offsite).
+PAGES, LEFT_OUT = course.site_pages()
 #: Lock entries added for wheels the Pyodide lock lacks: name -> (imports, depends).
 EXTRA = {
     # the kernel's own three (from its extension's pypi/ folder): loaded with Pyodide itself
@@ -279,11 +265,9 @@ def lite_config(lite: Path) -> None:
     (lite / "overrides.json").write_text(json.dumps(overrides, indent=2))
 
 
-def site_pages() -> list[tuple[str, str, str]]:
-    """(file, title, one-line summary) of each page in the site, in reading order.
-
-    The one place that reads the reading order (tools/course.py): which pages the site holds
-    is :data:`PAGES`."""
+def landing_rows() -> list[tuple[str, str, str]]:
+    """(file, title, one-line summary) of each page in the site, in reading order (which pages
+    the site holds is :data:`PAGES`, from tools/pages.toml)."""
     return [(p.file, p.title, p.summary) for p in course.load() if p.file in PAGES]
 
 
@@ -300,7 +284,7 @@ def landing_page(out: Path) -> None:
     rows = "\n".join(
         f'    <li><a href="lab/index.html?path={html.escape(file)}">{html.escape(title)}</a>'
         f"<br><span>{_inline_markdown(summary)}</span></li>"
-        for file, title, summary in site_pages()
+        for file, title, summary in landing_rows()
     )
     text = (HERE / "landing.html").read_text(encoding="utf-8").replace("<!-- PAGES -->", rows)
     (out / "index.html").write_text(text, encoding="utf-8")
@@ -370,7 +354,8 @@ def build(out: Path, work: Path, jupyter: Path) -> None:
     page_runs_itself(out)
     landing_page(out)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    print(f"site: {out} ({size / 1e6:.1f} MB); open index.html, or lab/index.html?path={PAGES[2]}")
+    centre = course.file_of("the-state-and-attempts")
+    print(f"site: {out} ({size / 1e6:.1f} MB); open index.html, or lab/index.html?path={centre}")
 
 
 def main() -> None:

@@ -277,7 +277,8 @@ def test_a_story_written_in_the_file_is_graded_by_the_server(conn: redis.Redis) 
     assert check.grade(conn, "story", "refused as stale").right
     wrong = check.grade(conn, "story", "accepted")
     assert not wrong.right and not _names(wrong.explanation, "refused as stale")
-    assert "complete stale" in wrong.explanation
+    # the step reads in a learner's words: the verb and the stale token it sent
+    assert "after complete with token 1" in wrong.explanation and "stale" not in wrong.explanation
     for ask, seen in (("state", "active"), ("attempts", "2"), ("token", "2"),
                       ("fields", "attempts payload state")):
         (asked,) = checks.build({"story": checks.OBSERVERS["story"]}, checks.FACTS,

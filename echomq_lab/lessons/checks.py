@@ -253,11 +253,11 @@ Ask = Literal["reply", "state", "attempts", "token", "fields"]
 
 
 #: How a story's steps read in the feedback a learner sees (the steps' own names are the
-#: question file's grammar, not words for a learner).
+#: question file's grammar, not words for a learner); any other step reads as its verb alone
+#: ("complete stale": complete, with the token it sent).
 STEP_WORDS: dict[str, str] = {
     "claim briefly": "claim with a short lease", "expire": "the lease runs out",
-    "retry at the cap": "retry at max tries", "complete stale": "complete",
-    "retry stale": "retry", "extend stale": "extend", "complete future": "complete",
+    "retry at the cap": "retry at max tries",
 }
 
 
@@ -287,7 +287,7 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
     for step in steps:
         verb, _, how = step.partition(" ")
         sent = {"stale": token - 1, "future": token + 1}.get(how, token)
-        said = STEP_WORDS.get(step, step)
+        said = STEP_WORDS.get(step, verb)
         label = f"{said} with token {sent}" if verb in transitions.FENCED else said
         result = attempt(functools.partial(_step, conn, queue, job_id, step, sent))
         held = row_of(conn, queue, job_id)

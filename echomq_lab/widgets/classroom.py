@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import html
-import io
 import json
 import re
 import time
@@ -179,7 +178,7 @@ class BoardPanel(Panel):
         self.drift = W.HTML()
         self.table = W.HTML()
         self.acl = W.HTML()
-        self.picture = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        self.picture = W.HTML()
         self.ticker = Ticker(self._tick)
         self.widget = W.VBox([
             W.HBox([self.jobs, self.buttons["enqueue"], self.lease, self.buttons["lease"],
@@ -222,7 +221,9 @@ class BoardPanel(Panel):
             f"<div>{html.escape(actor)}'s log holds {n} line(s) that are not calls</div>"
             for actor, n in sorted(r.unreadable.items()))
         if timeline and r.leases:
-            self.picture.value = _timeline_png(r)
+            self.picture.value = charts.lease_timeline_svg(
+                r.leases[-400:], title="Every worker's leases, claim to settle (seconds since "
+                "the room opened)")
 
     def text(self) -> str:
         return "\n".join(_plain(w.value) for w in
@@ -237,20 +238,6 @@ def _counts_html(r: boards.Reading) -> str:
             look.td(str(c[k])) for k in ("claims", "completes", "stale", "retries", "extends"))
         + "</tr>" for name, c in r.counts.items())
     return f"<table><tr>{head}</tr>{rows}</table>"
-
-
-def _timeline_png(r: boards.Reading) -> bytes:
-    from matplotlib.figure import Figure
-
-    workers = {lease.worker for lease in r.leases}
-    fig = Figure(figsize=(10, 1.5 + 0.3 * len(workers)))
-    charts.lease_timeline(r.leases[-400:], fig.add_subplot(),
-                          title="Every worker's leases, claim to settle (seconds since the room "
-                          "opened)")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80)
-    return buf.getvalue()
 
 
 def board_from(room_json: str | Path = "") -> BoardPanel:

@@ -164,3 +164,29 @@ print("new state:", server._lua_runtime is not lost, server._lua_runtime.broken)
     assert "broken: True" in out, out
     assert 'next: b\'[{"ok":"OK"}]\'' in out, out
     assert "new state: True False" in out, out
+
+
+def test_a_tables_keys_come_in_one_walk_as_the_slow_walk_gives_them() -> None:
+    """``keys()`` (what fakeredis lists around every ``redis.call``): string keys in one packed
+    crossing, the same list and order as the key-by-key walk, colons and zero bytes kept; a
+    table with any other key (number, boolean) falls back to that walk, 1, 2, ... first."""
+    from tests.support.in_pyodide import run_in_pyodide
+
+    out = run_in_pyodide('''
+from echomq_lab.browser import lua
+
+rt = lua.LuaRuntime(encoding=None)
+g = rt.globals()
+slow = [key for key, _ in g.items(values=False)]
+print("globals same:", g.keys() == slow, len(slow) > 10)
+odd = rt.eval("{['a:b'] = 1, ['1:x'] = 2, ['z\\\\0z'] = 3, [''] = 4}")
+print("odd same:", sorted(odd.keys()) == sorted([b"a:b", b"1:x", b"z\\0z", b""]),
+      odd.keys() == [key for key, _ in odd.items(values=False)])
+mixed = rt.eval("{10, 20, x = 1, [true] = 2}")
+print("mixed:", mixed.keys()[:2], sorted(map(repr, mixed.keys()[2:])))
+print("empty:", rt.eval("{}").keys())
+''')
+    assert "globals same: True True" in out, out
+    assert "odd same: True True" in out, out
+    assert "mixed: [1, 2] ['True', \"b'x'\"]" in out, out
+    assert "empty: []" in out, out

@@ -47,6 +47,21 @@ return function(value)
   return '(error object is a ' .. type(value) .. ' value)'
 end
 """
+#: A table's keys in one string, ``<length>:<bytes>`` each, as a raw ``next`` walk gives them;
+#: nil if a key is not a string. fakeredis lists the globals' keys around every ``redis.call``:
+#: one crossing instead of one per key. Its locals are captured once, so no script can change it.
+_STRING_KEYS = b"""
+local next, type, concat = next, type, table.concat
+return function(t)
+  local parts, n = {}, 0
+  for key in next, t do
+    if type(key) ~= 'string' then return nil end
+    n = n + 1
+    parts[n] = #key .. ':' .. key
+  end
+  return concat(parts)
+end
+"""
 
 # Lua type tags (lua.h), as lua_type names them, and fengari's registry slot of the globals.
 _TYPE_NAMES = ("nil", "boolean", "userdata", "number", "string", "table", "function",
@@ -127,6 +142,7 @@ class LuaRuntime:
         self._load(_WRAP, b"=wrap")
         self._wrap_ref = self._pop_ref(self._L)
         self._describe_ref = self._chunk_ref(_DESCRIBE, b"=describe")
+        self._string_keys_ref = self._chunk_ref(_STRING_KEYS, b"=keys")
 
     def _chunk_ref(self, code: bytes, name: bytes) -> int:
         """Run ``code`` (which returns one function) and keep that function in the registry."""
@@ -357,11 +373,38 @@ class _LuaTable(_LuaObject):
 
         return sorted(pairs, key=place)  # stable: the other keys keep their order
 
+    @_guarded
     def keys(self) -> list[Any]:
-        return [key for key, _ in self.items(values=False)]
+        """Every key, in the order of :meth:`items`."""
+        packed = self._string_keys()
+        if packed is None:
+            return [key for key, _ in self.items(values=False)]
+        return _unpack_keys(packed)
+
+    def _string_keys(self) -> bytes | None:
+        """The keys packed by the ``_STRING_KEYS`` walk, or None if one is not a string."""
+        rt, L = self._runtime, self._runtime._L
+        rt._lua.lua_rawgeti(L, rt._registry, rt._string_keys_ref)
+        rt._push(L, self)
+        rt._call(1, 1)
+        packed = None if rt._lua.lua_isnil(L, -1) else _to_bytes(rt._lua.lua_tolstring(L, -1))
+        rt._lua.lua_settop(L, -2)
+        return packed
 
     def values(self) -> list[Any]:
         return [value for _, value in self.items()]
+
+
+def _unpack_keys(packed: bytes) -> list[bytes]:
+    """The keys of a ``<length>:<bytes>`` run, in order."""
+    keys, at = [], 0
+    while at < len(packed):
+        colon = packed.index(b":", at)
+        start = colon + 1
+        end = start + int(packed[at:colon])
+        keys.append(packed[start:end])
+        at = end
+    return keys
 
 
 class _LuaFunction(_LuaObject):

@@ -8,7 +8,8 @@ table of contents listing the page's headings; a cell typed at the end (enqueue,
 short lease, reap, claim again, complete with the old token, then the new) prints ``EMQSTALE``
 for the old token and accepts token 2; and the two-workers story, clicked step by step, ends at
 ``EMQSTALE``. A Run All pressed while Python is still starting is the page's one run, not lost
-and not doubled. The landing page lists the pages, each opening in that mode. The site must
+and not doubled. Lab 05 (the simulation) also runs by itself to its live panels and charts. The
+landing page lists the pages, each opening in that mode. The site must
 have been built first (``make site``; ``make test`` does).
 """
 
@@ -36,6 +37,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "site"
 PAGE = "02-the-state-and-attempts.ipynb"
+LAB_05 = "05-lab-the-fence-under-load.ipynb"
 #: Pyodide's start, the wheels, then every cell: well under this on 2 busy cores.
 RUN_MS = 300_000
 UPDATE_MS = 60_000
@@ -99,8 +101,11 @@ def console_errors() -> list[str]:
     return []
 
 
-def open_page(browser: Browser, site_url: str, refused: list[str], errors: list[str]) -> Page:
-    """A fresh tab on page 02 of the site, every other origin refused (and noted)."""
+def open_page(
+    browser: Browser, site_url: str, refused: list[str], errors: list[str], path: str = PAGE
+) -> Page:
+    """A fresh tab on page ``path`` (02 unless told) of the site, every other origin refused
+    (and noted), its console errors and uncaught page errors noted in ``errors``."""
     context = browser.new_context(viewport=VIEWPORT)
 
     def only_ours(route: object) -> None:
@@ -117,7 +122,8 @@ def open_page(browser: Browser, site_url: str, refused: list[str], errors: list[
     context.route("**/*", only_ours)
     page = context.new_page()
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    page.goto(f"{site_url}/lab/index.html?path={PAGE}")
+    page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
+    page.goto(f"{site_url}/lab/index.html?path={path}")
     return page
 
 
@@ -210,6 +216,27 @@ def test_a_run_all_pressed_while_python_starts_is_the_pages_one_run(
         numbers = [int(m[1]) for p in prompts if (m := re.search(r"\[(\d+)\]", p))]
         assert numbers == list(range(1, len(prompts) + 1)), prompts
         assert page.locator(".emq-two-workers").count() == 1
+    finally:
+        page.context.close()
+
+
+def test_lab_05_runs_by_itself_and_draws_its_panels(browser: Browser, site_url: str) -> None:
+    """Lab 05 (the simulation, its charts as SVG), opened and left alone: its run ends live,
+    the simulation panel and the charts drawn, no widget error, no traceback, no uncaught page
+    error, no request to any other origin."""
+    refused: list[str] = []
+    errors: list[str] = []
+    page = open_page(browser, site_url, refused, errors, path=LAB_05)
+    try:
+        wait_until_live(page)
+        assert page.get_by_text("Error displaying widget").count() == 0
+        assert page.locator(".jupyter-widgets-error-widget").count() == 0
+        assert page.locator(".jp-OutputArea-output").filter(has_text="Traceback").count() == 0
+        assert page.locator(".emq-simulation").count() == 1, "the simulation panel is drawn"
+        assert page.locator(".emq-timeline svg .emq-lease").count() >= 2, "the leases are drawn"
+        assert page.locator(".emq-side-by-side").count() == 1, "fence on and off side by side"
+        assert not [e for e in errors if e.startswith("uncaught")], errors
+        assert refused == [], f"requests to other origins: {refused[:5]}"
     finally:
         page.context.close()
 

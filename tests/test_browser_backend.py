@@ -190,3 +190,31 @@ print("empty:", rt.eval("{}").keys())
     assert "odd same: True True" in out, out
     assert "mixed: [1, 2] ['True', \"b'x'\"]" in out, out
     assert "empty: []" in out, out
+
+
+def test_a_script_run_again_starts_afresh_and_old_texts_are_dropped() -> None:
+    """A text run again runs its kept compiled chunk: its locals start afresh each time, its
+    arguments are the new ones, a text that does not compile is refused each time, and past
+    the texts kept the oldest is dropped and compiled again when it comes back."""
+    from tests.support.in_pyodide import run_in_pyodide
+
+    out = run_in_pyodide('''
+from echomq_lab.browser import lua
+
+rt = lua.LuaRuntime(encoding=None)
+code = b"local n = 0; n = n + (...); return n"
+print("afresh:", rt.execute(code, 5), rt.execute(code, 7))
+for _ in range(2):
+    try:
+        rt.execute(b"return +")
+    except lua.LuaError as exc:
+        print("refused:", "unexpected symbol" in str(exc))
+for i in range(lua._CHUNKS_KEPT + 5):
+    assert rt.execute(b"return %d" % i) == i
+print("kept:", len(rt._chunks) == lua._CHUNKS_KEPT, code not in rt._chunks)
+print("again:", rt.execute(code, 9), code in rt._chunks)
+''')
+    assert "afresh: 5 7" in out, out
+    assert out.count("refused: True") == 2, out
+    assert "kept: True True" in out, out
+    assert "again: 9 True" in out, out

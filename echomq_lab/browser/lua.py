@@ -68,6 +68,8 @@ _TYPE_NAMES = ("nil", "boolean", "userdata", "number", "string", "table", "funct
                "userdata", "thread")
 _RIDX_GLOBALS = 2
 _MULTRET = -1
+#: How many compiled script texts a runtime keeps (:meth:`LuaRuntime._push_chunk`).
+_CHUNKS_KEPT = 64
 #: fengari's integers are 32-bit: a Python int outside goes to Lua as a double.
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
@@ -135,6 +137,7 @@ class LuaRuntime:
         self._handles: dict[int, int] = {}  # id(value) -> handle
         self._pending: BaseException | None = None
         self._proxies: list[Any] = []
+        self._chunks: dict[bytes, int] = {}  # code -> its compiled chunk (registry reference)
         #: True once fengari panicked: nothing more runs on this state.
         self.broken = False
         self._load(_PRELUDE, b"=prelude")
@@ -272,8 +275,22 @@ class LuaRuntime:
         if isinstance(code, str):
             code = code.encode("utf-8")
         base = self._lua.lua_gettop(self._L)
-        self._load(code)
+        self._push_chunk(code)
         return self._run(base, args)
+
+    def _push_chunk(self, code: bytes) -> None:
+        """Push ``code`` compiled: once per text (fakeredis runs each script's text again at
+        each EVALSHA), the last :data:`_CHUNKS_KEPT` texts kept. A main chunk keeps no state
+        between calls (its locals are made afresh), so running it again is compiling it again."""
+        ref = self._chunks.pop(code, None)
+        if ref is None:
+            self._load(code)
+            ref = self._pop_ref(self._L)
+            if len(self._chunks) >= _CHUNKS_KEPT:
+                oldest = next(iter(self._chunks))
+                self._aux.luaL_unref(self._L, self._registry, self._chunks.pop(oldest))
+        self._chunks[code] = ref  # last used last
+        self._lua.lua_rawgeti(self._L, self._registry, ref)
 
     def eval(self, code: bytes | str, *args: Any) -> Any:
         """The value of a Lua expression."""

@@ -105,7 +105,8 @@ def test_a_run_and_the_panel_need_no_thread(no_threads: None) -> None:
     assert panel.progress.value == 20 and "<svg" in panel.picture.value
     refused = SimulationPanel(jobs=5, runner="threads")
     assert refused.run() is None
-    assert refused.last_message.startswith("RuntimeError: this Python cannot start threads")
+    assert "this Python cannot start threads" in refused.last_message
+    assert "RuntimeError" not in refused.last_message  # a learner reads words, not a class name
 
 
 def test_runner_is_checked() -> None:

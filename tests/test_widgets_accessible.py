@@ -46,8 +46,11 @@ BUILD: dict[str, Callable[[], object]] = {
         fresh(), Q
     ),
     "MeasurePanel": lambda: widgets_pkg.MeasurePanel(fresh(), Q),
-    "SelfCheck": lambda: widgets_pkg.SelfCheck.page(fresh(), 2)[0],
+    "SelfCheck": lambda: widgets_pkg.SelfCheck.page(fresh(), "the-state-and-attempts")[0],
     "SimulationPanel": lambda: widgets_pkg.SimulationPanel(),
+    # the workshop's panels, in their practice room on the embedded server
+    "LearnerPanel": lambda: importlib.import_module("echomq_lab.widgets.classroom").LearnerPanel(),
+    "BoardPanel": lambda: importlib.import_module("echomq_lab.widgets.classroom").board_from(),
 }
 
 

@@ -110,9 +110,9 @@ def test_a_self_check_answer_shows_the_servers_verdict(ran: Callable[[str], Page
     find_button(check, "(a) 1").click()
     expect(check).to_contain_text("Not this one", timeout=SHOWN_MS)
     expect(check).to_contain_text("The server:")
-    find_button(check, "(c) 3").click()
+    find_button(check, "(c) 4").click()
     expect(message).to_contain_text("Right.", timeout=SHOWN_MS)
-    expect(check).to_contain_text("attempts=3")  # what the server's row held after the claim
+    expect(check).to_contain_text("attempts=4")  # what the server's row held after the claim
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

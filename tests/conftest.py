@@ -11,7 +11,9 @@ A missing server binary or Chromium skips the tests that need it, saying why, or
 run ends with an "echomq backends" summary.
 
 The browser fixtures are per module: each browser test module opens its own Playwright and
-Chromium and closes them before the next module starts (two at once do not work).
+Chromium and closes them before the next module starts (two at once do not work). So that a
+notebook runs once per way of running it, every JupyterLab check lives in one module
+(tests/test_jupyterlab.py, through ``ran``) and every app check in another (tests/test_app.py).
 """
 
 from __future__ import annotations

@@ -283,6 +283,19 @@ def menu(page: object, label: str, command: str) -> None:
     page.locator(f".lm-Menu-item[data-command='{command}']").click()
 
 
+def change_theme(page: object, theme: str, timeout_ms: int = 30_000) -> None:
+    """Switch JupyterLab to ``theme`` ("JupyterLab Dark", say) as a reader does, from the
+    Settings menu's Theme submenu (``apputils:change-theme``), and wait until the page wears it."""
+    page = _page(page)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").first.click()
+    page.locator(".lm-Menu-item", has=page.get_by_text("Theme", exact=True)).first.click()
+    item = page.locator(".lm-Menu-item[data-command='apputils:change-theme']").filter(
+        has=page.get_by_text(theme, exact=True))
+    item.click()
+    page.wait_for_function(
+        "theme => document.body.dataset.jpThemeName === theme", arg=theme, timeout=timeout_ms)
+
+
 def hide_sidebar(page: object) -> None:
     """Collapse the left sidebar (the file browser) if it is open: Ctrl+B, as a reader would."""
     page = _page(page)

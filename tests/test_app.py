@@ -1,0 +1,366 @@
+"""The app mode, as a reader meets it: ``make app`` serves every page click-only.
+
+``make app APP_ARGS="--port=N --no-browser"`` is started from the repository (the make target
+itself, with Jupyter's folders in a temporary place), and headless Chromium opens each page at
+``/voila/render/<name>.ipynb`` once (the module fixture ``rendered``): Voilà runs the page once,
+and every test below reads and clicks that one tab. The tests run in file order, so those that
+need a page as it was rendered come before those that press it:
+
+- every notebook renders with no code editor or input area, no widget failing to render, no
+  traceback, and as many live widgets as the stored notebook has widget outputs, with every
+  request to another origin refused and none made (the icons come from the app itself);
+- pages 00-04 hold no serious or critical accessibility violation that axe-core finds (WCAG 2 A
+  and AA rules; axe-core is the npm package pinned in tools/axe/package.json, installed into
+  tools/axe/node_modules by ``npm ci --prefix tools/axe``); a first check runs axe on a page
+  with a known fault, so the test is seen to catch one;
+- on the centre page the two-worker story is clicked from its start until worker A's stale
+  completion is refused with ``EMQSTALE``; then played by keyboard alone (Tab to each step's
+  button or answer, Enter to press it, with the live clock's pause and resume between); then
+  A's lease runs out on screen with no further click, B's claim waits for a prediction, and the
+  fence switch restarts the story with the unfenced demonstration named on screen;
+- last, the centre page's links to other pages stay inside the app, each naming the address
+  the app renders that page at, and a click on one goes there.
+
+The browser is the module fixture ``browser`` of tests/conftest.py. Without a Chromium (or
+axe-core, for its tests) the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, Route, expect
+
+from echomq_lab.cluster.servers import free_port
+from echomq_lab.widgets.two_workers import BUTTON_LABELS
+from tests.support.story import play
+from tools.browser import VIEWPORT, find_button, stored_widgets
+from tools.course import load as course_pages
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = ROOT / "notebooks"
+NOTEBOOKS = [p.file for p in course_pages()]
+CENTRE = "02-the-state-and-attempts.ipynb"
+AXE = ROOT / "tools" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+#: The pages the app serves that axe holds to the rules: the module's hub and its dives, and
+#: the first lab.
+AXE_PAGES = [p.file for p in course_pages() if int(p.file[:2]) <= 4]
+#: A page may take this long to render: Voilà runs the whole notebook first.
+RENDER_MS = 180_000
+UPDATE_MS = 30_000
+#: Anything that would show code: an editor, or a code cell's input (markdown is rendered in one).
+CODE = ".cm-editor, .CodeMirror, .jp-InputArea-editor, .jp-CodeCell .jp-InputArea"
+LIVE_WIDGET = ".jupyter-widgets:not(:has(.jupyter-widgets-error-widget))"
+TOP_WIDGET = f"{LIVE_WIDGET}:not(.jupyter-widgets .jupyter-widgets)"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of ``make app APP_ARGS="--port=N --no-browser"`` run from the repository."""
+    tmp = tmp_path_factory.mktemp("app")
+    env = {k: v for k, v in os.environ.items() if k not in ("ECHOMQ_REDIS_URL", "PYTHONPATH")}
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
+        env[name] = str(tmp / name.lower())
+    port = free_port()
+    log = tmp / "app.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            ["make", "--no-print-directory", "app", f"APP_ARGS=--port={port} --no-browser"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    url = f"http://localhost:{port}"
+    try:
+        end = time.monotonic() + 600  # make may first install the lab
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"make app exited {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url + "/", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > end:
+                    pytest.fail(f"make app did not answer on {url}:\n{log.read_text()[-3000:]}")
+                time.sleep(0.3)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+#: Requests to another origin, refused, by the page that made them.
+OUTSIDE: dict[str, list[str]] = {}
+
+
+def render(browser: Browser, app: str, name: str) -> Page:
+    """A new tab on the app's page for ``name``, once Voilà has run it and the widgets are up;
+    every request to another origin is refused and noted in :data:`OUTSIDE`."""
+    page = browser.new_page(viewport=VIEWPORT)
+    outside = OUTSIDE.setdefault(name, [])
+
+    def only_the_app(route: Route) -> None:
+        url = route.request.url
+        if url.startswith((app + "/", "data:", "blob:")):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    page.route("**/*", only_the_app)
+    page.goto(f"{app}/voila/render/{name}", timeout=RENDER_MS)
+    want = stored_widgets(NOTEBOOKS_DIR / name)
+    if want:
+        page.wait_for_function(
+            f"document.querySelectorAll('{TOP_WIDGET}').length >= {want}", timeout=RENDER_MS
+        )
+    page.wait_for_load_state("networkidle", timeout=RENDER_MS)
+    return page
+
+
+def click_only(page: Page, name: str) -> None:
+    """No code on show, no widget drawn as an error, no traceback, nothing asked of another
+    origin."""
+    assert OUTSIDE.get(name, []) == [], f"{name} asked other origins: {OUTSIDE[name][:3]}"
+    code = page.locator(CODE)
+    visible = sum(code.nth(i).is_visible() for i in range(code.count()))
+    assert visible == 0, f"{name}: {visible} code editors or input areas visible"
+    assert page.get_by_text("Error displaying widget").count() == 0, name
+    assert page.locator(".jupyter-widgets-error-widget").count() == 0, name
+    assert page.locator(".jp-OutputArea-output[data-mime-type*='stderr']").count() == 0, name
+    assert page.get_by_text("Traceback (most recent call last)").count() == 0, name
+
+
+@pytest.fixture(scope="module")
+def rendered(app: str, browser: Browser) -> Iterator[Callable[[str], Page]]:
+    """``rendered(name)``: the one tab where the app rendered page ``name`` (opened on first
+    use; later calls get the same tab, as the earlier tests left it). A render that failed fails
+    every later call for that page too."""
+    pages: dict[str, Page] = {}
+    failed: dict[str, str] = {}
+
+    def open_once(name: str) -> Page:
+        if name in failed:
+            pytest.fail(f"{name} did not render in the app: {failed[name]}", pytrace=False)
+        if name not in pages:
+            try:
+                pages[name] = render(browser, app, name)
+            except Exception as exc:
+                failed[name] = type(exc).__name__
+                raise
+        return pages[name]
+
+    yield open_once
+    for page in pages.values():
+        page.close()
+
+
+def from_the_start(story: Locator) -> None:
+    """Bring the two-worker story back to its first step ("start again" if it has moved on)."""
+    first = find_button(story, BUTTON_LABELS["a_claims"])
+    if first.count() == 0 or not first.is_enabled():
+        find_button(story, "start again").click()
+    expect(first, "the story is at its first step").to_be_enabled(timeout=UPDATE_MS)
+
+
+# -- every page, as rendered -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_page_renders_click_only(
+    name: str, rendered: Callable[[str], Page], screenshots: Path
+) -> None:
+    page = rendered(name)
+    click_only(page, name)
+    live, stored = page.locator(TOP_WIDGET).count(), stored_widgets(NOTEBOOKS_DIR / name)
+    assert live == stored, f"{name}: {stored} widget outputs stored, {live} drawn live"
+    page.screenshot(path=str(screenshots / f"app-{Path(name).stem}.png"), full_page=True)
+
+
+def test_the_icons_come_from_the_app(rendered: Callable[[str], Page]) -> None:
+    """The buttons' icon font (Font Awesome, in Voilà's bundle) loads from the app itself."""
+    page = rendered(CENTRE)
+    icons = page.locator(".widget-button i.fa")
+    expect(icons.first).to_be_attached()
+    loaded = page.evaluate(
+        "async () => (await document.fonts.load('900 16px \"Font Awesome 5 Free\"')).length"
+    )
+    assert loaded >= 1, "the icon font did not load"
+    click_only(page, CENTRE)
+
+
+# -- accessibility: axe-core on pages 00-04, as rendered ---------------------------------------
+
+#: The impacts that fail the test.
+BLOCKING = ("serious", "critical")
+RUN_AXE = """async () => {
+    const result = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa']}});
+    return result.violations.map(v => ({
+        id: v.id, impact: v.impact, help: v.help,
+        nodes: v.nodes.map(n => n.target.join(' ') + ' ' + n.html.slice(0, 120))}));
+}"""
+
+
+def axe_source() -> str:
+    """The axe-core script, or a skip (a failure under ECHOMQ_REQUIRE_BACKENDS=1) saying why."""
+    if not AXE.exists():
+        why = f"axe-core is not installed in {AXE.parent.parent}: run npm ci --prefix tools/axe"
+        if os.environ.get("ECHOMQ_REQUIRE_BACKENDS") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    return AXE.read_text()
+
+
+def violations(page: Page) -> list[dict[str, Any]]:
+    """axe's WCAG 2 A/AA violations on ``page`` of a blocking impact."""
+    page.add_script_tag(content=axe_source())
+    found: list[dict[str, Any]] = page.evaluate(RUN_AXE)
+    return [v for v in found if v["impact"] in BLOCKING]
+
+
+def said(found: list[dict[str, Any]]) -> str:
+    return "\n".join(f"{v['id']} ({v['impact']}, {len(v['nodes'])}): {v['help']}\n    "
+                     + "\n    ".join(v["nodes"][:5]) for v in found)
+
+
+def test_axe_catches_a_button_with_no_name(browser: Browser) -> None:
+    page = browser.new_page()
+    try:
+        page.set_content('<html lang="en"><head><title>t</title></head><body><main><h1>t</h1>'
+                         '<button><i class="icon"></i></button></main></body></html>')
+        assert [v["id"] for v in violations(page)] == ["button-name"]
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("name", AXE_PAGES)
+def test_no_serious_or_critical_violation_in_the_app(
+    name: str, rendered: Callable[[str], Page]
+) -> None:
+    page = rendered(name)
+    found = violations(page)
+    assert not found, f"{name}:\n{said(found)}"
+
+
+# -- the centre page's story, as a reader plays it ---------------------------------------------
+# After A claims, A's lease drains on screen and runs out with no further click: the front-end
+# clock (an ipywidgets Play, no kernel thread) redraws the lanes and takes the stall once the
+# server's clock has passed A's deadline. B's claim stays off the page until the reader picks a
+# token; the fence switch restarts the story with the unfenced demonstration named on screen.
+
+#: A's lease on the page is 4 s; the clock ticks every 250 ms.
+LEASE_OUT_MS = 30_000
+
+
+#: The most Tab presses from one control to the next the keyboard test allows.
+TABS = 250
+ACTIVE_TEXT = "() => (document.activeElement && document.activeElement.textContent || '').trim()"
+
+
+def tab_to(page: Page, label: str, key: str = "Tab") -> None:
+    """Press ``key`` (Tab, or Shift+Tab to go back) until the focused control reads ``label``,
+    waiting first for the story's control of that name to be enabled."""
+    expect(find_button(page.locator(".emq-two-workers"), label)).to_be_enabled(timeout=UPDATE_MS)
+    for _ in range(TABS):
+        page.keyboard.press(key)
+        if page.evaluate(ACTIVE_TEXT) == label:
+            return
+    pytest.fail(f"{TABS} presses of {key} never reached {label!r}")
+
+
+def test_the_story_plays_by_keyboard_alone(rendered: Callable[[str], Page]) -> None:
+    page = rendered(CENTRE)
+    story = page.locator(".emq-two-workers")
+    first = find_button(story, BUTTON_LABELS["a_claims"])
+    expect(first, "the story waits at its first step, as rendered").to_be_enabled()
+    tab_to(page, "A claims")
+    page.keyboard.press("Enter")
+    tab_to(page, "pause the clock", "Shift+Tab")  # the clock sits above the steps
+    page.keyboard.press("Enter")
+    expect(story.locator(".emq-ticker")).to_contain_text("live clock: paused",
+                                                         timeout=UPDATE_MS)
+    page.keyboard.press("Enter")  # the same button now resumes the clock
+    expect(story.locator(".emq-ticker")).to_contain_text("live clock: running",
+                                                         timeout=UPDATE_MS)
+    for label in ("run the reaper", "2", "B claims", "refused EMQSTALE", "A completes"):
+        tab_to(page, label)
+        page.keyboard.press("Enter")
+    expect(story.locator(".emq-message.emq-refused").first).to_contain_text(
+        "EMQSTALE: token 1 is stale", timeout=UPDATE_MS)
+    expect(story.locator("svg.emq-fence")).to_have_count(1)
+
+
+def test_the_two_worker_story_clicks_through_to_the_refusal(
+    rendered: Callable[[str], Page], screenshots: Path
+) -> None:
+    page = rendered(CENTRE)
+    story = page.locator(".emq-two-workers")
+    expect(story).to_have_count(1)
+    from_the_start(story)
+    play(story, until="a_completes", timeout_ms=UPDATE_MS)
+    refused = story.locator(".emq-message.emq-refused").first
+    expect(refused).to_contain_text("EMQSTALE: token 1 is stale", timeout=UPDATE_MS)
+    click_only(page, CENTRE)
+    page.screenshot(path=str(screenshots / "app-02-story-refused.png"), full_page=True)
+
+
+def test_in_the_app_as_lease_runs_out_with_no_further_click(
+    rendered: Callable[[str], Page], screenshots: Path
+) -> None:
+    page = rendered(CENTRE)
+    story = page.locator(".emq-two-workers")
+    expect(story).to_have_count(1)
+    from_the_start(story)
+    expect(find_button(story, BUTTON_LABELS["reaper_returns"])).to_have_count(0)
+    find_button(story, BUTTON_LABELS["a_claims"]).click()
+    expect(story.locator(".emq-lease-bar")).to_have_count(1, timeout=LEASE_OUT_MS)
+    expect(story).to_contain_text("left", timeout=LEASE_OUT_MS)
+    expect(story).to_contain_text("lease ran out", timeout=LEASE_OUT_MS)
+    expect(story).to_contain_text("a lease that ran out", timeout=LEASE_OUT_MS)
+    reaper = find_button(story, BUTTON_LABELS["reaper_returns"])
+    expect(reaper).to_be_enabled(timeout=LEASE_OUT_MS)
+    page.screenshot(path=str(screenshots / "app-02-lease-ran-out.png"))
+    reaper.click()
+    expect(story).to_contain_text("Which token does B get?", timeout=LEASE_OUT_MS)
+    expect(find_button(story, BUTTON_LABELS["b_claims"])).to_have_count(0)
+    find_button(story, "2").click()
+    expect(find_button(story, BUTTON_LABELS["b_claims"])).to_be_enabled(timeout=LEASE_OUT_MS)
+    find_button(story, "fence off (demonstration)").click()
+    expect(story).to_contain_text("unfenced complete (a demonstration, not the protocol)",
+                                  timeout=LEASE_OUT_MS)
+    expect(find_button(story, BUTTON_LABELS["a_claims"])).to_be_enabled(timeout=LEASE_OUT_MS)
+
+
+# -- last: the centre page's links, followed from its tab -------------------------------------
+
+
+def test_links_between_pages_stay_in_the_app(app: str, rendered: Callable[[str], Page]) -> None:
+    """Every link names the address the app renders its page at (the address the page's own
+    tab was rendered from, for 03); a click goes there. The click's page is not run again: the
+    tab of 03 above already shows what that address renders."""
+    page = rendered(CENTRE)
+    links = page.locator("a[href$='.ipynb']")
+    hrefs = [links.nth(i).evaluate("a => a.href") for i in range(links.count())]
+    assert hrefs, "page 02 links to no other page"
+    for href in hrefs:
+        target = href.rsplit("/", 1)[-1]
+        assert href == f"{app}/voila/render/{target}", href
+        assert (NOTEBOOKS_DIR / target).exists(), f"{href} names no notebook"
+    following = f"{app}/voila/render/03-the-payload.ipynb"
+    assert rendered("03-the-payload.ipynb").url == following
+    page.route(following, lambda route: route.fulfill(
+        status=200, content_type="text/html", body="<title>03</title>"))
+    page.locator("a[href$='03-the-payload.ipynb']").first.click()
+    page.wait_for_url(following, timeout=UPDATE_MS)

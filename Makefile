@@ -46,7 +46,7 @@ typecheck: $(STAMP)
 # The tests, and every notebook top to bottom under strict nbval (outputs must match a fresh run).
 NBVAL := --nbval --nbval-sanitize-with notebooks/sanitize.cfg
 
-# axe-core (npm), for the accessibility test in headless Chromium (tests/test_axe.py).
+# axe-core (npm), for the accessibility test in headless Chromium (tests/test_app.py).
 AXE_STAMP := tools/axe/node_modules/.installed
 
 $(AXE_STAMP): tools/axe/package.json tools/axe/package-lock.json

@@ -2,7 +2,7 @@
 
 The panels' CSS values (``color-mix`` of a hue with the theme's variables) are resolved with
 each theme's values of those variables, read from the installed JupyterLab theme files, and the
-contrast is computed as WCAG 2.1 defines it. The real-browser test (tests/test_browser_theme.py)
+contrast is computed as WCAG 2.1 defines it. The real-browser test (tests/test_jupyterlab.py)
 checks the same on the page; this one covers every state colour and verdict without a browser.
 """
 

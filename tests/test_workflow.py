@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "test.yml"
 CI_RUN = ROOT / ".ci" / "run"
 README = ROOT / "README.md"
-#: Where tests/test_browser.py saves its screenshots when ECHOMQ_SCREENSHOTS is not set.
+#: Where tests/test_jupyterlab.py saves its screenshots when ECHOMQ_SCREENSHOTS is not set.
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 
 

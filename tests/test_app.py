@@ -41,6 +41,7 @@ from playwright.sync_api import Browser, Locator, Page, Route, expect
 
 from echomq_lab.cluster.servers import free_port
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
+from tests.support import axe
 from tests.support.story import play
 from tools.browser import VIEWPORT, find_button, stored_widgets
 from tools.course import load as course_pages
@@ -51,7 +52,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
 NOTEBOOKS = [p.file for p in course_pages()]
 CENTRE = "02-the-state-and-attempts.ipynb"
-AXE = ROOT / "tools" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 #: The pages the app serves that axe holds to the rules: the module's hub and its dives, and
 #: the first lab.
 AXE_PAGES = [p.file for p in course_pages() if int(p.file[:2]) <= 4]
@@ -203,36 +203,15 @@ def test_the_icons_come_from_the_app(rendered: Callable[[str], Page]) -> None:
 
 # -- accessibility: axe-core on pages 00-04, as rendered ---------------------------------------
 
-#: The impacts that fail the test.
-BLOCKING = ("serious", "critical")
-RUN_AXE = """async () => {
-    const result = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa']}});
-    return result.violations.map(v => ({
-        id: v.id, impact: v.impact, help: v.help,
-        nodes: v.nodes.map(n => n.target.join(' ') + ' ' + n.html.slice(0, 120))}));
-}"""
-
-
-def axe_source() -> str:
-    """The axe-core script, or a skip (a failure under ECHOMQ_REQUIRE_BACKENDS=1) saying why."""
-    if not AXE.exists():
-        why = f"axe-core is not installed in {AXE.parent.parent}: run npm ci --prefix tools/axe"
+def axe_violations(page: Page) -> list[dict[str, Any]]:
+    """axe's blocking violations on ``page``'s whole document, or a skip (a failure under
+    ECHOMQ_REQUIRE_BACKENDS=1) saying why axe-core cannot run."""
+    why = axe.missing()
+    if why is not None:
         if os.environ.get("ECHOMQ_REQUIRE_BACKENDS") == "1":
             pytest.fail(why)
         pytest.skip(why)
-    return AXE.read_text()
-
-
-def violations(page: Page) -> list[dict[str, Any]]:
-    """axe's WCAG 2 A/AA violations on ``page`` of a blocking impact."""
-    page.add_script_tag(content=axe_source())
-    found: list[dict[str, Any]] = page.evaluate(RUN_AXE)
-    return [v for v in found if v["impact"] in BLOCKING]
-
-
-def said(found: list[dict[str, Any]]) -> str:
-    return "\n".join(f"{v['id']} ({v['impact']}, {len(v['nodes'])}): {v['help']}\n    "
-                     + "\n    ".join(v["nodes"][:5]) for v in found)
+    return axe.violations(page)
 
 
 def test_axe_catches_a_button_with_no_name(browser: Browser) -> None:
@@ -240,7 +219,7 @@ def test_axe_catches_a_button_with_no_name(browser: Browser) -> None:
     try:
         page.set_content('<html lang="en"><head><title>t</title></head><body><main><h1>t</h1>'
                          '<button><i class="icon"></i></button></main></body></html>')
-        assert [v["id"] for v in violations(page)] == ["button-name"]
+        assert [v["id"] for v in axe_violations(page)] == ["button-name"]
     finally:
         page.close()
 
@@ -250,8 +229,8 @@ def test_no_serious_or_critical_violation_in_the_app(
     name: str, rendered: Callable[[str], Page]
 ) -> None:
     page = rendered(name)
-    found = violations(page)
-    assert not found, f"{name}:\n{said(found)}"
+    found = axe_violations(page)
+    assert not found, f"{name}:\n{axe.said(found)}"
 
 
 # -- the centre page's story, as a reader plays it ---------------------------------------------

@@ -2,14 +2,16 @@
 a block sent, JupyterLab and Chromium driven headless, the repository's own files.
 
 Importing it starts nothing. The servers themselves come from the lab's one launcher,
-:mod:`echomq_lab.cluster.servers`; ``playwright`` is imported only by :mod:`.browser` when a page is
-driven, and pytest never (the fixtures in ``tests/conftest.py`` are built from :mod:`.backends`).
+:mod:`echomq_lab.cluster.servers`; ``playwright`` is imported only by ``tools/browser.py`` when a page
+is driven, and pytest never (the fixtures in ``tests/conftest.py`` are built from :mod:`.backends`).
 
 - :mod:`.backends`: the registry of backends tests run on, and one session's server pool;
 - :mod:`.cluster`: the fourth backend, a local three-primary Valkey Cluster;
 - :mod:`.state`: the whole keyspace as plain values, and bracketing reads of the server clock;
 - :mod:`.traffic`: what a block sent, seen from the client and from the server;
-- :mod:`.browser`: JupyterLab on a copy of the notebooks, driven by a headless Chromium;
+- :mod:`.axe`: axe-core run in a page open in headless Chromium, its serious and critical WCAG 2
+  A/AA violations;
+- :mod:`.story`: the two-workers story pressed as a reader does;
 - :mod:`.authoring`: the repository's make targets, workflow and notebooks, read as files;
 - :mod:`.envfiles`: conda environment files, read to keep them in step with pyproject.toml.
 """

@@ -2,8 +2,9 @@
 a block sent, JupyterLab and Chromium driven headless, the repository's own files.
 
 Importing it starts nothing. The servers themselves come from the lab's one launcher,
-:mod:`echomq_lab.cluster.servers`; ``playwright`` is imported only by ``tools/browser.py`` when a page
-is driven, and pytest never (the fixtures in ``tests/conftest.py`` are built from :mod:`.backends`).
+:mod:`echomq_lab.cluster.servers`; ``playwright`` is imported only by ``tools/browser.py`` when
+a page is driven, and pytest never (the fixtures in ``tests/conftest.py`` are built from
+:mod:`.backends`).
 
 - :mod:`.backends`: the registry of backends tests run on, and one session's server pool;
 - :mod:`.cluster`: the fourth backend, a local three-primary Valkey Cluster;

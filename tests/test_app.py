@@ -37,13 +37,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, Route, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from echomq_lab.cluster.servers import free_port
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tests.support import axe
 from tests.support.story import play
-from tools.browser import VIEWPORT, find_button, stored_widgets
+from tools.browser import VIEWPORT, find_button, only_from, stored_widgets
+from tools.course import file_of
 from tools.course import load as course_pages
 
 pytestmark = pytest.mark.browser
@@ -54,7 +55,7 @@ NOTEBOOKS = [p.file for p in course_pages()]
 CENTRE = "02-the-state-and-attempts.ipynb"
 #: The pages the app serves that axe holds to the rules: the module's hub and its dives, and
 #: the first lab.
-AXE_PAGES = [p.file for p in course_pages() if int(p.file[:2]) <= 4]
+AXE_PAGES = [file_of(slug) for slug in axe.PAGES]
 #: A page may take this long to render: Voilà runs the whole notebook first.
 RENDER_MS = 180_000
 UPDATE_MS = 30_000
@@ -109,17 +110,7 @@ def render(browser: Browser, app: str, name: str) -> Page:
     """A new tab on the app's page for ``name``, once Voilà has run it and the widgets are up;
     every request to another origin is refused and noted in :data:`OUTSIDE`."""
     page = browser.new_page(viewport=VIEWPORT)
-    outside = OUTSIDE.setdefault(name, [])
-
-    def only_the_app(route: Route) -> None:
-        url = route.request.url
-        if url.startswith((app + "/", "data:", "blob:")):
-            route.continue_()
-        else:
-            outside.append(url)
-            route.abort()
-
-    page.route("**/*", only_the_app)
+    only_from(page, app, OUTSIDE.setdefault(name, []))
     page.goto(f"{app}/voila/render/{name}", timeout=RENDER_MS)
     want = stored_widgets(NOTEBOOKS_DIR / name)
     if want:
@@ -165,6 +156,14 @@ def rendered(app: str, browser: Browser) -> Iterator[Callable[[str], Page]]:
     yield open_once
     for page in pages.values():
         page.close()
+
+
+def story_from_the_start(page: Page) -> Locator:
+    """The page's one two-worker story, brought back to its first step."""
+    story = page.locator(".emq-two-workers")
+    expect(story).to_have_count(1)
+    from_the_start(story)
+    return story
 
 
 def from_the_start(story: Locator) -> None:
@@ -285,9 +284,7 @@ def test_the_two_worker_story_clicks_through_to_the_refusal(
     rendered: Callable[[str], Page], screenshots: Path
 ) -> None:
     page = rendered(CENTRE)
-    story = page.locator(".emq-two-workers")
-    expect(story).to_have_count(1)
-    from_the_start(story)
+    story = story_from_the_start(page)
     play(story, until="a_completes", timeout_ms=UPDATE_MS)
     refused = story.locator(".emq-message.emq-refused").first
     expect(refused).to_contain_text("EMQSTALE: token 1 is stale", timeout=UPDATE_MS)
@@ -299,9 +296,7 @@ def test_in_the_app_as_lease_runs_out_with_no_further_click(
     rendered: Callable[[str], Page], screenshots: Path
 ) -> None:
     page = rendered(CENTRE)
-    story = page.locator(".emq-two-workers")
-    expect(story).to_have_count(1)
-    from_the_start(story)
+    story = story_from_the_start(page)
     expect(find_button(story, BUTTON_LABELS["reaper_returns"])).to_have_count(0)
     find_button(story, BUTTON_LABELS["a_claims"]).click()
     expect(story.locator(".emq-lease-bar")).to_have_count(1, timeout=LEASE_OUT_MS)

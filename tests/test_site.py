@@ -29,7 +29,7 @@ import pytest
 from tests.support import axe
 from tests.support.backends import backends_required
 from tests.support.story import play
-from tools.browser import VIEWPORT, menu
+from tools.browser import VIEWPORT, menu, only_from
 from tools.course import file_of
 
 if TYPE_CHECKING:
@@ -110,19 +110,7 @@ def open_page(
     """A fresh tab on page ``path`` (02 unless told) of the site, every other origin refused
     (and noted), its console errors and uncaught page errors noted in ``errors``."""
     context = browser.new_context(viewport=VIEWPORT)
-
-    def only_ours(route: object) -> None:
-        from playwright.sync_api import Route
-
-        assert isinstance(route, Route)
-        url = route.request.url
-        if url.startswith((site_url + "/", "data:", "blob:")):
-            route.continue_()
-        else:
-            refused.append(url)
-            route.abort()
-
-    context.route("**/*", only_ours)
+    only_from(context, site_url, refused)
     page = context.new_page()
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
@@ -167,10 +155,8 @@ def test_the_page_is_not_marked_modified_by_its_own_run(page02: Page) -> None:
     assert page02.locator(".lm-TabBar-tab.jp-mod-current").count() >= 1
 
 
-#: Pages 00-04 (the module's hub, its dives, the first lab), by slug: axe holds them to the rules.
-AXE_PAGES = [file_of(slug) for slug in ("the-record-hash", "the-hash-and-its-fields",
-                                        "the-state-and-attempts", "the-payload",
-                                        "lab-two-workers-one-job")]
+#: The pages axe holds to the rules (tests.support.axe.PAGES), as files.
+AXE_PAGES = [file_of(slug) for slug in axe.PAGES]
 #: What axe reads: the notebook, not JupyterLab's menus, sidebars and file browser around it.
 NOTEBOOK = ".jp-NotebookPanel"
 #: JupyterLab's own elements inside the notebook, each excused from one rule only.

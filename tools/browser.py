@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from echomq_lab.cluster.servers import free_port
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Locator, Page, ViewportSize
+    from playwright.sync_api import Browser, BrowserContext, Locator, Page, ViewportSize
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 CHROMIUM_ARGS = [
@@ -112,6 +112,22 @@ def find_button(scope: Locator, label: str) -> Locator:
     """
     exact = re.compile(rf"^\s*{re.escape(label)}\s*$")
     return scope.locator(":is(.widget-button, .widget-toggle-button)").filter(has_text=exact)
+
+
+def only_from(target: Page | BrowserContext, origin: str, refused: list[str]) -> None:
+    """Let ``target`` (a page or a browser context) load only from ``origin`` (and ``data:`` or
+    ``blob:`` URLs): every other request is aborted and its URL appended to ``refused``."""
+    from playwright.sync_api import Route
+
+    def route(request_route: Route) -> None:
+        url = request_route.request.url
+        if url.startswith((origin + "/", "data:", "blob:")):
+            request_route.continue_()
+        else:
+            refused.append(url)
+            request_route.abort()
+
+    target.route("**/*", route)
 
 
 def chromium_path() -> tuple[str | None, str]:

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / "tools" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+#: The pages axe holds to the rules, by slug: the module's hub, its three dives, the first lab.
+PAGES = ("the-record-hash", "the-hash-and-its-fields", "the-state-and-attempts", "the-payload",
+         "lab-two-workers-one-job")
 #: The impacts that fail a test.
 BLOCKING = ("serious", "critical")
 #: axe on ``within`` (a CSS selector, every element it matches) or, given null, the document;

@@ -69,15 +69,22 @@ def _ensure_wheels() -> None:
         raise ServerStartError(f"could not fetch the server's wheels: {fetched.stderr[-400:]}")
 
 
-def run_in_pyodide(code: str, timeout: float = START_TIMEOUT_S) -> str:
-    """Run the Python ``code`` in Pyodide under Node, set up as :func:`start_browser` sets up its
-    server (the wheels, this checkout on ``sys.path``); its output, or AssertionError with it."""
+def _node_with_wheels() -> str:
+    """Node's path, once the npm packages and the wheels the in-browser server loads are there;
+    ServerStartError saying what is missing otherwise."""
     node = shutil.which("node")
     if node is None:
         raise ServerStartError("the browser backend needs Node (20 or newer) on PATH")
     if not (TOOLS / "node_modules" / "pyodide").is_dir():
         raise ServerStartError("the browser backend needs tools/site/node_modules (make site-deps)")
     _ensure_wheels()
+    return node
+
+
+def run_in_pyodide(code: str, timeout: float = START_TIMEOUT_S) -> str:
+    """Run the Python ``code`` in Pyodide under Node, set up as :func:`start_browser` sets up its
+    server (the wheels, this checkout on ``sys.path``); its output, or AssertionError with it."""
+    node = _node_with_wheels()
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "code.py"
         script.write_text(code, encoding="utf-8")
@@ -93,12 +100,7 @@ def run_in_pyodide(code: str, timeout: float = START_TIMEOUT_S) -> str:
 
 def start_browser(timeout: float = START_TIMEOUT_S) -> BrowserServer:
     """Start the in-browser server under Node and wait for its "READY <port>" line."""
-    node = shutil.which("node")
-    if node is None:
-        raise ServerStartError("the browser backend needs Node (20 or newer) on PATH")
-    if not (TOOLS / "node_modules" / "pyodide").is_dir():
-        raise ServerStartError("the browser backend needs tools/site/node_modules (make site-deps)")
-    _ensure_wheels()
+    node = _node_with_wheels()
     log_path = WHEELS.parent / "pyodide-server.log"
     with log_path.open("wb") as log:  # a file, not a pipe: nobody reads it after start-up
         proc = subprocess.Popen(

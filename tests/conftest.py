@@ -31,6 +31,7 @@ import redis  # noqa: E402
 
 from echomq_lab.cluster import servers  # noqa: E402
 from echomq_lab.cluster.servers import Kind, RunningServer, ServerStartError  # noqa: E402
+from tests.support import reader  # noqa: E402
 from tests.support.backends import (  # noqa: E402
     BACKENDS,
     REQUIRE_ENV,
@@ -214,8 +215,10 @@ def valkey_tools() -> tuple[str, str]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Without Valkey's binaries, the notebooks that start a local cluster skip, saying why
+    """After each probed page's last cell, the reader's probe (:mod:`tests.support.reader`).
+    Without Valkey's binaries, the notebooks that start a local cluster skip, saying why
     (their stored outputs show a cluster; the embedded fallback would print otherwise)."""
+    reader.attach(items)
     try:
         servers.valkey_tools()
     except ServerStartError as exc:

@@ -1,21 +1,12 @@
 """The pages leave the reader the clicks: graded questions, folded answers, fresh panels.
 
-Each page of ``tools/pages.toml`` (keyed here by its slug) that has self-checks or panels to
-probe is run top to bottom in a fresh kernel (nbclient, the embedded server), then a probe cell
-is appended that reports, as JSON, what the page built:
-
-- every :class:`~echomq_lab.widgets.SelfCheck` alive in the kernel (found with
-  ``gc.get_objects()``, since a page displays them without naming them), answered with each of
-  its choices in turn: a page makes every check ``questions.toml`` gives it, and every choice
-  gets a verdict and an explanation (that exactly one is right is tests/test_selfcheck.py's);
-- the text of every panel the page invites the reader to use, read after Run All: it must be
-  what the panel showed when it was displayed (ids and times sanitized as nbval does), so no
-  cell pressed it afterwards, and the two-worker story waits at its first step.
-
-The stored notebooks (no kernel) must show each question unanswered, and give every question
-under "Questions to try" an answer folded in a ``<details>`` block. The self-checks' words live
-in the package's ``questions.toml``: every question there must be the one its page
-shows, choices in the same order, and none of its words may speak of project machinery.
+What a page builds in its kernel (every self-check graded, every panel left unpressed) is asked
+in the kernel nbval ran the page in, by the item :mod:`tests.support.reader` puts after the
+page's last cell; here, that every page with checks or panels gets that item. The stored
+notebooks (no kernel) must show each question unanswered, and give every question under
+"Questions to try" an answer folded in a ``<details>`` block. The self-checks' words live in the
+package's ``questions.toml``: every question there must be the one its page shows, choices in
+the same order, and none of its words may speak of project machinery.
 """
 
 from __future__ import annotations
@@ -29,7 +20,7 @@ from typing import Any
 import pytest
 
 from echomq_lab.lessons import checks
-from echomq_lab.lessons.two_workers import STEPS
+from tests.support import reader
 from tools.course import load as course_pages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,33 +31,6 @@ FILES = {p.slug: p.file for p in course_pages()}
 #: Words that belong to the project, not to the reader's page.
 MACHINERY = re.compile(
     r"\b(issues?|nbval|NBVAL\w*|pytest|make (test|notebooks|venv|app|page|nav|lab))\b", re.I)
-#: The self-checks each page asks, by slug (pages that ask none are left out).
-CHECKS = {slug: checks.for_page(slug) for slug in checks.pages()}
-#: The panels each page invites the reader to use, by the name the page gives them.
-READER_PANELS = {
-    "the-record-hash": ("picker",),
-    "the-hash-and-its-fields": ("picker",),
-    "the-state-and-attempts": ("panel", "fence", "story"),
-    "the-payload": ("trip",),
-    "lab-two-workers-one-job": ("story", "lab"),
-    "lab-the-fence-under-load": ("sim",),
-}
-STORIES = {"the-state-and-attempts": "story", "lab-two-workers-one-job": "story"}
-PROBE = """
-import gc as _gc, json as _json
-from echomq_lab.widgets import SelfCheck as _SelfCheck
-_checks = []
-for _c in {id(o): o for o in _gc.get_objects() if isinstance(o, _SelfCheck)}.values():
-    _answers = []
-    for _choice in _c.choices:
-        _g = _c.answer(_choice)
-        _answers.append({"choice": _choice, "right": _g.right, "explanation": _g.explanation})
-    _c.reset()
-    _checks.append({"question": _c.question, "answers": _answers, "after_reset": _c.text()})
-_panels = {_n: globals()[_n].text() for _n in %(panels)r}
-_stories = {_n: globals()[_n].story.next_step for _n in %(stories)r}
-print(_json.dumps({"checks": _checks, "panels": _panels, "stories": _stories}))
-"""
 #: A SelfCheck's buttons are labelled "(a) ...", "(b) ..."; answered, one is styled.
 CHOICE_BUTTON = re.compile(r"^\([a-h]\) ")
 #: How a SelfCheck's text begins.
@@ -81,89 +45,29 @@ def _text(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-def sanitizers() -> list[tuple[re.Pattern[str], str]]:
-    """The regex/replace pairs of notebooks/sanitize.cfg, in order."""
-    pairs, pattern = [], None
-    for line in (NOTEBOOKS / "sanitize.cfg").read_text().splitlines():
-        if line.startswith("regex:"):
-            pattern = re.compile(line.removeprefix("regex:").strip())
-        elif line.startswith("replace:") and pattern is not None:
-            pairs.append((pattern, line.removeprefix("replace:").strip()))
-            pattern = None
-    return pairs
+# -- the reader's probe, in nbval's kernel ----------------------------------------------------
 
 
-def sanitized(text: str) -> str:
-    for pattern, replace in sanitizers():
-        text = pattern.sub(replace, text)
-    return text
+def test_every_page_with_checks_or_panels_is_probed() -> None:
+    pages = {p.slug for p in course_pages()}
+    wanted = (set(reader.CHECKS) | set(reader.READER_PANELS)) & pages
+    assert wanted and set(reader.PROBED.values()) == wanted, sorted(wanted)
+    assert set(reader.CHECKS) <= pages, "questions.toml names a page the course lacks"
 
 
-def displayed_text(nb: Any, name: str) -> str:
-    """The text/plain a cell ending in the bare expression ``name`` displayed."""
-    for cell in nb.cells:
-        lines = _text(cell.source).strip().splitlines()
-        if cell.cell_type == "code" and lines and lines[-1].strip() == name:
-            for out in cell.get("outputs", []):
-                if "text/plain" in out.get("data", {}):
-                    return _text(out["data"]["text/plain"])
-    raise AssertionError(f"no cell displays {name!r}")
-
-
-@pytest.fixture(scope="module")
-def ran() -> Any:
-    """``ran(slug)``: the page run in a fresh kernel, and what the probe reported."""
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    done: dict[str, tuple[Any, dict[str, Any]]] = {}
-
-    def run(slug: str) -> tuple[Any, dict[str, Any]]:
-        if slug not in done:
-            nb = nbformat.read(_path(slug), as_version=4)
-            panels, stories = READER_PANELS.get(slug, ()), (STORIES.get(slug),)
-            code = PROBE % {"panels": panels, "stories": tuple(s for s in stories if s)}
-            nb.cells.append(nbformat.v4.new_code_cell(code))
-            client = nbclient.NotebookClient(
-                nb, timeout=600, kernel_name="python3",
-                resources={"metadata": {"path": str(NOTEBOOKS)}})
-            client.execute()
-            # The probe's stdout may arrive in several stream messages: read them joined.
-            out = "".join(_text(o["text"]) for o in nb.cells[-1].outputs
-                          if o.get("name") == "stdout")
-            report = json.loads(out.strip().splitlines()[-1])
-            nb.cells.pop()
-            done[slug] = (nb, report)
-        return done[slug]
-
-    return run
-
-
-@pytest.mark.parametrize("slug", sorted(CHECKS))
-def test_every_self_check_grades_every_choice(slug: str, ran: Any) -> None:
-    _nb, report = ran(slug)
-    made = report["checks"]
-    missing = {c.question for c in CHECKS[slug]} - {c["question"] for c in made}
-    assert not missing, f"page {slug} does not make the self-checks {missing}"
-    for check in made:
-        answers = check["answers"]
-        assert len(answers) >= 2, f"{check['question']!r}: fewer than two choices"
-        for a in answers:
-            assert isinstance(a["right"], bool)
-            assert a["explanation"].strip(), f"{check['question']!r} / {a['choice']!r}: no why"
-        assert "Your answer" not in check["after_reset"], "reset left the verdict standing"
-
-
-@pytest.mark.parametrize("slug", sorted(READER_PANELS))
-def test_the_readers_panels_stand_at_their_beginning(slug: str, ran: Any) -> None:
-    nb, report = ran(slug)
-    for name in READER_PANELS[slug]:
-        shown = sanitized(displayed_text(nb, name))
-        now = sanitized(report["panels"][name])
-        assert now == shown, (
-            f"page {slug}: after Run All, {name!r} is not as it was when displayed "
-            f"(a cell pressed it):\n--- displayed\n{shown}\n--- after Run All\n{now}")
-    for name, step in report["stories"].items():
-        assert step == STEPS[0][0], f"page {slug}: the story {name!r} waits at {step!r}"
+def test_the_probe_follows_its_pages_last_cell(request: pytest.FixtureRequest) -> None:
+    """In a run with nbval, each probed page's probe comes right after its last cell."""
+    items = request.session.items
+    cells = [i for i in items if type(i).__name__ == "IPyNbCell"]
+    if not cells:
+        pytest.skip("no notebook collected in this run (nbval runs the pages with `make test`)")
+    for i, item in enumerate(items):
+        if isinstance(item, reader.ReaderProbe):
+            before = items[i - 1]
+            assert type(before).__name__ == "IPyNbCell" and before.path == item.path
+            assert i + 1 == len(items) or items[i + 1].path != item.path
+    probed = {i.path.name for i in items if isinstance(i, reader.ReaderProbe)}
+    assert probed == {i.path.name for i in cells} & set(reader.PROBED), sorted(probed)
 
 
 # -- the stored pages, no kernel -----------------------------------------------------------------
@@ -174,7 +78,7 @@ def _stored(slug: str) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize("slug", sorted(CHECKS))
+@pytest.mark.parametrize("slug", sorted(reader.CHECKS))
 def test_stored_pages_show_every_question_unanswered(slug: str) -> None:
     nb = _stored(slug)
     shown = [
@@ -183,7 +87,7 @@ def test_stored_pages_show_every_question_unanswered(slug: str) -> None:
         for out in cell.get("outputs", [])
         if _text(out.get("data", {}).get("text/plain", "")).startswith(QUESTION)
     ]
-    assert len(shown) >= len(CHECKS[slug]), f"page {slug} stores {len(shown)} self-checks"
+    assert len(shown) >= len(reader.CHECKS[slug]), f"page {slug} stores {len(shown)} self-checks"
     assert not [s for s in shown if "Your answer" in s], f"page {slug} stores an answered check"
     state = nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     styled = [

@@ -11,9 +11,10 @@ A missing server binary or Chromium skips the tests that need it, saying why, or
 run ends with an "echomq backends" summary.
 
 The browser fixtures are per module: each browser test module opens its own Playwright and
-Chromium and closes them before the next module starts (two at once do not work). So that a
-notebook runs once per way of running it, every JupyterLab check lives in one module
-(tests/test_jupyterlab.py, through ``ran``) and every app check in another (tests/test_app.py).
+Chromium and closes them before the next module starts (two at once do not work). Besides
+nbval, each page runs live once, in one front end (:mod:`tests.support.front_ends`): every check
+on JupyterLab's interface, on the static site or in JupyterLab, lives in one module
+(tests/test_jupyterlab.py, through ``ran``), every app check in another (tests/test_app.py).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import redis  # noqa: E402
 
 from echomq_lab.cluster import servers  # noqa: E402
 from echomq_lab.cluster.servers import Kind, RunningServer, ServerStartError  # noqa: E402
-from tests.support import reader  # noqa: E402
+from tests.support import binder, front_ends, reader, site  # noqa: E402
 from tests.support.backends import (  # noqa: E402
     BACKENDS,
     REQUIRE_ENV,
@@ -203,6 +204,13 @@ def own_server(backend_name: str, own_server_of: OwnServer) -> Iterator[RunningS
 
 
 @pytest.fixture(scope="session")
+def binder_install(tmp_path_factory: pytest.TempPathFactory) -> binder.Install:
+    """One Binder-like install for the session (:mod:`tests.support.binder`): checked by
+    tests/test_binder_on_valkey.py, serving the app of tests/test_app.py."""
+    return binder.install(tmp_path_factory.mktemp("binder"))
+
+
+@pytest.fixture(scope="session")
 def valkey_tools() -> tuple[str, str]:
     """The paths of ``valkey-server`` and ``valkey-cli``, for a test that starts a cluster of
     its own; without them it skips, saying why (fails where the wheel exists and backends are
@@ -268,6 +276,22 @@ def lab(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab
 
 
 @pytest.fixture(scope="module")
+def site_url() -> Iterator[str]:
+    """``site/`` served on a free loopback port (built by ``make site``, which ``make test``
+    runs first); without it the module's tests skip, saying why (fail in CI)."""
+    if not site.built():
+        _unavailable("no site/ to serve: build it with `make site`", backends_required())
+    with site.served() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def site_seen() -> dict[str, site.Opened]:
+    """What each page ``ran`` opened on the site met (other origins, errors), by file."""
+    return {}
+
+
+@pytest.fixture(scope="module")
 def after_run_all() -> Callable[[Page], None]:
     """What :func:`ran` does to a tab once its notebook has run: collapse the sidebar (for the
     screenshots). A module may override it."""
@@ -277,45 +301,59 @@ def after_run_all() -> Callable[[Page], None]:
 @pytest.fixture(scope="module")
 def ran(
     request: pytest.FixtureRequest,
-    lab: Lab,
     browser: Browser,
     screenshots: Path,
     after_run_all: Callable[[Page], None],
+    site_seen: dict[str, site.Opened],
 ) -> Iterator[Callable[[str], Page]]:
-    """``ran(name)``: the tab where notebook ``name`` was opened and run top to bottom.
+    """``ran(name)``: the tab where notebook ``name`` ran top to bottom, once: on the static
+    site, by itself, for the pages the site carries; in JupyterLab, with Run All, for the others
+    (:mod:`tests.support.front_ends`; the app's pages are not served here).
 
-    The first call opens it in a workspace of its own and runs it; later calls (from other
-    tests) get the same tab. A run that failed fails every later call for that notebook too
-    (with a screenshot saved).
+    The first call opens it (JupyterLab in a workspace of its own) and runs it; later calls
+    (from other tests) get the same tab. A run that failed fails every later call for that
+    notebook too (with a screenshot saved).
     """
     pages: dict[str, Page] = {}
     failed: dict[str, str] = {}
     prefix = request.module.__name__.rsplit(".", 1)[-1].replace("_", "-")
 
     def open_and_run(name: str) -> Page:
+        where = front_ends.front_end(name)
+        assert where != "app", f"{name} runs live in the app (tests/test_app.py), not here"
         if name in failed:
-            pytest.fail(f"{name} did not run in JupyterLab: {failed[name]}", pytrace=False)
+            pytest.fail(f"{name} did not run on the {where}: {failed[name]}", pytrace=False)
         if name not in pages:
-            page = browser.new_page(viewport=VIEWPORT)
-            pages[name] = page
+            front_ends.ran_once(name)
             try:
-                page.goto(lab.notebook_url(name, workspace=f"{prefix}-{len(pages)}"))
-                run_all(page, cell_count(NOTEBOOKS_DIR / name))
-                after_run_all(page)
+                if where == "site":
+                    url = request.getfixturevalue("site_url")
+                    seen = site_seen.setdefault(name, site.Opened())
+                    pages[name] = site.run_by_itself(browser, url, name, seen)
+                else:
+                    running: Lab = request.getfixturevalue("lab")
+                    pages[name] = browser.new_page(viewport=VIEWPORT)
+                    pages[name].goto(running.notebook_url(name, workspace=f"{prefix}-{len(pages)}"))
+                    run_all(pages[name], cell_count(NOTEBOOKS_DIR / name))
+                after_run_all(pages[name])
             except Exception as exc:
                 shot = screenshots / f"{Path(name).stem}-failed.png"
-                page.screenshot(path=str(shot))
+                if name in pages:
+                    pages[name].screenshot(path=str(shot))
                 failed[name] = f"{type(exc).__name__} (screenshot {shot})"
                 raise
         return pages[name]
 
     yield open_and_run
     for page in pages.values():
-        page.close()
+        page.context.close()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Count the tests that ask for a real server directly (not through ``conn``)."""
+    """Count the tests that ask for a real server directly (not through ``conn``), and each
+    notebook nbval starts (at its first cell)."""
+    if type(item).__name__ == "IPyNbCell" and getattr(item, "cell_num", None) == 0:
+        front_ends.ran_once(item.path.name)
     names = getattr(item, "fixturenames", ())
     for kind in server_kinds():
         if f"{kind}_url" in names or f"{kind}_server" in names:
@@ -323,7 +361,23 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print one line per backend: how many tests used it, or why it was skipped."""
+    """Print one line per backend: how many tests used it, or why it was skipped; then how many
+    times the notebooks ran."""
     terminalreporter.section("echomq backends")
     for line in POOL.summary():
         terminalreporter.write_line(line)
+    if front_ends.RUNS:
+        terminalreporter.section("notebook runs")
+        runs = front_ends.RUNS
+        terminalreporter.write_line(
+            f"{len(runs)} notebooks, {sum(runs.values())} runs, at most {max(runs.values())} "
+            f"per notebook (nbval's and the live ones; the rule: {front_ends.MOST_RUNS})")
+        for file, times in sorted(front_ends.over_budget().items()):
+            terminalreporter.write_line(f"  {file} ran {times} times")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A notebook run more than :data:`~tests.support.front_ends.MOST_RUNS` times fails the
+    session (a second front end or a second nbval run crept in)."""
+    if front_ends.over_budget() and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,28 +1,33 @@
-"""The app mode, as a reader meets it: ``make app`` serves every page click-only.
+"""The app mode, as a reader meets it: pages click-only, their widgets live.
 
 ``make app APP_ARGS="--port=N --no-browser"`` is started from the repository (the make target
-itself, with Jupyter's folders in a temporary place), and headless Chromium opens each page at
-``/voila/render/<name>.ipynb`` once (the module fixture ``rendered``): Voilà runs the page once,
-and every test below reads and clicks that one tab. The tests run in file order, so those that
-need a page as it was rendered come before those that press it:
+itself, with Jupyter's folders in a temporary place) and must answer. The pages the app runs
+live (:mod:`tests.support.front_ends`: the two-workers lab; the others run on the site or in
+JupyterLab) are rendered by the same command, ``python -m echomq_lab.widgets.app``, run from the
+session's Binder-like install (:mod:`tests.support.binder`) on the session's real Valkey.
+Headless Chromium opens each page at ``/voila/render/<name>.ipynb`` once (the module fixture
+``rendered``): Voilà runs the page once, and every test below reads and clicks that one tab. The
+tests run in file order, so those that need a page as it was rendered come before those that
+press it:
 
-- every notebook renders with no code editor or input area, no widget failing to render, no
+- each page renders with no code editor or input area, no widget failing to render, no
   traceback, and as many live widgets as the stored notebook has widget outputs, with every
   request to another origin refused and none made (the icons come from the app itself);
-- pages 00-04 hold no serious or critical accessibility violation that axe-core finds (WCAG 2 A
-  and AA rules; axe-core is the npm package pinned in tools/axe/package.json, installed into
+- no serious or critical accessibility violation that axe-core finds (WCAG 2 A and AA rules;
+  axe-core is the npm package pinned in tools/axe/package.json, installed into
   tools/axe/node_modules by ``npm ci --prefix tools/axe``); a first check runs axe on a page
   with a known fault, so the test is seen to catch one;
-- on the centre page the two-worker story is clicked from its start until worker A's stale
-  completion is refused with ``EMQSTALE``; then played by keyboard alone (Tab to each step's
-  button or answer, Enter to press it, with the live clock's pause and resume between); then
-  A's lease runs out on screen with no further click, B's claim waits for a prediction, and the
-  fence switch restarts the story with the unfenced demonstration named on screen;
-- last, the centre page's links to other pages stay inside the app, each naming the address
-  the app renders that page at, and a click on one goes there.
+- the two-worker story is played by keyboard alone (Tab to each step's button or answer, Enter
+  to press it, with the live clock's pause and resume between) and clicked from its start
+  until worker A's stale completion is refused with ``EMQSTALE``; then A's lease runs out on
+  screen with no further click, B's claim waits for a prediction, and the fence switch restarts
+  the story with the unfenced demonstration named on screen;
+- last, the page's links to other pages stay inside the app, each naming the address the app
+  renders that page at, and a click on one goes there; and the pages' EVALSHA calls reached
+  the Valkey.
 
-The browser is the module fixture ``browser`` of tests/conftest.py. Without a Chromium (or
-axe-core, for its tests) the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they fail.
+The browser is the module fixture ``browser`` of tests/conftest.py. Without a Chromium, Valkey
+or axe-core the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they fail.
 """
 
 from __future__ import annotations
@@ -33,29 +38,31 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from echomq_lab.cluster.servers import free_port
+from echomq_lab.measure import commandstats
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
-from tests.support import axe
+from tests.support import axe, binder, front_ends
 from tests.support.story import play
 from tools.browser import VIEWPORT, find_button, only_from, stored_widgets
 from tools.course import file_of
-from tools.course import load as course_pages
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
-NOTEBOOKS = [p.file for p in course_pages()]
-CENTRE = "02-the-state-and-attempts.ipynb"
-#: The pages the app serves that axe holds to the rules: the module's hub and its dives, and
-#: the first lab.
-AXE_PAGES = [file_of(slug) for slug in axe.PAGES]
+#: The pages the app runs live (:mod:`tests.support.front_ends`): the two-workers lab.
+NOTEBOOKS = front_ends.files("app")
+STORY = file_of("lab-two-workers-one-job")
+#: The app's pages axe holds to the rules (the others are held on the site).
+AXE_PAGES = [f for f in NOTEBOOKS if f in {file_of(slug) for slug in axe.PAGES}]
 #: A page may take this long to render: Voilà runs the whole notebook first.
 RENDER_MS = 180_000
 UPDATE_MS = 30_000
@@ -65,32 +72,25 @@ LIVE_WIDGET = ".jupyter-widgets:not(:has(.jupyter-widgets-error-widget))"
 TOP_WIDGET = f"{LIVE_WIDGET}:not(.jupyter-widgets .jupyter-widgets)"
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of ``make app APP_ARGS="--port=N --no-browser"`` run from the repository."""
-    tmp = tmp_path_factory.mktemp("app")
-    env = {k: v for k, v in os.environ.items() if k not in ("ECHOMQ_REDIS_URL", "PYTHONPATH")}
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
-        env[name] = str(tmp / name.lower())
-    port = free_port()
-    log = tmp / "app.log"
+@contextmanager
+def serving(argv: list[str], cwd: Path, env: dict[str, str], port: int, log: Path) -> Iterator[str]:
+    """``argv`` started (its own process group), yielding its base URL once it answers there;
+    stopped afterwards."""
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            ["make", "--no-print-directory", "app", f"APP_ARGS=--port={port} --no-browser"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
     url = f"http://localhost:{port}"
     try:
         end = time.monotonic() + 600  # make may first install the lab
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"make app exited {proc.returncode}:\n{log.read_text()[-3000:]}")
+                pytest.fail(f"{argv[0]} exited {proc.returncode}:\n{log.read_text()[-3000:]}")
             try:
                 with urllib.request.urlopen(url + "/", timeout=2):
                     break
             except OSError:
                 if time.monotonic() > end:
-                    pytest.fail(f"make app did not answer on {url}:\n{log.read_text()[-3000:]}")
+                    pytest.fail(f"{argv[0]} did not answer on {url}:\n{log.read_text()[-3000:]}")
                 time.sleep(0.3)
         yield url
     finally:
@@ -100,6 +100,34 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_make_app_starts_and_answers(tmp_path: Path) -> None:
+    """``make app APP_ARGS="--port=N --no-browser"``, run from the repository, answers on its
+    port (the pages it renders are rendered below by the same command from the Binder-like
+    install)."""
+    env = binder.clean_env(tmp_path)
+    port = free_port()
+    argv = ["make", "--no-print-directory", "app", f"APP_ARGS=--port={port} --no-browser"]
+    with serving(argv, ROOT, env, port, tmp_path / "make-app.log") as url:
+        with urllib.request.urlopen(url + "/", timeout=30) as answer:
+            assert answer.status == 200
+
+
+@pytest.fixture(scope="module")
+def app(binder_install: binder.Install, valkey_url: str,
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of the app (``make app``'s command, ``python -m echomq_lab.widgets.app``)
+    run from the Binder-like install on the session's Valkey, from ``notebooks/`` (so the
+    repository's package is not on the path: the install's is used)."""
+    redis.Redis.from_url(valkey_url).config_resetstat()
+    port = free_port()
+    argv = [binder_install.python, "-m", "echomq_lab.widgets.app", f"--port={port}",
+            "--no-browser", "."]
+    env = {**binder_install.env, "ECHOMQ_REDIS_URL": valkey_url}
+    log = tmp_path_factory.mktemp("app") / "app.log"
+    with serving(argv, NOTEBOOKS_DIR, env, port, log) as url:
+        yield url
 
 
 #: Requests to another origin, refused, by the page that made them.
@@ -146,6 +174,7 @@ def rendered(app: str, browser: Browser) -> Iterator[Callable[[str], Page]]:
         if name in failed:
             pytest.fail(f"{name} did not render in the app: {failed[name]}", pytrace=False)
         if name not in pages:
+            front_ends.ran_once(name)
             try:
                 pages[name] = render(browser, app, name)
             except Exception as exc:
@@ -190,14 +219,14 @@ def test_every_page_renders_click_only(
 
 def test_the_icons_come_from_the_app(rendered: Callable[[str], Page]) -> None:
     """The buttons' icon font (Font Awesome, in Voilà's bundle) loads from the app itself."""
-    page = rendered(CENTRE)
+    page = rendered(STORY)
     icons = page.locator(".widget-button i.fa")
     expect(icons.first).to_be_attached()
     loaded = page.evaluate(
         "async () => (await document.fonts.load('900 16px \"Font Awesome 5 Free\"')).length"
     )
     assert loaded >= 1, "the icon font did not load"
-    click_only(page, CENTRE)
+    click_only(page, STORY)
 
 
 # -- accessibility: axe-core on pages 00-04, as rendered ---------------------------------------
@@ -232,7 +261,7 @@ def test_no_serious_or_critical_violation_in_the_app(
     assert not found, f"{name}:\n{axe.said(found)}"
 
 
-# -- the centre page's story, as a reader plays it ---------------------------------------------
+# -- the two-workers lab's story, as a reader plays it ---------------------------------------------
 # After A claims, A's lease drains on screen and runs out with no further click: the front-end
 # clock (an ipywidgets Play, no kernel thread) redraws the lanes and takes the stall once the
 # server's clock has passed A's deadline. B's claim stays off the page until the reader picks a
@@ -259,7 +288,7 @@ def tab_to(page: Page, label: str, key: str = "Tab") -> None:
 
 
 def test_the_story_plays_by_keyboard_alone(rendered: Callable[[str], Page]) -> None:
-    page = rendered(CENTRE)
+    page = rendered(STORY)
     story = page.locator(".emq-two-workers")
     first = find_button(story, BUTTON_LABELS["a_claims"])
     expect(first, "the story waits at its first step, as rendered").to_be_enabled()
@@ -283,19 +312,19 @@ def test_the_story_plays_by_keyboard_alone(rendered: Callable[[str], Page]) -> N
 def test_the_two_worker_story_clicks_through_to_the_refusal(
     rendered: Callable[[str], Page], screenshots: Path
 ) -> None:
-    page = rendered(CENTRE)
+    page = rendered(STORY)
     story = story_from_the_start(page)
     play(story, until="a_completes", timeout_ms=UPDATE_MS)
     refused = story.locator(".emq-message.emq-refused").first
     expect(refused).to_contain_text("EMQSTALE: token 1 is stale", timeout=UPDATE_MS)
-    click_only(page, CENTRE)
-    page.screenshot(path=str(screenshots / "app-02-story-refused.png"), full_page=True)
+    click_only(page, STORY)
+    page.screenshot(path=str(screenshots / "app-04-story-refused.png"), full_page=True)
 
 
 def test_in_the_app_as_lease_runs_out_with_no_further_click(
     rendered: Callable[[str], Page], screenshots: Path
 ) -> None:
-    page = rendered(CENTRE)
+    page = rendered(STORY)
     story = story_from_the_start(page)
     expect(find_button(story, BUTTON_LABELS["reaper_returns"])).to_have_count(0)
     find_button(story, BUTTON_LABELS["a_claims"]).click()
@@ -305,7 +334,7 @@ def test_in_the_app_as_lease_runs_out_with_no_further_click(
     expect(story).to_contain_text("a lease that ran out", timeout=LEASE_OUT_MS)
     reaper = find_button(story, BUTTON_LABELS["reaper_returns"])
     expect(reaper).to_be_enabled(timeout=LEASE_OUT_MS)
-    page.screenshot(path=str(screenshots / "app-02-lease-ran-out.png"))
+    page.screenshot(path=str(screenshots / "app-04-lease-ran-out.png"))
     reaper.click()
     expect(story).to_contain_text("Which token does B get?", timeout=LEASE_OUT_MS)
     expect(find_button(story, BUTTON_LABELS["b_claims"])).to_have_count(0)
@@ -317,24 +346,30 @@ def test_in_the_app_as_lease_runs_out_with_no_further_click(
     expect(find_button(story, BUTTON_LABELS["a_claims"])).to_be_enabled(timeout=LEASE_OUT_MS)
 
 
-# -- last: the centre page's links, followed from its tab -------------------------------------
+# -- last: the page's links, followed from its tab -------------------------------------
 
 
 def test_links_between_pages_stay_in_the_app(app: str, rendered: Callable[[str], Page]) -> None:
-    """Every link names the address the app renders its page at (the address the page's own
-    tab was rendered from, for 03); a click goes there. The click's page is not run again: the
-    tab of 03 above already shows what that address renders."""
-    page = rendered(CENTRE)
+    """Every link names the address the app renders its page at; a click on one goes there.
+    (The page clicked to is answered by a stand-in here: it is not run a second time.)"""
+    page = rendered(STORY)
     links = page.locator("a[href$='.ipynb']")
     hrefs = [links.nth(i).evaluate("a => a.href") for i in range(links.count())]
-    assert hrefs, "page 02 links to no other page"
+    assert hrefs, f"{STORY} links to no other page"
     for href in hrefs:
         target = href.rsplit("/", 1)[-1]
         assert href == f"{app}/voila/render/{target}", href
         assert (NOTEBOOKS_DIR / target).exists(), f"{href} names no notebook"
-    following = f"{app}/voila/render/03-the-payload.ipynb"
-    assert rendered("03-the-payload.ipynb").url == following
+    following = hrefs[0]
     page.route(following, lambda route: route.fulfill(
-        status=200, content_type="text/html", body="<title>03</title>"))
-    page.locator("a[href$='03-the-payload.ipynb']").first.click()
+        status=200, content_type="text/html", body="<title>next</title>"))
+    links.first.click()
     page.wait_for_url(following, timeout=UPDATE_MS)
+
+
+def test_the_apps_pages_ran_their_scripts_on_valkey(valkey_url: str) -> None:
+    """The app's pages ran on the session's Valkey, through the install's package: the EVALSHA
+    calls reached that server (its counters were reset when the app started)."""
+    stats = commandstats(redis.Redis.from_url(valkey_url))
+    calls = stats["evalsha"].calls if "evalsha" in stats else 0
+    assert calls > 0, "no EVALSHA reached Valkey from the app's pages"

@@ -1,35 +1,46 @@
-"""The notebooks in a real JupyterLab, driven by headless Chromium: every JupyterLab check.
+"""The pages in JupyterLab's interface, driven by headless Chromium: on the static site
+(JupyterLite, the tab's own Python) for the pages the site carries, in a real JupyterLab for the
+others (:mod:`tests.support.front_ends`; the two-workers lab runs in the app instead).
 
-One JupyterLab (on a temporary copy of ``notebooks/``) and one browser serve the whole module
-(the module fixtures ``lab``, ``browser`` and ``ran`` of tests/conftest.py): each notebook is
-opened in its own tab and workspace, its stored outputs are cleared, and Run All runs it live,
-once; every test below reads and clicks what that one run drew. The tests run in file order,
-so those that need a page as Run All left it come before those that press it:
+One browser serves the whole module, and one JupyterLab (on a temporary copy of
+``notebooks/``) or the built ``site/`` (served from loopback, every other origin refused) the
+pages (the module fixtures ``lab``, ``site_url``, ``browser`` and ``ran`` of
+tests/conftest.py): each page is opened in its own tab and runs once, by itself on the site, by
+Run All in JupyterLab (its stored outputs cleared first); every test below reads and clicks what
+that one run drew. The tests run in file order, so those that need a page as its run left it
+come before those that press it:
 
-- 02 and 04: the two-worker story waits at step 1 (only *A claims* is on the page);
-- every notebook: no cell raises, no widget fails to render, each widget the stored notebook
+- on the site: no uncaught page error and no request to another origin, the page not marked
+  modified by its own run; a Run All pressed while Python still starts (page 01) is the page's
+  one run, every cell numbered once in order; pages 00-03 hold no serious or critical violation
+  axe-core finds in the notebook (WCAG 2 A/AA); lab 05 draws its simulation, its leases and the
+  fence on and off side by side;
+- 02: the two-worker story waits at step 1 (only *A claims* is on the page);
+- every page: no cell raises, no widget fails to render, each widget the stored notebook
   shows is live again, a full screenshot is saved, and one safe button (see ``CLICKS``) changes
   its panel;
-- 02 and 04: after A claims, A's lease runs out on screen with no further click, and B's claim
-  waits for a prediction; then the story starts again;
-- 02 (the centre page): a self-check's answer shows the server's verdict, right or wrong; the
-  transition panel and the fencing panel, clicked through;
-- 02 and 04: the two-workers story, step by step, down to the ``EMQSTALE`` refusal and the gone
-  row;
+- 02: after A claims, A's lease runs out on screen with no further click, and B's claim waits
+  for a prediction; then the story starts again; a self-check's answer shows the server's
+  verdict, right or wrong; the transition panel and the fencing panel, clicked through; the
+  two-workers story, step by step, down to the ``EMQSTALE`` refusal and the gone row; the
+  table of contents lists its headings; a cell typed at the end (enqueue, claim with a short
+  lease, reap, claim again, complete with the old token, then the new) prints ``EMQSTALE`` for
+  the old token and accepts token 2;
 - 02 in JupyterLab's Light and then Dark theme (switched live, ``apputils:change-theme`` from
   the Settings menu): the transition panel's Run button is reached with Tab and pressed with
   Enter, a claim and a retry follow by mouse, and the WCAG contrast of what the panel then
   shows is computed from ``getComputedStyle`` colours against the background each sits on
   (every translucent layer composited, down to the first opaque one): text at 4.5:1 or more,
   the current-state ring and the lines at 3:1 or more (WCAG 1.4.11);
-- every notebook, last: clicking every visible, enabled button in turn (waiting for the kernel
+- every page, last: clicking every visible, enabled button in turn (waiting for the kernel
   after each) draws no widget error, puts no traceback in a cell, and logs none in the
   notebook's log console, where JupyterLab sends what a widget callback raises.
 
 Screenshots go to ``artifacts/screenshots/`` (or ``$ECHOMQ_SCREENSHOTS``). With
 ``ECHOMQ_UPDATE_SCREENSHOT=1`` the end of 02's two-workers story is also copied to
-``docs/screenshot-02.png`` (the README image). Without a Chromium the tests skip, saying why;
-with ``ECHOMQ_REQUIRE_BACKENDS=1`` (CI) they fail instead.
+``docs/screenshot-02.png`` (the README image). Without a Chromium (or the built site, or
+axe-core, for the tests that need them) the tests skip, saying why; with
+``ECHOMQ_REQUIRE_BACKENDS=1`` (CI) they fail instead.
 """
 
 from __future__ import annotations
@@ -48,6 +59,8 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from echomq_lab.lessons.two_workers import STEPS
 from echomq_lab.widgets.record_view import GONE
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
+from tests.support import axe, front_ends, site
+from tests.support.backends import backends_required
 from tests.support.story import play
 from tools.browser import (
     STDERR_OUTPUT,
@@ -60,15 +73,17 @@ from tools.browser import (
     stored_widgets,
 )
 from tools.course import file_of
-from tools.course import load as course_pages
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
-NOTEBOOKS = [p.file for p in course_pages()]
+NOTEBOOKS = front_ends.files("site", "lab")
 CENTRE = file_of("the-state-and-attempts")
-STORY = file_of("lab-two-workers-one-job")
+#: The pages on the site, and those among them axe holds to the rules.
+ON_SITE = front_ends.files("site")
+AXE_PAGES = [f for f in ON_SITE if f in {file_of(slug) for slug in axe.PAGES}]
+LAB_05 = file_of("lab-the-fence-under-load")
 README_SHOT = ROOT / "docs" / "screenshot-02.png"
 #: How long a click may take to show (the kernel may wait out a 1.5 s lease meanwhile).
 UPDATE_MS = 30_000
@@ -122,7 +137,6 @@ CLICKS: dict[str, Click] = {
         ".emq-transition-panel", ("enqueue", "Run"), "enqueue wrote state=pending, attempts=0"),
     file_of("the-payload"): Click(
         ".emq-payload-round-trip", ("round-trip the samples",), "7 of 7 came back byte for byte"),
-    STORY: Click(".emq-lab-panel", ("enqueue",), ": enqueued"),
     file_of("lab-the-fence-under-load"): Click(".emq-simulation", ("Run",), "every verdict holds"),
     file_of("lab-one-round-trip"): Click(
         ".emq-measure", ("measure now",), "every one an EVALSHA"),
@@ -197,12 +211,88 @@ def no_widget_errors(page: Page, name: str) -> None:
         f"\n{stderr.last.inner_text()[-3000:] if stderr.count() else ''}")
 
 
-# -- 02 and 04, as Run All left them: the story waits at step one ------------------------------
+# -- on the site, as each page's own run left it -------------------------------------------------
+
+#: What axe reads: the notebook, not JupyterLab's menus, sidebars and file browser around it.
+NOTEBOOK = ".jp-NotebookPanel"
+#: JupyterLab's own elements inside the notebook, each excused from one rule only.
+JUPYTERLAB_OWN = (
+    ("aria-input-field-name", ".jp-InputArea-editor .cm-content"),
+    ("aria-required-children", ".jp-WindowedPanel-viewport"),
+    ("button-name", ".jp-collapseHeadingButton"),
+)
 
 
-@pytest.mark.parametrize("name", [CENTRE, STORY])
-def test_the_story_waits_at_step_one_after_run_all(name: str, ran: Callable[[str], Page]) -> None:
+@pytest.mark.parametrize("name", ON_SITE)
+def test_on_the_site_a_page_runs_alone_and_asks_no_other_origin(
+    name: str, ran: Callable[[str], Page], site_seen: dict[str, site.Opened]
+) -> None:
+    """Opened and left alone, the page runs to its live panels: no uncaught page error, no
+    request to another origin, and the tab not marked modified by the page's own run."""
     page = ran(name)
+    seen = site_seen[name]
+    assert not [e for e in seen.errors if e.startswith("uncaught")], seen.errors
+    assert seen.refused == [], f"requests to other origins: {seen.refused[:5]}"
+    assert page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count() == 0
+    assert page.locator(".lm-TabBar-tab.jp-mod-current").count() >= 1
+
+
+def test_a_run_all_pressed_while_python_starts_is_the_pages_one_run(
+    ran: Callable[[str], Page], site_seen: dict[str, site.Opened]
+) -> None:
+    """Run ▸ Run All pressed as soon as the menu shows, long before Python answers: the page
+    runs once, every cell numbered 1 to n in order (none dropped, none run twice)."""
+    page = ran(site.PRESSED_EARLY)
+    if site_seen[site.PRESSED_EARLY].pressed_while not in ("loading", "starting"):
+        pytest.skip("Python answered before the menu could be pressed")
+    prompts = page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+    numbers = [int(m[1]) for p in prompts if (m := re.search(r"\[(\d+)\]", p))]
+    assert numbers == list(range(1, len(prompts) + 1)), prompts
+
+
+@pytest.mark.parametrize("name", AXE_PAGES)
+def test_no_serious_or_critical_violation_on_the_site(
+    name: str, ran: Callable[[str], Page]
+) -> None:
+    """The page as its own run left it: axe-core (WCAG 2 A and AA) finds no serious or
+    critical violation in the notebook.
+
+    axe reads the notebook panel (``.jp-NotebookPanel``: the cells, their outputs, our widgets),
+    not the document. On the whole document it also finds, outside the panel, one rule on
+    JupyterLab's chrome: ``aria-allowed-attr`` (critical) on the file browser's toolbar buttons
+    "Upload Files" and "Toggle File Filter" (``jp-button`` elements given ``aria-pressed``).
+    Inside the panel, three rules on JupyterLab's own elements are excused there and only
+    there (:data:`JUPYTERLAB_OWN`): ``aria-input-field-name`` (serious) on each code cell's
+    editor (CodeMirror's ``.cm-content``, a ``role="textbox"`` with no name),
+    ``aria-required-children`` (critical) on the cell list (``.jp-WindowedPanel-viewport``, a
+    ``role="feed"`` whose cells are not ``article``s), and ``button-name`` (critical) on the
+    collapse button beside a markdown heading (``.jp-collapseHeadingButton``, no text).
+    Every other rule, and these rules on any other element, still fails the test.
+    """
+    why = axe.missing()
+    if why is not None:
+        if backends_required():
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    found = axe.violations(ran(name), within=NOTEBOOK, ignore=JUPYTERLAB_OWN)
+    assert not found, f"{name}:\n{axe.said(found)}"
+
+
+def test_lab_05_draws_its_panels_on_the_site(ran: Callable[[str], Page]) -> None:
+    """Lab 05 (the simulation, its charts as SVG), run by itself on the site: the simulation
+    panel, the leases and the fence on and off side by side are drawn."""
+    assert front_ends.front_end(LAB_05) == "site", "lab 05 is on the site"
+    page = ran(LAB_05)
+    assert page.locator(".emq-simulation").count() == 1, "the simulation panel is drawn"
+    assert page.locator(".emq-timeline svg .emq-lease").count() >= 2, "the leases are drawn"
+    assert page.locator(".emq-side-by-side").count() == 1, "fence on and off side by side"
+
+
+# -- 02, as its run left it: the story waits at step one --------------------------------------
+
+
+def test_the_story_waits_at_step_one_after_its_run(ran: Callable[[str], Page]) -> None:
+    page = ran(CENTRE)
     story = page.locator(f"{ON_SHOW} .emq-two-workers")
     expect(story).to_have_count(1)
     first, _title = STEPS[0]
@@ -248,11 +338,10 @@ def test_notebook_runs_live_and_a_button_works(
 # -- 02 and 04: the story's lease runs out by itself; 02: a self-check -------------------------
 
 
-@pytest.mark.parametrize("name", [CENTRE, STORY])
 def test_after_a_claims_the_lease_runs_out_with_no_further_click(
-    name: str, ran: Callable[[str], Page]
+    ran: Callable[[str], Page]
 ) -> None:
-    page = ran(name)
+    page = ran(CENTRE)
     story = page.locator(f"{ON_SHOW} .emq-two-workers")
     find_button(story, BUTTON_LABELS["a_claims"]).click()
     expect(story.locator(".emq-lease-bar")).to_have_count(1, timeout=SHOWN_MS)
@@ -368,10 +457,8 @@ def test_centre_fence_panel_refuses_the_stale_token(
 
 # -- 02 and 04: the two-workers story, step by step ---------------------------------------------
 
-@pytest.mark.parametrize("notebook", [CENTRE, STORY])
-def test_two_workers_story_step_by_step(
-    ran: Callable[[str], Page], screenshots: Path, notebook: str
-) -> None:
+def test_two_workers_story_step_by_step(ran: Callable[[str], Page], screenshots: Path) -> None:
+    notebook = CENTRE
     page = ran(notebook)
     story = page.locator(".emq-two-workers")
     expect(story).to_have_count(1)
@@ -527,6 +614,50 @@ def test_the_centre_page_reads_well_and_works_from_the_keyboard(
         if ratio < floor:
             failed.append(f"{what}: {ratio:.2f}:1 < {floor}:1 ({found})")
     assert not failed, f"{THEMES[key]}: " + "; ".join(failed)
+
+
+# -- 02: the table of contents, and a cell typed at the end ------------------------------------
+
+TYPED = '''from echomq_lab import branded, connect, jobs
+from echomq_lab.errors import StaleToken
+import time
+c = connect(); q = "typed"; job = branded.mint("JOB")
+print(jobs.enqueue(c, q, job, b"typed by hand"))
+first = jobs.claim(c, q, 50); time.sleep(0.2); print("reaped", jobs.reap(c, q))
+second = jobs.claim(c, q, 60_000); print("tokens", first.token, second.token)
+try:
+    jobs.complete(c, q, job, first.token)
+except StaleToken as exc:
+    print("old token:", exc)
+print("token", second.token, jobs.complete(c, q, job, second.token))
+'''
+
+
+def test_the_table_of_contents_lists_the_headings(ran: Callable[[str], Page]) -> None:
+    page = ran(CENTRE)
+    page.locator(".jp-SideBar .lm-TabBar-tab[data-id='table-of-contents']").click()
+    toc = page.locator(".jp-TableOfContents-content")
+    toc.get_by_text("Two workers, one job").first.wait_for(timeout=UPDATE_MS)
+    assert toc.get_by_text("The fencing check").count() >= 1
+    hide_sidebar(page)
+
+
+def test_a_typed_cell_meets_the_fence(ran: Callable[[str], Page]) -> None:
+    """Enqueue, claim (short lease), reap, claim again, complete old then new token."""
+    page = ran(CENTRE)
+    page.locator(".jp-Notebook .jp-Cell").last.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    page.keyboard.press("Enter")
+    page.keyboard.insert_text(TYPED)
+    page.keyboard.press("Shift+Enter")
+    typed = page.locator(".jp-CodeCell").filter(has_text="typed by hand").last
+    output = typed.locator(".jp-OutputArea-output")
+    output.filter(has_text="completed").first.wait_for(timeout=UPDATE_MS)
+    joined = "\n".join(output.all_inner_texts())
+    assert "reaped 1" in joined and "tokens 1 2" in joined, joined
+    assert "old token: EMQSTALE: token 1 is stale" in joined, joined
+    assert "token 2 completed" in joined, joined
 
 
 # -- every notebook, last: every visible button clicks cleanly ---------------------------------

@@ -10,16 +10,13 @@ opened where no benchmark ran says so in one line and still measures live.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 import redis
-from nbclient import NotebookClient
 from redis.connection import AbstractConnection
 
 import echomq_lab
@@ -29,7 +26,6 @@ from echomq_lab.measure import calls_text, counting
 from echomq_lab.widgets import MeasurePanel
 from tests.support.state import dump
 
-PAGE = Path(__file__).resolve().parents[1] / "notebooks" / "06-lab-one-round-trip.ipynb"
 #: Every handle of the registry: the live walk calls each one.
 HANDLES = tuple(h for t in transitions.TRANSITIONS for h in t.handle_names)
 
@@ -259,21 +255,3 @@ def test_no_benchmark_beside_the_page_is_one_line(
     for name in ("figures", "throughput", "wire", "transitions", "scale"):
         assert bench.show(name) is None
     assert capsys.readouterr().out == ""  # the header has said it once; nothing more
-
-
-def test_a_copy_of_page_06_alone_says_so_once_and_measures_live(
-    tmp_path: Path, backend_name: str
-) -> None:
-    if backend_name != "fakeredis":
-        pytest.skip("the page runs on the embedded server; one backend is enough for this")
-    shutil.copy(PAGE, tmp_path / PAGE.name)
-    page = nbformat.read(tmp_path / PAGE.name, as_version=4)
-    NotebookClient(page, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    outputs = [o for c in page.cells if c.cell_type == "code" for o in c.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert "Traceback" not in text and "ResultsMissing" not in text
-    said = [line for line in text.splitlines() if "make bench" in line]
-    assert said == [measure.read_bench(tmp_path).header]
-    assert "every one an EVALSHA: True" in text  # the live counts ran all the same

@@ -1,0 +1,104 @@
+"""The static site (``make site``) in headless Chromium: served from loopback, a page opened in
+it with every other origin refused, and left to run by itself until the cue says it is live.
+
+Importing this module starts nothing; the browser is given by the caller.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tools.browser import VIEWPORT, menu, only_from
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "site"
+#: Pyodide's start, the wheels, then every cell: well under this on 2 busy cores.
+RUN_MS = 300_000
+#: The cue the page shows until its panels are live (tools/site/cue.html).
+CUE = "#emq-cue"
+#: The page whose Run All is pressed as soon as the menu shows, while Python still starts: that
+#: press must be the page's one run (tests/test_jupyterlab.py checks its prompts).
+PRESSED_EARLY = "01-the-hash-and-its-fields.ipynb"
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
+        ".json": "application/json", ".whl": "application/zip",
+    }
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        return
+
+
+def built() -> bool:
+    """Whether ``site/`` has been built."""
+    return (SITE / "lab" / "index.html").is_file()
+
+
+@contextmanager
+def served(folder: Path = SITE) -> Iterator[str]:
+    """``folder`` served on a free loopback port; yields its base URL."""
+    handler = functools.partial(_Quiet, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class Opened:
+    """What a site tab met: requests to other origins (refused), console errors and uncaught
+    page errors, and (for :data:`PRESSED_EARLY`) the cue's state when Run All was pressed."""
+
+    refused: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    pressed_while: str = ""
+
+
+def open_page(browser: Browser, site_url: str, name: str, seen: Opened) -> Page:
+    """A fresh tab on page ``name`` of the site, every other origin refused (noted in
+    ``seen``), its console errors and uncaught page errors noted in ``seen``."""
+    context = browser.new_context(viewport=VIEWPORT)
+    only_from(context, site_url, seen.refused)
+    page = context.new_page()
+    page.on("console", lambda m: seen.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: seen.errors.append(f"uncaught: {exc}"))
+    page.goto(f"{site_url}/lab/index.html?path={name}")
+    return page
+
+
+def wait_until_live(page: Page) -> None:
+    """Wait, pressing nothing, until the cue says the panels are live (fail on an error)."""
+    page.wait_for_selector(f"{CUE}:is([data-state='ready'], [data-state='error'])",
+                           state="attached", timeout=RUN_MS)
+    state = page.locator(CUE).get_attribute("data-state")
+    assert state == "ready", f"the page's run stopped: {page.locator(CUE).inner_text()}"
+
+
+def run_by_itself(browser: Browser, site_url: str, name: str, seen: Opened) -> Page:
+    """Page ``name`` opened on the site and run by itself to its live panels; for
+    :data:`PRESSED_EARLY`, Run ▸ Run All is pressed as soon as the menu shows."""
+    page = open_page(browser, site_url, name, seen)
+    page.locator(CUE).wait_for(state="visible", timeout=10_000)  # from the first paint
+    if name == PRESSED_EARLY:
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=RUN_MS)
+        seen.pressed_while = page.locator(CUE).get_attribute("data-state") or ""
+        menu(page, "Run", "runmenu:run-all")
+    wait_until_live(page)
+    return page

@@ -137,10 +137,14 @@ def test_the_page_is_stored_executed_and_passes_strict_nbval(made: tuple[Path, P
     code = [c for c in load(new)["cells"] if c["cell_type"] == "code"]
     assert all(c["execution_count"] is not None for c in code), "stored executed"
     assert not [o for c in code for o in c["outputs"] if o["output_type"] == "error"]
-    nbval = _pytest(clone, str(new.relative_to(clone)), "--nbval",
-                    "--nbval-sanitize-with", "notebooks/sanitize.cfg")
+    # With a test of tests/ beside it, tests/conftest.py puts the reader's probe after the
+    # page's last cell: its starter self-checks are answered in nbval's kernel.
+    nbval = _pytest(clone, "tests/test_pages_learner.py::test_every_page_with_checks_or_panels_"
+                    "is_probed", str(new.relative_to(clone)), "--nbval",
+                    "--nbval-sanitize-with", "notebooks/sanitize.cfg", "-vv")
     assert nbval.returncode == 0, nbval.stdout[-3000:]
     assert " passed" in nbval.stdout and "skipped" not in nbval.stdout.split("===")[-1]
+    assert "the reader's probe PASSED" in nbval.stdout, nbval.stdout[-3000:]
 
 
 def test_the_page_passes_the_stored_notebook_rules_and_lint(made: tuple[Path, Path]) -> None:

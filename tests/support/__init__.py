@@ -3,8 +3,9 @@ a block sent, JupyterLab and Chromium driven headless, the repository's own file
 
 Importing it starts nothing. The servers themselves come from the lab's one launcher,
 :mod:`echomq_lab.cluster.servers`; ``playwright`` is imported only by ``tools/browser.py`` when
-a page is driven, and pytest never (the fixtures in ``tests/conftest.py`` are built from
-:mod:`.backends`).
+a page is driven; pytest only by :mod:`.reader` (a pytest item) and :mod:`.binder` (whose
+steps fail the test that asked for them); the fixtures in ``tests/conftest.py`` are built from
+these modules.
 
 - :mod:`.backends`: the registry of backends tests run on, and one session's server pool;
 - :mod:`.cluster`: the fourth backend, a local three-primary Valkey Cluster;
@@ -14,5 +15,10 @@ a page is driven, and pytest never (the fixtures in ``tests/conftest.py`` are bu
   A/AA violations;
 - :mod:`.story`: the two-workers story pressed as a reader does;
 - :mod:`.authoring`: the repository's make targets, workflow and notebooks, read as files;
-- :mod:`.envfiles`: conda environment files, read to keep them in step with pyproject.toml.
+- :mod:`.envfiles`: conda environment files, read to keep them in step with pyproject.toml;
+- :mod:`.front_ends`: the one front end each page runs live in besides nbval, and the count of
+  every notebook's runs;
+- :mod:`.reader`: the reader's probe, asked in the kernel nbval ran the page in;
+- :mod:`.site`: the static site served from loopback, a page opened there and left to run;
+- :mod:`.binder`: a Binder-like install (binder's packages, then postBuild) in a fresh venv.
 """

@@ -60,8 +60,8 @@ pytest: $(STAMP) $(AXE_STAMP)
 actionlint: $(STAMP)
 	$(VENV)/bin/actionlint .github/workflows/test.yml .github/workflows/pages.yml
 
-# The site is built before the tests: tests/test_site.py opens it in headless Chromium, and the
-# browser backend (conformance, differential) runs on the same npm packages.
+# The site is built before the tests: tests/test_jupyterlab.py runs its pages in headless
+# Chromium, and the browser backend (conformance, differential) runs on the same npm packages.
 test: lint typecheck actionlint site pytest
 
 # JupyterLab on notebooks/, opening the hub page. As root it needs --allow-root; a busy

@@ -125,7 +125,7 @@ def test_binder_installs_the_package_and_fails_loudly() -> None:
 
 
 def test_binder_installs_the_package_as_a_user_would() -> None:
-    """Not editable: tests/test_binder_on_valkey.py runs every notebook from such an install."""
+    """Not editable: tests/test_app.py runs the app's pages from such an install."""
     post = (ROOT / "binder" / "postBuild").read_text()
     installs = [
         line.split()

@@ -66,11 +66,11 @@ _JS_SOCKET = """
                                                          : ["data", new Uint8Array(e.data)]);
   ws.onclose = (e) => arrive(["closed", e.code]);
   return {
-    take() { return queue.length ? queue.shift() : null; },
+    take() { return queue.length ? queue.shift() : undefined; },  // undefined: None
     wait(ms) {
       if (queue.length) return Promise.resolve();
       return new Promise((resolve) => {
-        const timer = ms === null ? null : setTimeout(() => { wake = null; resolve(); }, ms);
+        const timer = ms == null ? null : setTimeout(() => { wake = null; resolve(); }, ms);
         wake = () => { if (timer !== null) clearTimeout(timer); resolve(); };
       });
     },

@@ -158,3 +158,26 @@ def test_learner_1_joins_through_the_gateway_and_claims_a_job(
     # The tab reached the room by the gateway only, and asked no other origin for anything.
     assert tab.sockets and {s.rstrip("/") for s in tab.sockets} == {workshop.gateway}
     assert tab.refused == [], tab.refused[:5]
+
+
+def _press(tab: Tab, label: str, shows: str) -> str:
+    """Click ``label`` in the panel and wait until its line shows ``shows`` (a pattern)."""
+    find_button(tab.panel, label).click()
+    line = tab.panel.locator(".emq-message").filter(has_text=re.compile(shows))
+    line.first.wait_for(timeout=ANSWER_MS)
+    return line.first.inner_text()
+
+
+def test_learner_1_works_on_the_job_and_completes_it(workshop: Workshop, tab: Tab) -> None:
+    """After the claim: **work** (a pause in the tab, the lease read back from the room), then
+    **complete** with the claim's token; the row is gone and the log says who did it."""
+    held = re.search(r"you hold (JOB\w+) with token 1", tab.panel.inner_text())
+    assert held is not None, tab.panel.inner_text()
+    job = held[1]
+    _press(tab, "work", rf"you worked on {job} for")
+    _press(tab, "complete", rf"completed {job} with token 1")
+    assert not workshop.admin.exists(keyspace.job_key(ROOM, job))
+    mine = [(c.verb, c.outcome) for c in calls(workshop.admin, ROOM, ["learner-1"])
+            if c.job_id == job]
+    assert mine == [("claim", "accepted"), ("complete", "accepted")]
+    assert "claims 1 · completes 1" in tab.panel.inner_text()

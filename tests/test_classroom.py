@@ -427,6 +427,9 @@ def test_a_desk_joins_through_the_gateway_as_its_own_user(room: Room, admin: red
         assert describe(desk.conn) == gateway  # what a lost call's message names
     finally:
         Board(admin, ROOM).set_lease(200)
+    straight = join(link)  # outside the browser the same link goes straight to the server
+    assert describe(straight.conn).startswith("redis://") and straight.conn.ping()
+    straight.conn.close()
     before = (tally(admin, ROOM), admin.xlen(f"{keyspace.base(ROOM)}log:learner-5"))
     wrong = link.replace(room.passwords["learner-5"], "not-the-password")
     with pytest.raises(errors.AuthFailed) as refused:

@@ -48,7 +48,7 @@ class Transport(Protocol):
 
 
 #: Opens a WebSocket to a URL within a timeout (seconds, None for none), or raises OSError.
-Opener = Callable[[str, "float | None"], Transport]
+Opener = Callable[[str, float | None], Transport]
 
 #: The browser's side: a WebSocket whose messages queue up until Python takes them.
 _JS_SOCKET = """
@@ -89,7 +89,10 @@ class BrowserWebSocket:
         from pyodide.ffi import run_sync, to_js  # type: ignore[import-not-found]
 
         self._run_sync, self._to_js = run_sync, to_js
-        self._js: Any = run_js(_JS_SOCKET)(url)
+        try:
+            self._js: Any = run_js(_JS_SOCKET)(url)
+        except Exception as exc:  # the browser refused the URL itself (a JsException)
+            raise ConnectionRefusedError(" ".join(str(exc).split())) from None
         self._closed = False
         first = self._next(timeout)
         if first is None or str(first[0]) != "open":

@@ -219,11 +219,16 @@ _CLIENT_OPTIONS: dict[str, Any] = {
 }
 
 
+def client_options() -> dict[str, Any]:
+    """What every client of the lab's on a real server is made with: no retry, its timeouts."""
+    return {"retry": Retry(NoBackoff(), 0), **_CLIENT_OPTIONS}
+
+
 def _connect_single(url: str, shown: str | None = None, *, ping: bool = True) -> redis.Redis:
     """A single-server client, pinged if ``ping``; errors name ``shown`` (default ``url``)."""
     shown = redact(url if shown is None else shown)
     try:
-        pool = LabPool.from_url(url, retry=Retry(NoBackoff(), 0), **_CLIENT_OPTIONS)
+        pool = LabPool.from_url(url, **client_options())
     except ValueError as exc:
         raise ValueError(f"bad server URL {shown!r}: {exc}") from None
     conn = redis.Redis(connection_pool=pool)
@@ -269,8 +274,7 @@ def _connect_cluster(url: str, seed: str) -> redis.Redis:
             f"{redact(url)}: that server is not in cluster mode; drop ?cluster=1 to use it alone"
         )
     try:
-        conn = RedisCluster.from_url(seed, retry=Retry(NoBackoff(), 0),
-                                     connection_pool_class=LabPool, **_CLIENT_OPTIONS)
+        conn = RedisCluster.from_url(seed, connection_pool_class=LabPool, **client_options())
     except RedisClusterException as exc:
         raise errors.ServerUnavailable(f"cannot reach {redact(url)}: {exc}") from None
     _SEEDS[conn] = redact(seed + ("&" if "?" in seed else "?") + "cluster=1")
@@ -284,6 +288,8 @@ def describe(conn: redis.Redis) -> str:
     if isinstance(conn, RedisCluster):
         return _SEEDS.get(conn, "a cluster")
     kw = conn.connection_pool.connection_kwargs
+    if "gateway" in kw:  # a page in the browser, through a room's WebSocket gateway
+        return redact(kw["gateway"])
     if "path" in kw:
         return f"unix://{kw['path']}"
     tls = issubclass(conn.connection_pool.connection_class, redis.SSLConnection)

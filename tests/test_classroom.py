@@ -4,6 +4,7 @@ learner did, and every refusal is attributed to the learner who met it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from echomq_lab.classroom.drill import learn
 from echomq_lab.classroom.ledger import TALLY_KEYS
 from echomq_lab.classroom.room import join_link, learner_rules, parse_link
 from echomq_lab.cluster import servers
+from echomq_lab.connection import describe
 from echomq_lab.sim import audit
 from echomq_lab.snapshot import snapshot
 
@@ -342,3 +344,109 @@ def test_the_gateway_maps_each_page_to_its_own_user(room: Room) -> None:
         gateway.stop()
     with pytest.raises(OSError):  # stopped: nothing listens there any more
         connect(gateway.url, open_timeout=5)
+
+
+class _SyncWebSocket:
+    """The browser's WebSocket as a :class:`echomq_lab.browser.websocket.Transport`, played by
+    the ``websockets`` package's client: the same connection class runs over it outside the
+    browser."""
+
+    def __init__(self, url: str, timeout: float | None) -> None:
+        from websockets.sync.client import connect
+
+        self._open = contextlib.ExitStack()
+        self.ws = self._open.enter_context(connect(url, open_timeout=timeout))
+
+    def send(self, data: str | bytes) -> None:
+        self.ws.send(data)
+
+    def receive(self, timeout: float | None) -> str | bytes | None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            return self.ws.recv(timeout)
+        except TimeoutError:
+            return None
+        except ConnectionClosed:
+            return b""
+
+    def close(self) -> None:
+        self._open.close()
+
+
+@pytest.fixture(scope="module")
+def gateway(room: Room) -> Iterator[str]:
+    """The room's WebSocket gateway on loopback, its URL."""
+    from echomq_lab.classroom.gateway import Gateway
+
+    running = Gateway(room.port).start()
+    try:
+        yield running.url
+    finally:
+        running.stop()
+
+
+def test_a_join_link_names_the_gateway_when_the_room_runs_one(room: Room, tmp_path: Path) -> None:
+    link = join_link(room.url("learner-1"), ROOM, "ws://127.0.0.1:4000")
+    assert link.endswith(f"/{ROOM}?gateway=ws://127.0.0.1:4000")
+    seat = parse_link(link)
+    assert (seat.gateway, seat.url, seat.password) == (
+        "ws://127.0.0.1:4000", room.url("learner-1"), room.passwords["learner-1"])
+    assert parse_link(join_link(room.url("learner-1"), ROOM)).gateway == ""
+    for bad in ("http://h:1", "ws://h:port", "ws://", "h:1"):
+        with pytest.raises(ValueError, match="gateway should look like ws://host:port"):
+            parse_link(f"{join_link(room.url('learner-1'), ROOM)}?gateway={bad}")
+    room.gateway = "ws://127.0.0.1:4000"
+    try:
+        data = json.loads(room.write(tmp_path).read_text())
+    finally:
+        room.gateway = ""
+    assert all(parse_link(s["link"]).gateway == data["gateway"] for s in data["learners"])
+
+
+def test_a_desk_joins_through_the_gateway_as_its_own_user(room: Room, admin: redis.Redis,
+                                                          gateway: str) -> None:
+    """The browser's way in, played outside the browser: the learner's own ACL user on the
+    server, the real handles through it, and a wrong password one line that changes nothing."""
+    from echomq_lab import errors
+
+    link = join_link(room.url("learner-5"), ROOM, gateway)
+    Board(admin, ROOM).set_lease(5000)
+    try:
+        Board(admin, ROOM).enqueue(1)
+        desk = join(link, opener=_SyncWebSocket)
+        clients = [c for c in admin.client_list() if c.get("name") == "learner-5"]
+        assert clients and all(c["user"] == "learner-5" for c in clients)
+        answer = desk.claim()
+        assert answer.outcome == "accepted" and answer.words.startswith("claimed")
+        row = admin.hgetall(keyspace.job_key(ROOM, answer.job_id))
+        assert int(row[b"attempts"]) == answer.token
+        mine = [c for c in calls(admin, ROOM, ["learner-5"]) if c.job_id == answer.job_id]
+        assert [(c.verb, c.outcome) for c in mine] == [("claim", "accepted")]
+        assert desk.complete().outcome == "accepted"
+        assert describe(desk.conn) == gateway  # what a lost call's message names
+    finally:
+        Board(admin, ROOM).set_lease(200)
+    straight = join(link)  # outside the browser the same link goes straight to the server
+    assert describe(straight.conn).startswith("redis://") and straight.conn.ping()
+    straight.conn.close()
+    before = (tally(admin, ROOM), admin.xlen(f"{keyspace.base(ROOM)}log:learner-5"))
+    wrong = link.replace(room.passwords["learner-5"], "not-the-password")
+    with pytest.raises(errors.AuthFailed) as refused:
+        join(wrong, opener=_SyncWebSocket)
+    said = str(refused.value)
+    assert "\n" not in said and said.startswith(f"authentication failed at {gateway}: WRONGPASS")
+    assert (tally(admin, ROOM), admin.xlen(f"{keyspace.base(ROOM)}log:learner-5")) == before
+    with pytest.raises(errors.ServerUnavailable, match="no gateway answered"):
+        join(join_link(room.url("learner-5"), ROOM, f"ws://127.0.0.1:{servers.free_port()}"),
+             opener=_SyncWebSocket)
+
+
+def test_in_the_browser_a_link_without_a_gateway_says_so(monkeypatch: pytest.MonkeyPatch,
+                                                          room: Room) -> None:
+    from echomq_lab.browser import websocket
+    from echomq_lab.classroom.desk import client
+
+    monkeypatch.setattr(websocket, "IN_BROWSER", True)
+    with pytest.raises(ValueError, match="ask your instructor for the link that ends in"):
+        client(parse_link(join_link(room.url("learner-2"), ROOM)))

@@ -7,7 +7,8 @@ stream in the room; :mod:`.ledger` reads those logs back (:func:`tally`, the led
 audit of :mod:`echomq_lab.sim` judges, the ACL refusals by user name); :mod:`.board` is what the
 instructor's page drives (the reaper, the lease length, storms of stalls); :mod:`.practice` is
 a room of one on the embedded server; :mod:`.drill` a robot learner; :mod:`.gateway` lets pages
-in the browser reach the room over WebSocket, each as its own user.
+in the browser reach the room over WebSocket, each as its own user (a desk joins through it
+there, when the join link names it).
 
 This layer may import the protocol core, :mod:`echomq_lab.cluster` (its servers) and
 :mod:`echomq_lab.sim`; never the widgets.

@@ -22,8 +22,9 @@ from typing import Literal
 import redis
 
 from echomq_lab import branded, errors, jobs
+from echomq_lab.browser import websocket
 from echomq_lab.classroom.room import DEFAULT_LEASE_MS, Seat, ctl_key, log_key, parse_link
-from echomq_lab.connection import connect, reaching
+from echomq_lab.connection import LabPool, client_options, connect, reaching
 
 Outcome = Literal["accepted", "refused", "gone", "lost-reply"]
 #: How often a desk maps its steady clock onto the server's again (clocks drift apart slowly).
@@ -229,10 +230,25 @@ class Desk:
             pass  # the call's own answer already said the server is away
 
 
-def join(link: str) -> Desk:
-    """A desk for the learner a join link names, on the room it names (pinged once)."""
+def client(seat: Seat, opener: websocket.Opener | None = None) -> redis.Redis:
+    """A client for ``seat``, not yet pinged: straight to the room's server, or, in the browser
+    (a tab opens no TCP socket) or when ``opener`` is given, through the room's WebSocket
+    gateway, logged in there with the seat's own name and password."""
+    if not websocket.IN_BROWSER and opener is None:
+        return connect(seat.url, ping=False)
+    if not seat.gateway:
+        raise ValueError("this page runs in your browser, which reaches a room only through "
+                         "its gateway, and this link names none: ask your instructor for the "
+                         "link that ends in ?gateway=ws://…")
+    return websocket.client(seat.gateway, seat.name, seat.password, pool_class=LabPool,
+                            opener=opener, **client_options())
+
+
+def join(link: str, opener: websocket.Opener | None = None) -> Desk:
+    """A desk for the learner a join link names, on the room it names (pinged once), through
+    the room's gateway in the browser (see :func:`client`)."""
     seat: Seat = parse_link(link)
-    conn = connect(seat.url, ping=False)
+    conn = client(seat, opener)
     try:
         with reaching(conn):
             conn.ping()

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import redis
 
@@ -91,20 +91,45 @@ def url_of(user: str, password: str, host: str, port: int) -> str:
     return f"redis://{quote(user, safe='')}:{quote(password, safe='')}@{shown}:{port}/0"
 
 
-def join_link(url: str, room: str) -> str:
+def join_link(url: str, room: str, gateway: str = "") -> str:
     """The link a learner pastes into a page: the server URL with the room in place of the db,
-    ``echomq://learner-1:secret@host:port/ROOM``."""
+    ``echomq://learner-1:secret@host:port/ROOM``, and ``?gateway=ws://host:port`` after it when
+    the room runs a WebSocket gateway (the way in for a page in the browser)."""
     parts = urlsplit(url)
-    return parts._replace(scheme=JOIN_SCHEME, path=f"/{room}").geturl()
+    query = f"gateway={quote(gateway, safe=':/[]')}" if gateway else ""
+    return parts._replace(scheme=JOIN_SCHEME, path=f"/{room}", query=query).geturl()
 
 
 @dataclass(frozen=True)
 class Seat:
-    """What a join link says: the server URL for the user, the room (its queue), the user."""
+    """What a join link says: the server URL for the user, the room (its queue), the user, and
+    the room's WebSocket gateway ("" when the link names none)."""
 
     url: str
     room: str
     name: str
+    gateway: str = ""
+
+    @property
+    def password(self) -> str:
+        return unquote(urlsplit(self.url).password or "")
+
+
+def _gateway_of(query: str) -> str:
+    """The ``gateway`` a join link's query names ("" for none); ValueError unless it reads
+    ``ws://host:port`` (or ``wss://``)."""
+    named = parse_qs(query).get("gateway", [""])[-1]
+    if not named:
+        return ""
+    parts = urlsplit(named)
+    try:
+        good = parts.scheme in ("ws", "wss") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port that is not a number
+        good = False
+    if not good:
+        raise ValueError("that join link is damaged: its gateway should look like "
+                         "ws://host:port")
+    return named
 
 
 def parse_link(link: str) -> Seat:
@@ -123,7 +148,7 @@ def parse_link(link: str) -> Seat:
         raise ValueError(f"that join link is damaged: {exc}") from None
     host = parts.hostname or ""
     url = url_of(unquote(parts.username), unquote(parts.password), host, port or 6379)
-    return Seat(url, room, unquote(parts.username))
+    return Seat(url, room, unquote(parts.username), _gateway_of(parts.query))
 
 
 def _loopback(host: str) -> bool:
@@ -168,7 +193,8 @@ class Room:
             "room": self.name, **({"gateway": self.gateway} if self.gateway else {}),
             "instructor": {"url": self.url(INSTRUCTOR)},
             "learners": [{"name": n, "url": self.url(n), "queue": self.name,
-                          "link": join_link(self.url(n), self.name)} for n in self.learners],
+                          "link": join_link(self.url(n), self.name, self.gateway)}
+                         for n in self.learners],
         }
 
     def write(self, folder: str | Path) -> Path:

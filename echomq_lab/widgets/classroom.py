@@ -16,6 +16,7 @@ from pathlib import Path
 import ipywidgets as W  # type: ignore[import-untyped]
 
 from echomq_lab import clock, transitions
+from echomq_lab.browser.websocket import in_turn
 from echomq_lab.classroom import board as boards
 from echomq_lab.classroom.desk import Answer, Desk, join
 from echomq_lab.classroom.ledger import calls as logged
@@ -59,8 +60,8 @@ class LearnerPanel(Panel):
         self.buttons = {a: W.Button(description=a, layout=W.Layout(width="auto")) for a in ACTIONS}
         for action, button in self.buttons.items():
             self._on(button, functools.partial(self.press, action))
-        self.join_button.on_click(
-            lambda _b: self._safely(self.message, lambda: self.join(self.link.value)))
+        self.join_button.on_click(lambda _b: in_turn(
+            lambda: self._safely(self.message, lambda: self.join(self.link.value))))
         self.widget = W.VBox([
             W.HBox([self.link, self.join_button], layout=W.Layout(flex_flow="row wrap")),
             self.where, self.holding,
@@ -71,6 +72,12 @@ class LearnerPanel(Panel):
             self.join(link)
         else:
             self._practise()
+
+    def _on(self, button: W.Button, action: Callable[[], object]) -> None:
+        """Run ``action`` when ``button`` is clicked, guarded; in the browser as a task of its
+        own, after the clicks before it (a call to the room waits on the network there)."""
+        guarded = self._guarded(action)
+        button.on_click(lambda _b: in_turn(guarded))
 
     def _practise(self) -> None:
         self.practice = practice()

@@ -120,8 +120,9 @@ classroom: $(STAMP)
 		$(if $(ADVERTISE),--advertise $(ADVERTISE),) --out room
 
 # The lab as a static site in site/ (README, "No install: the lab in your browser"): JupyterLite
-# with Pyodide, every wheel served from the site itself, pages 00-04. Built from a clean state
-# each time; only PyPI and npm are used. Its build tools live apart, in build/site/venv.
+# with Pyodide, every wheel served from the site itself, every page tools/pages.toml does not
+# keep off it. Built from a clean state each time; only PyPI and npm are used. Its build tools
+# live apart, in build/site/venv.
 SITE_VENV   := build/site/venv
 SITE_STAMP  := $(SITE_VENV)/.installed
 NODE_STAMP  := tools/site/node_modules/.installed

@@ -308,7 +308,7 @@ def ran(
 ) -> Iterator[Callable[[str], Page]]:
     """``ran(name)``: the tab where notebook ``name`` ran top to bottom, once: on the static
     site, by itself, for the pages the site carries; in JupyterLab, with Run All, for the others
-    (:mod:`tests.support.front_ends`; the app's pages are not served here).
+    (:mod:`tests.support.front_ends`; the pages of the app and the room are run elsewhere).
 
     The first call opens it (JupyterLab in a workspace of its own) and runs it; later calls
     (from other tests) get the same tab. A run that failed fails every later call for that
@@ -320,7 +320,7 @@ def ran(
 
     def open_and_run(name: str) -> Page:
         where = front_ends.front_end(name)
-        assert where != "app", f"{name} runs live in the app (tests/test_app.py), not here"
+        assert where in ("site", "lab"), f"{name} runs live in the {where}, not here"
         if name in failed:
             pytest.fail(f"{name} did not run on the {where}: {failed[name]}", pytrace=False)
         if name not in pages:

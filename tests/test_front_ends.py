@@ -10,7 +10,7 @@ from tools.course import ROOT, load
 
 def test_every_page_has_one_front_end_and_each_front_end_has_pages() -> None:
     pages = [p.file for p in load()]
-    by_front = {f: front_ends.files(f) for f in ("site", "app", "lab")}
+    by_front = {f: front_ends.files(f) for f in ("site", "app", "room", "lab")}
     assert sorted(sum(by_front.values(), [])) == sorted(pages)
     for front, files in by_front.items():
         assert any(stored_widgets(ROOT / "notebooks" / f) for f in files), (

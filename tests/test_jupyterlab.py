@@ -142,8 +142,6 @@ CLICKS: dict[str, Click] = {
         ".emq-measure", ("measure now",), "every one an EVALSHA"),
     file_of("lab-one-queue-one-slot"): Click(
         ".emq-cluster-panel", ("enqueue", "run it"), "answered by primary"),
-    file_of("lab-the-workshop"): Click(
-        ".emq-panel:has(input[placeholder^='echomq://'])", ("claim",), "claimed JOB"),
 }
 
 

@@ -27,8 +27,8 @@ from echomq_lab.classroom import Room, calls, open_room, tally
 from echomq_lab.classroom.board import Board
 from echomq_lab.classroom.gateway import Gateway
 from echomq_lab.classroom.room import join_link, log_key
-from tests.test_site import open_page, site_url, wait_until_live  # noqa: F401 (a fixture)
-from tools.browser import find_button
+from tests.support import front_ends, site
+from tools.browser import find_button, stored_widgets
 from tools.course import file_of
 
 if TYPE_CHECKING:
@@ -73,27 +73,38 @@ class Tab:
     refused: list[str]
     sockets: list[str]
     live_s: float
+    errors: list[str]
 
 
 @pytest.fixture(scope="module")
-def tab(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Tab]:
-    """Page 08 on the site (test_site's ``site_url``), run by itself to its live panel
-    (practice mode)."""
-    url: str = request.getfixturevalue("site_url")
-    refused: list[str] = []
+def tab(browser: Browser, site_url: str) -> Iterator[Tab]:
+    """Page 08 on the site, run by itself to its live panel (practice mode): the page's one
+    live run (:mod:`tests.support.front_ends`)."""
+    assert front_ends.front_end(PAGE) == "room", "page 08 runs live here only"
+    front_ends.ran_once(PAGE)
+    seen = site.Opened()
     sockets: list[str] = []
     began = time.monotonic()
-    page = open_page(browser, url, refused, [], path=PAGE)
+    page = site.open_page(browser, site_url, PAGE, seen)
     page.on("websocket", lambda ws: sockets.append(ws.url))
     try:
-        wait_until_live(page)
+        site.wait_until_live(page)
         live_s = time.monotonic() - began
         print(f"\nsite workshop: page 08 live after {live_s:.1f} s")
         panel = page.locator(PANEL)
         assert "practice room" in panel.inner_text()
-        yield Tab(page, panel, refused, sockets, live_s)
+        yield Tab(page, panel, seen.refused, sockets, live_s, seen.errors)
     finally:
         page.context.close()
+
+
+def test_the_page_runs_by_itself_with_every_widget_live(tab: Tab) -> None:
+    assert tab.page.get_by_text("Error displaying widget").count() == 0
+    assert tab.page.locator(".jupyter-widgets-error-widget").count() == 0
+    assert tab.page.locator(".jp-OutputArea-output").filter(has_text="Traceback").count() == 0
+    live = tab.page.locator(".jp-OutputArea-output > .jupyter-widgets").count()
+    assert live == stored_widgets(site.ROOT / "notebooks" / PAGE)
+    assert not [e for e in tab.errors if e.startswith("uncaught")], tab.errors
 
 
 def _join(tab: Tab, link: str) -> float:

@@ -8,6 +8,8 @@ in the front end that suits it, by the module that drives that front end:
   (JupyterLite: JupyterLab's own interface on the tab's Python), by tests/test_jupyterlab.py;
 - ``app``: the two-workers lab, rendered by Voilà (``make app``'s command) from a Binder-like
   install on a real Valkey, by tests/test_app.py;
+- ``room``: the learner's workshop page, on the site, joining a room on a real Valkey through
+  its gateway, by tests/test_site_workshop.py;
 - ``lab``: the rest, in JupyterLab, by tests/test_jupyterlab.py.
 
 So a page runs at most twice per ``make test``, and every front end still meets pages with
@@ -22,9 +24,11 @@ from typing import Literal
 from tools.course import load as course_pages
 from tools.course import site_pages
 
-FrontEnd = Literal["site", "app", "lab"]
+FrontEnd = Literal["site", "app", "room", "lab"]
 #: The pages the app renders (the others run on the site or in JupyterLab).
 APP_PAGES = ("lab-two-workers-one-job",)
+#: The pages run on the site against a workshop room (tests/test_site_workshop.py).
+ROOM_PAGES = ("lab-the-workshop",)
 
 
 def front_end(file: str) -> FrontEnd:
@@ -32,6 +36,8 @@ def front_end(file: str) -> FrontEnd:
     slug = next(p.slug for p in course_pages() if p.file == file)
     if slug in APP_PAGES:
         return "app"
+    if slug in ROOM_PAGES:
+        return "room"
     return "site" if file in site_pages()[0] else "lab"
 
 

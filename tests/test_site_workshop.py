@@ -17,6 +17,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -179,7 +180,8 @@ def _press(tab: Tab, label: str, shows: str) -> str:
     return line.first.inner_text()
 
 
-def test_learner_1_works_on_the_job_and_completes_it(workshop: Workshop, tab: Tab) -> None:
+def test_learner_1_works_on_the_job_and_completes_it(
+        workshop: Workshop, tab: Tab, screenshots: Path) -> None:
     """After the claim: **work** (a pause in the tab, the lease read back from the room), then
     **complete** with the claim's token; the row is gone and the log says who did it."""
     held = re.search(r"you hold (JOB\w+) with token 1", tab.panel.inner_text())
@@ -192,3 +194,6 @@ def test_learner_1_works_on_the_job_and_completes_it(workshop: Workshop, tab: Ta
             if c.job_id == job]
     assert mine == [("claim", "accepted"), ("complete", "accepted")]
     assert "claims 1 · completes 1" in tab.panel.inner_text()
+    cell = tab.page.locator(".jp-CodeCell", has=tab.panel)
+    cell.scroll_into_view_if_needed()
+    cell.screenshot(path=str(screenshots / "site-08-completed.png"))

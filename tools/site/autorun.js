@@ -131,8 +131,12 @@
     const set = (name, value) => send({ type: "SET", path: [name],
       value: { type: "RAW", value } });
     const state = { step: "Loading Python and the lab's packages", taken: false, ready: null };
+    // Python starts without what the kernel only needs later (jedi, for completion: see
+    // loadLater); the kernel is told it has it, so it does not install it at its start.
+    const runtime = { ...options,
+      loadPyodideOptions: { ...conf.loadPyodideOptions, packages: conf.startPackages } };
     state.ready = (async () => {
-      await call("initRuntime", options);
+      await call("initRuntime", runtime);
       mark("python_and_packages_loaded");
       state.step = "Setting up the package manager";
       await set("_options", options);
@@ -186,6 +190,12 @@
       }
       return new NativeWorker(url, opts);
     }
+    /** Load what Python started without, then tell the kernel it is there. */
+    state.loadLater = async () => {
+      await call("_pyodide.loadPackage", conf.later);
+      await call("_pyodide.runPythonAsync", conf.laterLoaded);
+    };
+
     KernelWorker.prototype = NativeWorker.prototype;
     window.Worker = KernelWorker;
     state.drop = () => {
@@ -260,23 +270,47 @@
 
   // ------------------------------------------------------------------ the page's own run
 
-  /** Run every cell once; retried while Python ran none of them (a run dropped). */
+  /** Run the code cells from ``next`` on, one at a time, each once the one before has
+   *  answered (so what the reader presses in a panel already drawn is answered after the cell
+   *  running then, not after the whole page); stop at a cell that fails, or at one Python
+   *  dropped. The cell run last stays the active one. Returns the index to go on from. */
+  async function runCells(panel, cells, next, status) {
+    const notebook = panel.content;
+    for (; next < cells.length; next++) {
+      if (!cells[next].model.sharedModel.getSource().trim()) continue; // nothing to send
+      const before = status.ran;
+      notebook.activeCellIndex = notebook.widgets.indexOf(cells[next]);
+      notebook.deselectAll();
+      const ok = await original("notebook:run-cell");
+      if (status.ran === before) return next; // dropped: tried again
+      if (ok === false || status.failed) {
+        status.failed = true;
+        return cells.length;
+      }
+    }
+    return next;
+  }
+
+  /** Run every code cell once, top to bottom; retried while Python ran none of them (a run
+   *  dropped). */
   async function runPage(app, panel) {
-    const total = codeCells(panel).length;
+    const cells = codeCells(panel);
+    const total = cells.length;
+    const status = { ran: 0, failed: false };
+    let next = 0;
     for (let attempt = 1; attempt <= 5; attempt++) {
       await until(() => answering(panel));
       const kernel = kernelOf(panel);
-      let ran = 0;
-      let failed = false;
       const count = (_, msg) => {
         const type = msg.header.msg_type;
         if (type === "execute_input") {
-          ran += 1;
+          status.ran += 1;
           if (livePanels(panel)) mark("first_panel_drawn");
-          show("running", `Running the page: cell ${ran} of ${total}`, 0.4 + 0.6 * ran / total,
+          show("running", `Running the page: cell ${status.ran} of ${total}`,
+               0.4 + 0.6 * status.ran / total,
                livePanels(panel) ? "the first panels are live" : "");
         } else if (type === "error") {
-          failed = true;
+          status.failed = true;
         }
       };
       kernel.iopubMessage.connect(count);
@@ -284,16 +318,19 @@
       ownRunStarted = true;
       mark("run_started");
       show("running", "Running the page…", 0.4);
-      let ok;
       try {
-        ok = await original("notebook:run-all-cells");
+        next = await runCells(panel, cells, next, status);
       } finally {
         kernel.iopubMessage.disconnect(count);
       }
-      if (ran > 0 || total === 0) return { ok: ok !== false && !failed, ran };
+      if (next >= total) {
+        panel.content.activeCellIndex = panel.content.widgets.length - 1; // as Run All leaves it
+        panel.content.deselectAll();
+        return { ok: !status.failed, ran: status.ran };
+      }
       await delay(500 * attempt);
     }
-    return { ok: false, ran: 0 };
+    return { ok: false, ran: status.ran };
   }
 
   function livePanels(panel) {
@@ -343,6 +380,10 @@
       show("error", "A cell stopped with an error: its message is on the page.", 1);
     }
     await doKept(panel);
+    if (early && early.taken) {
+      await until(() => answering(panel) && kernelOf(panel).status === "idle");
+      early.loadLater().catch((error) => console.warn("echomq lab: jedi not loaded", error));
+    }
   }
 
   main().catch((error) => {

@@ -51,6 +51,11 @@ EXTRA = {
     "pyodide-kernel": (["pyodide_kernel"], ["comm", "ipython"]),
     "ipykernel": (["ipykernel"], ["pyodide-kernel"]),
     "comm": (["comm"], ["traitlets"]),
+    # this venv's IPython (tools/site/wheels.py: SHELL), its needs from its own metadata; jedi
+    # (for completion) is loaded by the kernel itself
+    "ipython": (["IPython"], ["ipython-pygments-lexers", "matplotlib-inline", "prompt-toolkit",
+                              "pygments", "stack-data", "traitlets"]),
+    "ipython-pygments-lexers": (["ipython_pygments_lexers"], ["pygments"]),
     "jupyterlab-widgets": (["jupyterlab_widgets"], []),
     "widgetsnbextension": (["widgetsnbextension"], []),
     "ipywidgets": (["ipywidgets"], ["comm", "ipython", "traitlets", "widgetsnbextension",
@@ -64,11 +69,21 @@ EXTRA = {
 #: Loaded in one batch as Pyodide starts (the kernel then skips installing them one by one).
 PRELOAD = ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython",
            "echomq-lab"]
+#: Left out of Python's start when the kernel's worker starts early (tools/site/autorun.js),
+#: loaded once the page has run: jedi (with parso, nearly 2,000 files to unpack) serves only
+#: completion, and IPython imports it when first asked for one.
+LATER = ["jedi"]
 #: Run in the kernel's worker as soon as its modules are imported, while the app still loads:
-#: what every page's first cell imports (the lab, its server and Lua, the widgets) is then
-#: already imported when the page runs. Nothing is left in the reader's namespace.
+#: completion without jedi until jedi is loaded (IPython's own completer: names and
+#: attributes, no type inference); and what every page's first cell imports (the lab, its
+#: server and Lua, the widgets), so that it is already imported when the page runs. Nothing is
+#: left in the reader's namespace.
 WARM = """
 def _emq_warm():
+    import importlib.util
+    import pyodide_kernel
+    if importlib.util.find_spec("jedi") is None:
+        pyodide_kernel.ipython_shell.Completer.use_jedi = False
     try:
         import ipywidgets  # noqa: F401
         import echomq_lab  # noqa: F401  (the embedded server: fakeredis, redis)
@@ -78,6 +93,12 @@ def _emq_warm():
         pass
 _emq_warm()
 del _emq_warm
+"""
+#: Run once :data:`LATER` is loaded: completion with jedi again, as the kernel sets it.
+LATER_LOADED = """
+import pyodide_kernel
+pyodide_kernel.ipython_shell.Completer.use_jedi = True
+del pyodide_kernel
 """
 #: The wheels that come from the kernel extension's own pypi/ folder.
 FROM_KERNEL = ("piplite", "pyodide-kernel", "ipykernel")
@@ -308,6 +329,9 @@ def early_kernel(out: Path) -> str:
                         (static / "pypi" / "all.json").relative_to(out).as_posix()],
         "disablePyPIFallback": kernel["disablePyPIFallback"],
         "loadPyodideOptions": kernel["loadPyodideOptions"],
+        "startPackages": [p for p in kernel["loadPyodideOptions"]["packages"] if p not in LATER],
+        "later": LATER,
+        "laterLoaded": LATER_LOADED,
         "warm": WARM,
     }
     return ('<script id="emq-early-kernel" type="application/json">'

@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -42,6 +43,8 @@ PYODIDE = HERE / "node_modules" / "pyodide"
 FENGARI = HERE / "node_modules" / "fengari-web" / "dist" / "fengari-web.js"
 #: The runtime files the site serves from the npm package (no source maps, no console pages).
 RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
+#: The browser's Python's tag for byte-compiled files (``sys.implementation.cache_tag``).
+CACHE_TAG = "cpython-314"
 #: The pages in the site, and why each other page is not (tools/pages.toml: offsite).
 PAGES, LEFT_OUT = course.site_pages()
 #: Lock entries added for wheels the Pyodide lock lacks: name -> (imports, depends).
@@ -148,8 +151,24 @@ def write_wheel(dest: Path, name: str, version: str, files: dict[str, bytes]) ->
     return path
 
 
+def byte_compiled(sources: dict[str, bytes]) -> dict[str, bytes]:
+    """Each ``.py`` of ``sources`` (archive path -> source) compiled for the browser's Python
+    3.14 by Pyodide itself (tools/site/compile_wheels.mjs): archive path + ``c`` -> .pyc."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "sources.zip"
+        with zipfile.ZipFile(archive, "w") as zipped:
+            for arc, data in sources.items():
+                if arc.endswith(".py"):
+                    zipped.writestr(arc, data)
+        subprocess.run(["node", str(HERE / "compile_wheels.mjs"), str(archive)], check=True)
+        with zipfile.ZipFile(archive) as zipped:
+            return {n: zipped.read(n) for n in zipped.namelist() if n.endswith(".pyc")}
+
+
 def lab_wheel(dest: Path) -> Path:
-    """echomq_lab as a wheel, with fengari's bundle beside browser/lua.py (tests left out)."""
+    """echomq_lab as a wheel, with fengari's bundle beside browser/lua.py (tests left out).
+    Its sources stay (pages show them), each with its byte-compiled ``__pycache__`` entry
+    beside it, which the tab imports without compiling."""
     package = ROOT / "echomq_lab"
     files = {}
     for path in sorted(package.rglob("*")):
@@ -158,8 +177,27 @@ def lab_wheel(dest: Path) -> Path:
             continue
         if path.suffix in (".py", ".lua", ".toml", ".md"):
             files[rel] = path.read_bytes()
+    for pyc, data in byte_compiled(files).items():
+        folder, _, name = pyc.rpartition("/")
+        files[f"{folder}/__pycache__/{name[:-len('.pyc')]}.{CACHE_TAG}.pyc"] = data
     files["echomq_lab/browser/fengari-web.js"] = FENGARI.read_bytes()
     return write_wheel(dest, "echomq-lab", "0.1.0", files)
+
+
+def compile_stdlib(static: Path) -> None:
+    """Pyodide's standard library (``python_stdlib.zip``) comes as sources only, which the tab
+    would compile at every import (IPython's start imports hundreds of its modules): each
+    module gets its .pyc beside its source, which stays for tracebacks."""
+    stdlib = static / "python_stdlib.zip"
+    with zipfile.ZipFile(stdlib) as zipped:
+        entries = [(info, zipped.read(info)) for info in zipped.infolist()]
+    compiled = byte_compiled({info.filename: data for info, data in entries})
+    with zipfile.ZipFile(stdlib, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for info, data in entries:
+            zipped.writestr(info, data)
+        for arc, data in sorted(compiled.items()):
+            zipped.writestr(zipfile.ZipInfo(arc, (2026, 1, 1, 0, 0, 0)), data,
+                            zipfile.ZIP_DEFLATED)
 
 
 def entry(name: str, wheel: Path, imports: list[str], depends: list[str]) -> dict[str, object]:
@@ -185,6 +223,7 @@ def stage_pyodide(static: Path, fetched: Path, kernel_pypi: Path) -> None:
     static.mkdir(parents=True)
     for name in RUNTIME:
         shutil.copy2(PYODIDE / name, static / name)
+    compile_stdlib(static)
     lock = json.loads((PYODIDE / "pyodide-lock.json").read_text())
     packages = lock["packages"]
     served = {}

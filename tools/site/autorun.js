@@ -273,15 +273,26 @@
   /** Run the code cells from ``next`` on, one at a time, each once the one before has
    *  answered (so what the reader presses in a panel already drawn is answered after the cell
    *  running then, not after the whole page); stop at a cell that fails, or at one Python
-   *  dropped. The cell run last stays the active one. Returns the index to go on from. */
+   *  dropped. Returns the index to go on from. */
   async function runCells(panel, cells, next, status) {
     const notebook = panel.content;
+    // Running a cell activates the notebook, which moves the focus to the cell: during the
+    // page's own run the focus stays where the reader put it (a panel's button, an input).
+    notebook.activate = () => undefined;
+    try {
+      return await runEach(notebook, cells, next, status);
+    } finally {
+      delete notebook.activate;
+    }
+  }
+
+  async function runEach(notebook, cells, next, status) {
     for (; next < cells.length; next++) {
       if (!cells[next].model.sharedModel.getSource().trim()) continue; // nothing to send
       const before = status.ran;
       notebook.activeCellIndex = notebook.widgets.indexOf(cells[next]);
       notebook.deselectAll();
-      const ok = await original("notebook:run-cell");
+      const ok = await original("notebook:run-cell", { activate: false });
       if (status.ran === before) return next; // dropped: tried again
       if (ok === false || status.failed) {
         status.failed = true;
@@ -289,6 +300,12 @@
       }
     }
     return next;
+  }
+
+  /** The last cell active and none selected, as Run All leaves a notebook. */
+  function lastCellActive(panel) {
+    panel.content.activeCellIndex = panel.content.widgets.length - 1;
+    panel.content.deselectAll();
   }
 
   /** Run every code cell once, top to bottom; retried while Python ran none of them (a run
@@ -314,6 +331,7 @@
         }
       };
       kernel.iopubMessage.connect(count);
+      lastCellActive(panel);
       app.shell.activateById(panel.id);
       ownRunStarted = true;
       mark("run_started");
@@ -324,8 +342,7 @@
         kernel.iopubMessage.disconnect(count);
       }
       if (next >= total) {
-        panel.content.activeCellIndex = panel.content.widgets.length - 1; // as Run All leaves it
-        panel.content.deselectAll();
+        lastCellActive(panel);
         return { ok: !status.failed, ran: status.ran };
       }
       await delay(500 * attempt);

@@ -2,10 +2,11 @@
 //
 // With ?path=<page>.ipynb, this waits for JupyterLite (window.jupyterapp, exposed by the site's
 // config), finds the page, waits until the tab's Python answers, then runs every cell once, top
-// to bottom. The cue (#emq-cue, in the page's HTML from the first paint) says what is happening
-// until the panels are live. A run or restart the reader presses before Python answers is kept
-// and done once it does (a Run All then is the page's own run), never dropped. The page's own
-// run does not leave it marked as modified.
+// to bottom, one after the other (a panel already drawn answers a press between two cells). The
+// cue (#emq-cue, in the page's HTML from the first paint) says what is happening until the
+// panels are live. A Run All pressed before the page's own run ends is that run; any other run
+// or restart the reader presses before Python answers is kept and done once it does, never
+// dropped. The page's own run does not leave it marked as modified, nor moves the focus.
 (function () {
   "use strict";
   const path = new URLSearchParams(window.location.search).get("path");
@@ -243,8 +244,9 @@
   function keepEarlyRuns(app, panel) {
     original = app.commands.execute.bind(app.commands);
     app.commands.execute = (id, args) => {
+      // a Run All before the page's own run has ended is that run (under way or to come)
+      if (RUN_ALL.has(id) && !ownRunDone) return Promise.resolve(true);
       if (!RUNS.test(id) || answering(panel)) return original(id, args);
-      if (RUN_ALL.has(id) && !ownRunStarted) return Promise.resolve(true); // the page's own run
       return new Promise((resolve, reject) => {
         kept.push({ id, args, resolve, reject });
         if (ownRunStarted) show("restarting", "Python is starting again…", 0.3,
@@ -272,8 +274,8 @@
 
   /** Run the code cells from ``next`` on, one at a time, each once the one before has
    *  answered (so what the reader presses in a panel already drawn is answered after the cell
-   *  running then, not after the whole page); stop at a cell that fails, or at one Python
-   *  dropped. Returns the index to go on from. */
+   *  running then, not after the whole page); stop at a cell that fails (an error), or at
+   *  one Python dropped. Returns the index to go on from. */
   async function runCells(panel, cells, next, status) {
     const notebook = panel.content;
     // Running a cell activates the notebook, which moves the focus to the cell: during the
@@ -292,12 +294,9 @@
       const before = status.ran;
       notebook.activeCellIndex = notebook.widgets.indexOf(cells[next]);
       notebook.deselectAll();
-      const ok = await original("notebook:run-cell", { activate: false });
+      await original("notebook:run-cell", { activate: false });
       if (status.ran === before) return next; // dropped: tried again
-      if (ok === false || status.failed) {
-        status.failed = true;
-        return cells.length;
-      }
+      if (status.failed) return cells.length;
     }
     return next;
   }

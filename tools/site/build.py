@@ -45,6 +45,8 @@ FENGARI = HERE / "node_modules" / "fengari-web" / "dist" / "fengari-web.js"
 RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
 #: The browser's Python's tag for byte-compiled files (``sys.implementation.cache_tag``).
 CACHE_TAG = "cpython-314"
+#: Where the browser's Python finds its standard library (``python_stdlib.zip``).
+STDLIB_AT = "/lib/python314.zip/"
 #: The pages in the site, and why each other page is not (tools/pages.toml: offsite).
 PAGES, LEFT_OUT = course.site_pages()
 #: Lock entries added for wheels the Pyodide lock lacks: name -> (imports, depends).
@@ -151,18 +153,20 @@ def write_wheel(dest: Path, name: str, version: str, files: dict[str, bytes]) ->
     return path
 
 
-def byte_compiled(sources: dict[str, bytes]) -> dict[str, bytes]:
+def byte_compiled(sources: dict[str, bytes], where: str = "") -> dict[str, bytes]:
     """Each ``.py`` of ``sources`` (archive path -> source) compiled for the browser's Python
-    3.14 by Pyodide itself (tools/site/compile_wheels.mjs): archive path + ``c`` -> .pyc."""
+    3.14 by Pyodide itself (tools/site/compile_wheels.mjs): archive path + ``c`` -> .pyc. The
+    compiled code names its file ``where`` + archive path (what tracebacks show)."""
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / "sources.zip"
         with zipfile.ZipFile(archive, "w") as zipped:
             for arc, data in sources.items():
                 if arc.endswith(".py"):
-                    zipped.writestr(arc, data)
+                    zipped.writestr(where + arc, data)
         subprocess.run(["node", str(HERE / "compile_wheels.mjs"), str(archive)], check=True)
         with zipfile.ZipFile(archive) as zipped:
-            return {n: zipped.read(n) for n in zipped.namelist() if n.endswith(".pyc")}
+            return {n[len(where):]: zipped.read(n) for n in zipped.namelist()
+                    if n.endswith(".pyc")}
 
 
 def lab_wheel(dest: Path) -> Path:
@@ -191,7 +195,7 @@ def compile_stdlib(static: Path) -> None:
     stdlib = static / "python_stdlib.zip"
     with zipfile.ZipFile(stdlib) as zipped:
         entries = [(info, zipped.read(info)) for info in zipped.infolist()]
-    compiled = byte_compiled({info.filename: data for info, data in entries})
+    compiled = byte_compiled({info.filename: data for info, data in entries}, STDLIB_AT)
     with zipfile.ZipFile(stdlib, "w", zipfile.ZIP_DEFLATED) as zipped:
         for info, data in entries:
             zipped.writestr(info, data)

@@ -2,10 +2,11 @@
 //
 // With ?path=<page>.ipynb, this waits for JupyterLite (window.jupyterapp, exposed by the site's
 // config), finds the page, waits until the tab's Python answers, then runs every cell once, top
-// to bottom. The cue (#emq-cue, in the page's HTML from the first paint) says what is happening
-// until the panels are live. A run or restart the reader presses before Python answers is kept
-// and done once it does (a Run All then is the page's own run), never dropped. The page's own
-// run does not leave it marked as modified.
+// to bottom, one after the other (a panel already drawn answers a press between two cells). The
+// cue (#emq-cue, in the page's HTML from the first paint) says what is happening until the
+// panels are live. A Run All pressed before the page's own run ends is that run; any other run
+// or restart the reader presses before Python answers is kept and done once it does, never
+// dropped. The page's own run does not leave it marked as modified, nor moves the focus.
 (function () {
   "use strict";
   const path = new URLSearchParams(window.location.search).get("path");
@@ -131,8 +132,12 @@
     const set = (name, value) => send({ type: "SET", path: [name],
       value: { type: "RAW", value } });
     const state = { step: "Loading Python and the lab's packages", taken: false, ready: null };
+    // Python starts without what the kernel only needs later (jedi, for completion: see
+    // loadLater); the kernel is told it has it, so it does not install it at its start.
+    const runtime = { ...options,
+      loadPyodideOptions: { ...conf.loadPyodideOptions, packages: conf.startPackages } };
     state.ready = (async () => {
-      await call("initRuntime", options);
+      await call("initRuntime", runtime);
       mark("python_and_packages_loaded");
       state.step = "Setting up the package manager";
       await set("_options", options);
@@ -186,6 +191,12 @@
       }
       return new NativeWorker(url, opts);
     }
+    /** Load what Python started without, then tell the kernel it is there. */
+    state.loadLater = async () => {
+      await call("_pyodide.loadPackage", conf.later);
+      await call("_pyodide.runPythonAsync", conf.laterLoaded);
+    };
+
     KernelWorker.prototype = NativeWorker.prototype;
     window.Worker = KernelWorker;
     state.drop = () => {
@@ -233,8 +244,9 @@
   function keepEarlyRuns(app, panel) {
     original = app.commands.execute.bind(app.commands);
     app.commands.execute = (id, args) => {
+      // a Run All before the page's own run has ended is that run (under way or to come)
+      if (RUN_ALL.has(id) && !ownRunDone) return Promise.resolve(true);
       if (!RUNS.test(id) || answering(panel)) return original(id, args);
-      if (RUN_ALL.has(id) && !ownRunStarted) return Promise.resolve(true); // the page's own run
       return new Promise((resolve, reject) => {
         kept.push({ id, args, resolve, reject });
         if (ownRunStarted) show("restarting", "Python is starting again…", 0.3,
@@ -260,40 +272,81 @@
 
   // ------------------------------------------------------------------ the page's own run
 
-  /** Run every cell once; retried while Python ran none of them (a run dropped). */
+  /** Run the code cells from ``next`` on, one at a time, each once the one before has
+   *  answered (so what the reader presses in a panel already drawn is answered after the cell
+   *  running then, not after the whole page); stop at a cell that fails (an error), or at
+   *  one Python dropped. Returns the index to go on from. */
+  async function runCells(panel, cells, next, status) {
+    const notebook = panel.content;
+    // Running a cell activates the notebook, which moves the focus to the cell: during the
+    // page's own run the focus stays where the reader put it (a panel's button, an input).
+    notebook.activate = () => undefined;
+    try {
+      return await runEach(notebook, cells, next, status);
+    } finally {
+      delete notebook.activate;
+    }
+  }
+
+  async function runEach(notebook, cells, next, status) {
+    for (; next < cells.length; next++) {
+      if (!cells[next].model.sharedModel.getSource().trim()) continue; // nothing to send
+      const before = status.ran;
+      notebook.activeCellIndex = notebook.widgets.indexOf(cells[next]);
+      notebook.deselectAll();
+      await original("notebook:run-cell", { activate: false });
+      if (status.ran === before) return next; // dropped: tried again
+      if (status.failed) return cells.length;
+    }
+    return next;
+  }
+
+  /** The last cell active and none selected, as Run All leaves a notebook. */
+  function lastCellActive(panel) {
+    panel.content.activeCellIndex = panel.content.widgets.length - 1;
+    panel.content.deselectAll();
+  }
+
+  /** Run every code cell once, top to bottom; retried while Python ran none of them (a run
+   *  dropped). */
   async function runPage(app, panel) {
-    const total = codeCells(panel).length;
+    const cells = codeCells(panel);
+    const total = cells.length;
+    const status = { ran: 0, failed: false };
+    let next = 0;
     for (let attempt = 1; attempt <= 5; attempt++) {
       await until(() => answering(panel));
       const kernel = kernelOf(panel);
-      let ran = 0;
-      let failed = false;
       const count = (_, msg) => {
         const type = msg.header.msg_type;
         if (type === "execute_input") {
-          ran += 1;
+          status.ran += 1;
           if (livePanels(panel)) mark("first_panel_drawn");
-          show("running", `Running the page: cell ${ran} of ${total}`, 0.4 + 0.6 * ran / total,
+          show("running", `Running the page: cell ${status.ran} of ${total}`,
+               0.4 + 0.6 * status.ran / total,
                livePanels(panel) ? "the first panels are live" : "");
         } else if (type === "error") {
-          failed = true;
+          status.failed = true;
         }
       };
       kernel.iopubMessage.connect(count);
+      lastCellActive(panel);
       app.shell.activateById(panel.id);
       ownRunStarted = true;
       mark("run_started");
       show("running", "Running the page…", 0.4);
-      let ok;
       try {
-        ok = await original("notebook:run-all-cells");
+        next = await runCells(panel, cells, next, status);
       } finally {
         kernel.iopubMessage.disconnect(count);
       }
-      if (ran > 0 || total === 0) return { ok: ok !== false && !failed, ran };
+      if (next >= total) {
+        lastCellActive(panel);
+        return { ok: !status.failed, ran: status.ran };
+      }
       await delay(500 * attempt);
     }
-    return { ok: false, ran: 0 };
+    return { ok: false, ran: status.ran };
   }
 
   function livePanels(panel) {
@@ -343,6 +396,10 @@
       show("error", "A cell stopped with an error: its message is on the page.", 1);
     }
     await doKept(panel);
+    if (early && early.taken) {
+      await until(() => answering(panel) && kernelOf(panel).status === "idle");
+      early.loadLater().catch((error) => console.warn("echomq lab: jedi not loaded", error));
+    }
   }
 
   main().catch((error) => {

@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -42,6 +43,10 @@ PYODIDE = HERE / "node_modules" / "pyodide"
 FENGARI = HERE / "node_modules" / "fengari-web" / "dist" / "fengari-web.js"
 #: The runtime files the site serves from the npm package (no source maps, no console pages).
 RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
+#: The browser's Python's tag for byte-compiled files (``sys.implementation.cache_tag``).
+CACHE_TAG = "cpython-314"
+#: Where the browser's Python finds its standard library (``python_stdlib.zip``).
+STDLIB_AT = "/lib/python314.zip/"
 #: The pages in the site, and why each other page is not (tools/pages.toml: offsite).
 PAGES, LEFT_OUT = course.site_pages()
 #: Lock entries added for wheels the Pyodide lock lacks: name -> (imports, depends).
@@ -51,6 +56,11 @@ EXTRA = {
     "pyodide-kernel": (["pyodide_kernel"], ["comm", "ipython"]),
     "ipykernel": (["ipykernel"], ["pyodide-kernel"]),
     "comm": (["comm"], ["traitlets"]),
+    # this venv's IPython (tools/site/wheels.py: SHELL), its needs from its own metadata; jedi
+    # (for completion) is loaded by the kernel itself
+    "ipython": (["IPython"], ["ipython-pygments-lexers", "matplotlib-inline", "prompt-toolkit",
+                              "pygments", "stack-data", "traitlets"]),
+    "ipython-pygments-lexers": (["ipython_pygments_lexers"], ["pygments"]),
     "jupyterlab-widgets": (["jupyterlab_widgets"], []),
     "widgetsnbextension": (["widgetsnbextension"], []),
     "ipywidgets": (["ipywidgets"], ["comm", "ipython", "traitlets", "widgetsnbextension",
@@ -64,11 +74,21 @@ EXTRA = {
 #: Loaded in one batch as Pyodide starts (the kernel then skips installing them one by one).
 PRELOAD = ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython",
            "echomq-lab"]
+#: Left out of Python's start when the kernel's worker starts early (tools/site/autorun.js),
+#: loaded once the page has run: jedi (with parso, nearly 2,000 files to unpack) serves only
+#: completion, and IPython imports it when first asked for one.
+LATER = ["jedi"]
 #: Run in the kernel's worker as soon as its modules are imported, while the app still loads:
-#: what every page's first cell imports (the lab, its server and Lua, the widgets) is then
-#: already imported when the page runs. Nothing is left in the reader's namespace.
+#: completion without jedi until jedi is loaded (IPython's own completer: names and
+#: attributes, no type inference); and what every page's first cell imports (the lab, its
+#: server and Lua, the widgets), so that it is already imported when the page runs. Nothing is
+#: left in the reader's namespace.
 WARM = """
 def _emq_warm():
+    import importlib.util
+    import pyodide_kernel
+    if importlib.util.find_spec("jedi") is None:
+        pyodide_kernel.ipython_shell.Completer.use_jedi = False
     try:
         import ipywidgets  # noqa: F401
         import echomq_lab  # noqa: F401  (the embedded server: fakeredis, redis)
@@ -78,6 +98,12 @@ def _emq_warm():
         pass
 _emq_warm()
 del _emq_warm
+"""
+#: Run once :data:`LATER` is loaded: completion with jedi again, as the kernel sets it.
+LATER_LOADED = """
+import pyodide_kernel
+pyodide_kernel.ipython_shell.Completer.use_jedi = True
+del pyodide_kernel
 """
 #: The wheels that come from the kernel extension's own pypi/ folder.
 FROM_KERNEL = ("piplite", "pyodide-kernel", "ipykernel")
@@ -127,8 +153,26 @@ def write_wheel(dest: Path, name: str, version: str, files: dict[str, bytes]) ->
     return path
 
 
+def byte_compiled(sources: dict[str, bytes], where: str = "") -> dict[str, bytes]:
+    """Each ``.py`` of ``sources`` (archive path -> source) compiled for the browser's Python
+    3.14 by Pyodide itself (tools/site/compile_wheels.mjs): archive path + ``c`` -> .pyc. The
+    compiled code names its file ``where`` + archive path (what tracebacks show)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "sources.zip"
+        with zipfile.ZipFile(archive, "w") as zipped:
+            for arc, data in sources.items():
+                if arc.endswith(".py"):
+                    zipped.writestr(where + arc, data)
+        subprocess.run(["node", str(HERE / "compile_wheels.mjs"), str(archive)], check=True)
+        with zipfile.ZipFile(archive) as zipped:
+            return {n[len(where):]: zipped.read(n) for n in zipped.namelist()
+                    if n.endswith(".pyc")}
+
+
 def lab_wheel(dest: Path) -> Path:
-    """echomq_lab as a wheel, with fengari's bundle beside browser/lua.py (tests left out)."""
+    """echomq_lab as a wheel, with fengari's bundle beside browser/lua.py (tests left out).
+    Its sources stay (pages show them), each with its byte-compiled ``__pycache__`` entry
+    beside it, which the tab imports without compiling."""
     package = ROOT / "echomq_lab"
     files = {}
     for path in sorted(package.rglob("*")):
@@ -137,8 +181,27 @@ def lab_wheel(dest: Path) -> Path:
             continue
         if path.suffix in (".py", ".lua", ".toml", ".md"):
             files[rel] = path.read_bytes()
+    for pyc, data in byte_compiled(files).items():
+        folder, _, name = pyc.rpartition("/")
+        files[f"{folder}/__pycache__/{name[:-len('.pyc')]}.{CACHE_TAG}.pyc"] = data
     files["echomq_lab/browser/fengari-web.js"] = FENGARI.read_bytes()
     return write_wheel(dest, "echomq-lab", "0.1.0", files)
+
+
+def compile_stdlib(static: Path) -> None:
+    """Pyodide's standard library (``python_stdlib.zip``) comes as sources only, which the tab
+    would compile at every import (IPython's start imports hundreds of its modules): each
+    module gets its .pyc beside its source, which stays for tracebacks."""
+    stdlib = static / "python_stdlib.zip"
+    with zipfile.ZipFile(stdlib) as zipped:
+        entries = [(info, zipped.read(info)) for info in zipped.infolist()]
+    compiled = byte_compiled({info.filename: data for info, data in entries}, STDLIB_AT)
+    with zipfile.ZipFile(stdlib, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for info, data in entries:
+            zipped.writestr(info, data)
+        for arc, data in sorted(compiled.items()):
+            zipped.writestr(zipfile.ZipInfo(arc, (2026, 1, 1, 0, 0, 0)), data,
+                            zipfile.ZIP_DEFLATED)
 
 
 def entry(name: str, wheel: Path, imports: list[str], depends: list[str]) -> dict[str, object]:
@@ -164,6 +227,7 @@ def stage_pyodide(static: Path, fetched: Path, kernel_pypi: Path) -> None:
     static.mkdir(parents=True)
     for name in RUNTIME:
         shutil.copy2(PYODIDE / name, static / name)
+    compile_stdlib(static)
     lock = json.loads((PYODIDE / "pyodide-lock.json").read_text())
     packages = lock["packages"]
     served = {}
@@ -308,6 +372,9 @@ def early_kernel(out: Path) -> str:
                         (static / "pypi" / "all.json").relative_to(out).as_posix()],
         "disablePyPIFallback": kernel["disablePyPIFallback"],
         "loadPyodideOptions": kernel["loadPyodideOptions"],
+        "startPackages": [p for p in kernel["loadPyodideOptions"]["packages"] if p not in LATER],
+        "later": LATER,
+        "laterLoaded": LATER_LOADED,
         "warm": WARM,
     }
     return ('<script id="emq-early-kernel" type="application/json">'

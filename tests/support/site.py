@@ -26,8 +26,8 @@ SITE = ROOT / "site"
 RUN_MS = 300_000
 #: The cue the page shows until its panels are live (tools/site/cue.html).
 CUE = "#emq-cue"
-#: The page whose Run All is pressed as soon as the menu shows, while Python still starts: that
-#: press must be the page's one run (tests/test_jupyterlab.py checks its prompts).
+#: The page whose Run All is pressed as soon as the menu shows, before the page's own run ends:
+#: that press must be the page's one run (tests/test_jupyterlab.py checks its prompts).
 PRESSED_EARLY = "01-the-hash-and-its-fields.ipynb"
 
 

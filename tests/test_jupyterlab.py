@@ -226,8 +226,12 @@ def test_on_the_site_a_page_runs_alone_and_asks_no_other_origin(
     name: str, ran: Callable[[str], Page], site_seen: dict[str, site.Opened]
 ) -> None:
     """Opened and left alone, the page runs to its live panels: no uncaught page error, no
-    request to another origin, and the tab not marked modified by the page's own run."""
+    request to another origin, the tab not marked modified by the page's own run, and the
+    page still shown from its top (its own run moves from cell to cell, not the reader's
+    view)."""
     page = ran(name)
+    scroller = page.locator(f"{ON_SHOW} .jp-WindowedPanel-outer")
+    assert scroller.evaluate("el => el.scrollTop") == 0, "the page's run scrolled the view"
     seen = site_seen[name]
     assert not [e for e in seen.errors if e.startswith("uncaught")], seen.errors
     assert seen.refused == [], f"requests to other origins: {seen.refused[:5]}"

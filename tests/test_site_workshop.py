@@ -106,6 +106,7 @@ def test_the_page_runs_by_itself_with_every_widget_live(tab: Tab) -> None:
     live = tab.page.locator(".jp-OutputArea-output > .jupyter-widgets").count()
     assert live == stored_widgets(site.ROOT / "notebooks" / PAGE)
     assert not [e for e in tab.errors if e.startswith("uncaught")], tab.errors
+    assert tab.page.evaluate("window.jupyterapp.shell.leftCollapsed"), "the file browser folded"
 
 
 def _join(tab: Tab, link: str) -> float:

@@ -294,12 +294,39 @@
       const before = status.ran;
       notebook.activeCellIndex = notebook.widgets.indexOf(cells[next]);
       notebook.deselectAll();
+      view.hold();
       await original("notebook:run-cell", { activate: false });
+      view.hold();
       if (status.ran === before) return next; // dropped: tried again
       if (status.failed) return cells.length;
     }
     return next;
   }
+
+  /** Where the reader is looking. The page's own run moves the active cell from cell to cell,
+   *  and the notebook scrolls to each: the view is put back where it was (the page's top, for
+   *  a page just opened) until the reader scrolls, presses a key or clicks in it. */
+  const view = {
+    scroller: null,
+    top: 0,
+    own: false,
+    watch(notebook) {
+      this.scroller = notebook.node.querySelector(".jp-WindowedPanel-outer") || notebook.node;
+      this.top = this.scroller.scrollTop;
+      const mine = () => { this.own = true; };
+      for (const kind of ["wheel", "touchmove", "keydown", "mousedown"]) {
+        this.scroller.addEventListener(kind, mine, { passive: true });
+      }
+    },
+    hold() {
+      if (!this.scroller || this.own) return;
+      this.scroller.scrollTop = this.top;
+      // the notebook may scroll once more on its next frame
+      requestAnimationFrame(() => {
+        if (!this.own) this.scroller.scrollTop = this.top;
+      });
+    },
+  };
 
   /** The last cell active and none selected, as Run All leaves a notebook. */
   function lastCellActive(panel) {
@@ -330,7 +357,9 @@
         }
       };
       kernel.iopubMessage.connect(count);
+      if (!view.scroller) view.watch(panel.content);
       lastCellActive(panel);
+      view.hold();
       app.shell.activateById(panel.id);
       ownRunStarted = true;
       mark("run_started");
@@ -342,6 +371,7 @@
       }
       if (next >= total) {
         lastCellActive(panel);
+        view.hold();
         return { ok: !status.failed, ran: status.ran };
       }
       await delay(500 * attempt);
@@ -384,6 +414,9 @@
     await until(() => answering(panel));
     mark("python_answers");
     if (early) early.drop();
+    // The page is what was asked for: the file browser beside it is folded away once the page
+    // is up (its tab on the left opens it again).
+    if (app.shell.collapseLeft) app.shell.collapseLeft();
     const { ok } = await runPage(app, panel);
     panel.context.model.dirty = false; // the page's own run is not an edit
     ownRunDone = true;

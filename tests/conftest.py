@@ -350,14 +350,28 @@ def ran(
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Count the tests that ask for a real server directly (not through ``conn``), and each
-    notebook nbval starts (at its first cell)."""
-    if type(item).__name__ == "IPyNbCell" and getattr(item, "cell_num", None) == 0:
-        front_ends.ran_once(item.path.name)
+    """Count the tests that ask for a real server directly (not through ``conn``)."""
     names = getattr(item, "fixturenames", ())
     for kind in server_kinds():
         if f"{kind}_url" in names or f"{kind}_server" in names:
             POOL.used(kind)
+
+
+class _NotebookRuns:
+    """Counts each notebook nbval runs, as its first cell is set up. A plugin of its own, not a
+    conftest hook: the notebooks lie outside tests/, where this file's per-item hooks are not
+    called."""
+
+    @staticmethod
+    def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+        path, _, item = report.nodeid.partition("::")
+        if report.when == "setup" and item == "Cell 0" and path.endswith(".ipynb"):
+            front_ends.ran_once(Path(path).name)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the counter of nbval's notebook runs."""
+    config.pluginmanager.register(_NotebookRuns(), "echomq-notebook-runs")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -22,19 +22,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import functools
-import http.server
 import json
 import os
 import platform
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,9 +40,12 @@ from tools.browser import (
     VIEWPORT,
     chromium_path,
     find_button,
+    jupyter_env,
     jupyter_lab,
     launch_chromium,
     menu,
+    serve_folder,
+    serving,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,56 +59,13 @@ WAIT_MS = 300_000
 GOAL_RATIO, GOAL_MB = 2.0, 50.0
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {
-        **http.server.SimpleHTTPRequestHandler.extensions_map,
-        ".mjs": "text/javascript", ".wasm": "application/wasm", ".whl": "application/zip",
-    }
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        return
-
-
-@contextmanager
-def serve_site() -> Iterator[str]:
-    """``site/`` on a free loopback port."""
-    handler = functools.partial(_Quiet, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @contextmanager
 def served_app(tmp: Path) -> Iterator[str]:
     """``make app`` on a free port (started and answering before this yields)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("ECHOMQ_REDIS_URL", "PYTHONPATH")}
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
-        env[name] = str(tmp / name.lower())
     port = free_port()
-    with (tmp / "app.log").open("wb") as log:
-        proc = subprocess.Popen(
-            ["make", "--no-print-directory", "app", f"APP_ARGS=--port={port} --no-browser"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    url = f"http://localhost:{port}"
-    try:
-        end = time.monotonic() + 300
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > end:
-                    raise SystemExit(f"make app did not start: see {tmp / 'app.log'}") from None
-                time.sleep(0.3)
+    argv = ["make", "--no-print-directory", "app", f"APP_ARGS=--port={port} --no-browser"]
+    with serving(argv, ROOT, jupyter_env(tmp), port, tmp / "app.log", timeout_s=300) as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
 
 
 def _timed(browser: Any, url: str, after_open: Callable[[Any], None]) -> tuple[float, Any]:
@@ -174,7 +128,7 @@ def measure(repeats: int) -> dict[str, Any]:
     times: dict[str, list[float]] = {"site": [], "app": [], "lab": []}
     stages: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp, launch_chromium(path) as browser:
-        with serve_site() as site, served_app(Path(tmp)) as app:
+        with serve_folder(SITE) as site, served_app(Path(tmp)) as app:
             for _ in range(repeats):  # the two ways in, turn about, so both meet the same load
                 took, marks = _timed(browser, f"{site}/lab/index.html?path={PAGE}", _nothing)
                 times["site"].append(took)

@@ -55,6 +55,7 @@ from tools.browser import (  # noqa: E402
     launch_chromium,
     run_all,
     screenshots_folder,
+    serve_folder,
 )
 from tools.course import file_of  # noqa: E402
 
@@ -281,7 +282,7 @@ def site_url() -> Iterator[str]:
     runs first); without it the module's tests skip, saying why (fail in CI)."""
     if not site.built():
         _unavailable("no site/ to serve: build it with `make site`", backends_required())
-    with site.served() as url:
+    with serve_folder(site.SITE) as url:
         yield url
 
 

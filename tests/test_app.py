@@ -33,12 +33,8 @@ or axe-core the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +47,14 @@ from echomq_lab.measure import commandstats
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tests.support import axe, binder, front_ends
 from tests.support.story import play
-from tools.browser import VIEWPORT, find_button, only_from, stored_widgets
+from tools.browser import (
+    VIEWPORT,
+    find_button,
+    jupyter_env,
+    only_from,
+    serving,
+    stored_widgets,
+)
 from tools.course import file_of
 
 pytestmark = pytest.mark.browser
@@ -72,41 +75,11 @@ LIVE_WIDGET = ".jupyter-widgets:not(:has(.jupyter-widgets-error-widget))"
 TOP_WIDGET = f"{LIVE_WIDGET}:not(.jupyter-widgets .jupyter-widgets)"
 
 
-@contextmanager
-def serving(argv: list[str], cwd: Path, env: dict[str, str], port: int, log: Path) -> Iterator[str]:
-    """``argv`` started (its own process group), yielding its base URL once it answers there;
-    stopped afterwards."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    url = f"http://localhost:{port}"
-    try:
-        end = time.monotonic() + 600  # make may first install the lab
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"{argv[0]} exited {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(url + "/", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > end:
-                    pytest.fail(f"{argv[0]} did not answer on {url}:\n{log.read_text()[-3000:]}")
-                time.sleep(0.3)
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
 def test_make_app_starts_and_answers(tmp_path: Path) -> None:
     """``make app APP_ARGS="--port=N --no-browser"``, run from the repository, answers on its
     port (the pages it renders are rendered below by the same command from the Binder-like
     install)."""
-    env = binder.clean_env(tmp_path)
+    env = jupyter_env(tmp_path)
     port = free_port()
     argv = ["make", "--no-print-directory", "app", f"APP_ARGS=--port={port} --no-browser"]
     with serving(argv, ROOT, env, port, tmp_path / "make-app.log") as url:

@@ -3,6 +3,8 @@ and every front end meets pages with buttons; a notebook run a third time is cou
 
 from __future__ import annotations
 
+from typing import get_args
+
 from tests.support import front_ends
 from tools.browser import stored_widgets
 from tools.course import ROOT, load
@@ -10,7 +12,7 @@ from tools.course import ROOT, load
 
 def test_every_page_has_one_front_end_and_each_front_end_has_pages() -> None:
     pages = [p.file for p in load()]
-    by_front = {f: front_ends.files(f) for f in ("site", "app", "room", "lab")}
+    by_front = {f: front_ends.files(f) for f in get_args(front_ends.FrontEnd)}
     assert sorted(sum(by_front.values(), [])) == sorted(pages)
     for front, files in by_front.items():
         assert any(stored_widgets(ROOT / "notebooks" / f) for f in files), (

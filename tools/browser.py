@@ -1,4 +1,5 @@
-"""Drive the notebooks in a real JupyterLab with headless Chromium (Playwright, system browser).
+"""Drive the notebooks in a real JupyterLab with headless Chromium (Playwright, system browser);
+serve a folder (the static site) from loopback; start a server (the app) and wait until it answers.
 
 Nothing is downloaded: Playwright's Python package talks to Debian's ``/usr/bin/chromium``. The
 server runs on a free loopback port with a random token, from a temporary copy of the notebooks
@@ -9,13 +10,17 @@ to one of these helpers. The fixtures built on these live in ``tests/conftest.py
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -160,6 +165,75 @@ class Lab:
         if workspace is None:
             return f"{self.url}/lab/tree/{name}?token={self.token}"
         return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?token={self.token}&reset"
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    """A static file handler that logs nothing and names the site's types (wasm, wheels)."""
+
+    extensions_map = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
+        ".json": "application/json", ".whl": "application/zip",
+    }
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        return
+
+
+@contextmanager
+def serve_folder(folder: Path) -> Iterator[str]:
+    """``folder`` served as static files on a free loopback port; yields its base URL."""
+    handler = functools.partial(_Quiet, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def jupyter_env(tmp: Path) -> dict[str, str]:
+    """This process's environment, less PYTHONPATH and the server URL, with Jupyter's and
+    IPython's folders in ``tmp``: a server started with it reads nothing of the user's."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ECHOMQ_REDIS_URL")}
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
+        env[name] = str(tmp / name.lower())
+    return env
+
+
+@contextmanager
+def serving(argv: list[str], cwd: Path, env: Mapping[str, str], port: int, log: Path,
+            timeout_s: float = 600) -> Iterator[str]:
+    """``argv`` started in a process group of its own (its output to ``log``), yielding
+    ``http://localhost:<port>`` once ``/`` answers there; the group is stopped afterwards.
+    RuntimeError, with the log's tail, if it exits or does not answer within ``timeout_s``."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://localhost:{port}"
+    try:
+        end = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{argv[0]} exited {proc.returncode}:\n"
+                                   f"{log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url + "/", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > end:
+                    raise RuntimeError(f"{argv[0]} did not answer on {url}:\n"
+                                       f"{log.read_text()[-3000:]}") from None
+                time.sleep(0.3)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 #: Files outside notebooks/ that a notebook reads by a path relative to itself.

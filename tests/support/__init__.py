@@ -19,6 +19,6 @@ these modules.
 - :mod:`.front_ends`: the one front end each page runs live in besides nbval, and the count of
   every notebook's runs;
 - :mod:`.reader`: the reader's probe, asked in the kernel nbval ran the page in;
-- :mod:`.site`: the static site served from loopback, a page opened there and left to run;
+- :mod:`.site`: a page of the static site opened and left to run by itself;
 - :mod:`.binder`: a Binder-like install (binder's packages, then postBuild) in a fresh venv.
 """

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.envfiles import CONDA_ONLY, conda_ranges
+from tools.browser import jupyter_env
 
 ROOT = Path(__file__).resolve().parents[2]
 BINDER = ROOT / "binder"
@@ -61,14 +62,6 @@ def _copy_of_the_package(into: Path) -> Path:
     return into
 
 
-def clean_env(tmp: Path) -> dict[str, str]:
-    """A clean environment: no PYTHONPATH, no server URL, Jupyter's folders in ``tmp``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ECHOMQ_REDIS_URL")}
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
-        env[name] = str(tmp / name.lower())
-    return env
-
-
 def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: int) -> str:
     """Run ``argv``; fail with the tail of its output when it exits non-zero."""
     done = subprocess.run(
@@ -82,7 +75,7 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: int) -> str:
 
 def install(tmp: Path) -> Install:
     """Binder's packages, then postBuild from a copy of the package, into a venv in ``tmp``."""
-    env = clean_env(tmp)
+    env = jupyter_env(tmp)
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = str(venv / "bin" / "python")

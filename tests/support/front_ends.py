@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Literal
 
+from tools.course import Page
 from tools.course import load as course_pages
-from tools.course import site_pages
 
 FrontEnd = Literal["site", "app", "room", "lab"]
 #: The pages the app renders (the others run on the site or in JupyterLab).
@@ -31,19 +31,22 @@ APP_PAGES = ("lab-two-workers-one-job",)
 ROOM_PAGES = ("lab-the-workshop",)
 
 
+def _front_end(page: Page) -> FrontEnd:
+    if page.slug in APP_PAGES:
+        return "app"
+    if page.slug in ROOM_PAGES:
+        return "room"
+    return "lab" if page.offsite else "site"
+
+
 def front_end(file: str) -> FrontEnd:
     """The front end page ``file`` (``NN-slug.ipynb``) runs live in."""
-    slug = next(p.slug for p in course_pages() if p.file == file)
-    if slug in APP_PAGES:
-        return "app"
-    if slug in ROOM_PAGES:
-        return "room"
-    return "site" if file in site_pages()[0] else "lab"
+    return _front_end(next(p for p in course_pages() if p.file == file))
 
 
 def files(*fronts: FrontEnd) -> list[str]:
     """The course's pages (in reading order) that run live in one of ``fronts``."""
-    return [p.file for p in course_pages() if front_end(p.file) in fronts]
+    return [p.file for p in course_pages() if _front_end(p) in fronts]
 
 
 #: How many times each notebook ran this session, by file: nbval's run and each live run.

@@ -1,16 +1,12 @@
-"""The static site (``make site``) in headless Chromium: served from loopback, a page opened in
-it with every other origin refused, and left to run by itself until the cue says it is live.
+"""The static site (``make site``) in headless Chromium: a page opened in it (the site served
+from loopback by ``tools.browser.serve_folder``) with every other origin refused, and left to
+run by itself until the cue says it is live.
 
 Importing this module starts nothing; the browser is given by the caller.
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,34 +27,9 @@ CUE = "#emq-cue"
 PRESSED_EARLY = "01-the-hash-and-its-fields.ipynb"
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {
-        **http.server.SimpleHTTPRequestHandler.extensions_map,
-        ".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
-        ".json": "application/json", ".whl": "application/zip",
-    }
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        return
-
-
 def built() -> bool:
     """Whether ``site/`` has been built."""
     return (SITE / "lab" / "index.html").is_file()
-
-
-@contextmanager
-def served(folder: Path = SITE) -> Iterator[str]:
-    """``folder`` served on a free loopback port; yields its base URL."""
-    handler = functools.partial(_Quiet, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @dataclass

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from echomq_lab.cluster.servers import free_port
+from echomq_lab.servers import free_port
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tools.browser import (
     VIEWPORT,

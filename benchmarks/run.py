@@ -66,9 +66,9 @@ from benchmarks.workloads import (
     server_cpu_ns,
 )
 from echomq_lab import branded, jobs, keyspace, queues, transitions
-from echomq_lab.cluster.servers import RunningServer, start_server
 from echomq_lab.measure import Stat, commandstats, counting, walk
 from echomq_lab.scripts import load, names
+from echomq_lab.servers import RunningServer, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results.json"

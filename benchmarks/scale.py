@@ -39,7 +39,7 @@ from benchmarks.pipeline import enqueue_many
 from benchmarks.results import ScalePoint as Point
 from benchmarks.results import longest_text
 from echomq_lab import branded, drift, jobs, keyspace
-from echomq_lab.cluster.servers import RunningServer, start_server
+from echomq_lab.servers import RunningServer, start_server
 from echomq_lab.snapshot import view
 
 ROOT = Path(__file__).resolve().parents[1]

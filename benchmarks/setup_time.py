@@ -25,7 +25,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from echomq_lab.cluster.servers import free_port
+from echomq_lab.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "results" / "setup-time.json"

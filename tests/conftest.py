@@ -1,7 +1,7 @@
 """Shared fixtures: one client per backend (fakeredis, Valkey, Redis, a cluster), servers of a
 test's own, and the headless browser.
 
-The servers come from the lab's one launcher, :mod:`echomq_lab.cluster.servers`; the other building
+The servers come from the lab's one launcher, :mod:`echomq_lab.servers`; the other building
 blocks live in :mod:`tests.support` (the backends registry, one session's server pool, the
 JupyterLab and Chromium helpers); this file only turns them into fixtures. Session servers are
 started lazily, once per session, the first time a test needs them, and stopped at session end.
@@ -30,8 +30,8 @@ pytest.register_assert_rewrite("tests.support")
 
 import redis  # noqa: E402
 
-from echomq_lab.cluster import servers  # noqa: E402
-from echomq_lab.cluster.servers import Kind, RunningServer, ServerStartError  # noqa: E402
+from echomq_lab import servers  # noqa: E402
+from echomq_lab.servers import Kind, RunningServer, ServerStartError  # noqa: E402
 from tests.support import binder, front_ends, reader, site  # noqa: E402
 from tests.support.backends import (  # noqa: E402
     BACKENDS,

@@ -42,8 +42,8 @@ import pytest
 import redis
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from echomq_lab.cluster.servers import free_port
 from echomq_lab.measure import commandstats
+from echomq_lab.servers import free_port
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tests.support import axe, binder, front_ends
 from tests.support.story import play

@@ -28,11 +28,11 @@ from redis.retry import Retry
 from echomq_lab import branded, connect, errors, jobs, keyspace, snapshot
 from echomq_lab.branded import ALPHABET, MAX_SNOWFLAKE, WIDTH
 from echomq_lab.cluster import failover
-from echomq_lab.cluster.servers import ServerStartError, free_port, start_server
 from echomq_lab.connection import node_client
 from echomq_lab.jobs import MAX_MS, MAX_RUN_AT_MS
 from echomq_lab.measure import commandstats, counting
 from echomq_lab.scripts import load, names
+from echomq_lab.servers import ServerStartError, free_port, start_server
 from tests.support.state import dump
 
 Q = "bad-input"

@@ -18,13 +18,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from echomq_lab import jobs, keyspace
+from echomq_lab import jobs, keyspace, servers
 from echomq_lab.classroom import Room, acl_refusals, calls, join, open_room, tally
 from echomq_lab.classroom.board import Board, Reaper
 from echomq_lab.classroom.drill import learn
 from echomq_lab.classroom.ledger import TALLY_KEYS
 from echomq_lab.classroom.room import join_link, learner_rules, parse_link
-from echomq_lab.cluster import servers
 from echomq_lab.connection import describe
 from echomq_lab.sim import audit
 from echomq_lab.snapshot import snapshot

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from echomq_lab import errors
-from echomq_lab.cluster.servers import RunningServer
+from echomq_lab.servers import RunningServer
 from echomq_lab.sim import Result, Settings, Simulation
 from tests.support.backends import kill_server, restart_server
 

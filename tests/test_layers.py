@@ -3,8 +3,9 @@
 The protocol core is the top level (with ``scripts/`` and ``browser/``); ``lessons/`` tells the
 pages' stories from the core; the labs (``sim/``, ``measure/``, ``cluster/``) use the core and
 what their docstrings name; ``widgets/`` may use everything. The core loads no notebook
-machinery, the top level holds at most 12 modules, and no module of the package imports,
-directly or through others and type-only imports included, a module that imports it back."""
+machinery, the top level holds at most 13 modules (the one server launcher among them), and no
+module of the package imports, directly or through others and type-only imports included, a
+module that imports it back."""
 
 from __future__ import annotations
 
@@ -149,9 +150,9 @@ def test_the_layer_rule_sees_a_wrong_import() -> None:
     assert _layer("echomq_lab.jobs") == _layer("echomq_lab.scripts") == ""
 
 
-def test_the_top_level_holds_at_most_twelve_modules_and_every_folder_says_its_rule() -> None:
+def test_the_top_level_holds_at_most_thirteen_modules_and_every_folder_says_its_rule() -> None:
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert len(top) <= 12, top
+    assert len(top) <= 13, top
     for folder in (p for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()):
         doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8")))
         assert doc and "import" in doc, f"{folder.name}/__init__.py does not say what it may import"

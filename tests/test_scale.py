@@ -17,9 +17,9 @@ import pytest
 import redis
 
 from echomq_lab import branded, connect, drift, errors, keyspace
-from echomq_lab.cluster.servers import RunningServer
 from echomq_lab.measure import commandstats, counting
 from echomq_lab.scripts import load
+from echomq_lab.servers import RunningServer
 from echomq_lab.snapshot import WINDOW, drifts, view
 from tests.support.backends import kill_server, restart_server
 

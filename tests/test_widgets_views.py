@@ -15,7 +15,7 @@ import redis
 
 from echomq_lab import branded, connect, jobs, transitions
 from echomq_lab.clock import server_now_ms, wait_out_lease
-from echomq_lab.cluster.servers import RunningServer
+from echomq_lab.servers import RunningServer
 from echomq_lab.snapshot import snapshot
 from echomq_lab.widgets import RecordView, SetsView
 from echomq_lab.widgets import look as style

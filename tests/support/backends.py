@@ -22,7 +22,8 @@ from typing import Protocol
 import fakeredis
 import redis
 
-from echomq_lab.cluster.servers import (
+from echomq_lab.connection import connect
+from echomq_lab.servers import (
     START_TIMEOUT_S,
     Kind,
     RunningServer,
@@ -30,7 +31,6 @@ from echomq_lab.cluster.servers import (
     spawn,
     start_server,
 )
-from echomq_lab.connection import connect
 from tests.support.cluster import start_test_cluster
 from tests.support.in_pyodide import start_browser
 

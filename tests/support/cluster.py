@@ -8,7 +8,7 @@ the primary that owns its slot. A test that needs a single-node command skips on
 from __future__ import annotations
 
 from echomq_lab.cluster import Cluster, ClusterError, start_cluster
-from echomq_lab.cluster.servers import ServerStartError
+from echomq_lab.servers import ServerStartError
 
 #: The backend's name in the registry, the fixtures' ids and the summary.
 NAME = "cluster"

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from echomq_lab.cluster.servers import ServerStartError
+from echomq_lab.servers import ServerStartError
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools" / "site"

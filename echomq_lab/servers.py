@@ -1,6 +1,10 @@
 """The one launcher of local servers (tests, benchmarks, the cluster lab): it finds the
 binaries, picks free loopback ports, starts a server in the foreground with persistence off in
-a folder of its own, waits for PING, and signals or stops it. Never port 6379 or a service."""
+a folder of its own, waits for PING, and signals or stops it. Never port 6379 or a service.
+
+A workshop's server (:func:`launch` with ``durable=...``) instead keeps an append-only file in
+its folder, has a memory limit it never evicts under, bounds every client's output buffer, and
+runs in a session of its own, so it outlives the process that started it."""
 
 from __future__ import annotations
 
@@ -132,6 +136,15 @@ def server_argv(binary: str, port: int, folder: Path, *extra: str) -> list[str]:
     ]
 
 
+def durable_args(maxmemory_mb: int) -> list[str]:
+    """``server_argv`` extras for a server that must not lose what it acknowledged: an
+    append-only file fsynced every second, ``maxmemory`` with ``noeviction`` (a full server
+    refuses writes and drops nothing), and output buffers bounded for normal clients."""
+    return ["--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory",
+            f"{maxmemory_mb}mb", "--maxmemory-policy", "noeviction",
+            "--client-output-buffer-limit", "normal 16mb 8mb 10"]
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     """Ask the kernel to SIGTERM this process when the process that started it dies."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -221,6 +234,24 @@ class RunningServer:
             self._stopped = True
             end(self.proc.send_signal, lambda: self.proc.poll() is None, timeout)
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def launch(kind: Kind, port: int, workdir: Path, extra_args: Sequence[str] = (), *,
+           own_session: bool = False, timeout: float = START_TIMEOUT_S) -> RunningServer:
+    """Start a ``kind`` server on ``port`` in ``workdir`` and wait for PING (unauthenticated:
+    before any ACL is set); ``own_session`` keeps it running when the caller dies.
+    ServerStartError when it does not come up (the process is stopped, the folder kept)."""
+    binary, version = which_binary(kind)
+    argv = server_argv(binary, port, workdir, *extra_args)
+    server = RunningServer(kind, f"redis://127.0.0.1:{port}/0", port,
+                           spawn(argv, workdir / "server.log", keep=own_session), version,
+                           binary, workdir, argv)
+    try:
+        server.wait_ping(timeout, "server.log")
+    except ServerStartError:
+        end(server.proc.send_signal, lambda: server.proc.poll() is None, 5.0)
+        raise
+    return server
 
 
 def start_server(

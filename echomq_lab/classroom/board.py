@@ -80,8 +80,11 @@ class Reading:
     reaper_on: bool
     pending: int
     active: int
-    #: Log lines per actor that are not calls (a learner may write anything to their own log).
+    #: Log lines per actor that are not calls.
     unreadable: dict[str, int]
+    #: Settles accepted from a learner who did not hold the lease (who, verb, job, holder):
+    #: the fence stops stale workers, not one who read another's token from its row.
+    crossed: list[tuple[str, str, str, str]]
 
 
 class Board:
@@ -139,7 +142,7 @@ class Board:
         learners = sorted({c.actor for c in ledger if c.actor.startswith("learner-")},
                           key=lambda n: int(n.rsplit("-", 1)[1]))
         stale = Counter(c.actor for c in ledger if c.outcome == "refused" and c.reply == STALE)
-        acl = acl_refusals(self.conn)
+        acl = acl_refusals(self.conn, self.room)
         lease = self.conn.hget(ctl_key(self.room), "lease_ms")
         k = keyspace.keys(self.room)
         return Reading(
@@ -147,7 +150,7 @@ class Board:
             counts=tally_of(ledger, learners), drift=check(self.conn, self.room), acl=acl,
             lease_ms=int(lease or 0), reaper_on=reaper_on(self.conn, self.room),
             pending=int(self.conn.zcard(k.pending)), active=int(self.conn.zcard(k.active)),
-            unreadable=dict(self.follow.unreadable),
+            unreadable=dict(self.follow.unreadable), crossed=list(self.follow.crossed),
         )
 
 

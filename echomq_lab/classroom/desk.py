@@ -1,15 +1,12 @@
-"""A desk: one actor of a room (a learner, the instructor, the reaper) and its own log.
+"""A desk: one actor of a room (a learner, the instructor, the reaper) and its log.
 
-Each call runs the real handle of :mod:`echomq_lab.jobs` (one EVALSHA) and then appends what
-the server answered to the actor's stream ``emq:{ROOM}:log:<actor>``: that stream is where the
-board learns who did what. The entry holds when the call began and ended on the server's clock:
-the desk reads the server's TIME when it starts (and again every :data:`RECALIBRATE_S`) and maps
-its own steady clock onto it, so every time on the board is the server's, within half the
-fastest of a few round trips.
-
-A learner's user may write only its own stream: it can leave out or invent lines about itself,
-never about someone else. Refusals by the server's ACLs are in ACL LOG, out of any learner's
-reach (:func:`echomq_lab.classroom.ledger.acl_refusals`).
+Each call runs the real handle of :mod:`echomq_lab.jobs` (one EVALSHA). The actor's stream
+``emq:{ROOM}:log:<actor>`` is where the board learns who did what, and a learner never writes
+it: the room's gateway (:mod:`.gateway`) appends each learner's call as the server answered it.
+The instructor's own desks (the board, the reaper, a storm's workers) reach the server directly
+and append their lines themselves (``logs=True``), each holding when the call began and ended
+on the server's clock: the desk reads the server's TIME when it starts (and again every
+:data:`RECALIBRATE_S`) and maps its own steady clock onto it.
 """
 
 from __future__ import annotations
@@ -59,8 +56,10 @@ def _plain(verb: str, exc: errors.EchoMQError) -> str:
 class Desk:
     """``actor``'s client on ``room``: at most one held job (:attr:`held`), each call logged."""
 
-    def __init__(self, conn: redis.Redis, room: str, actor: str) -> None:
+    def __init__(self, conn: redis.Redis, room: str, actor: str, *, logs: bool = True) -> None:
         self.conn, self.room, self.actor = conn, room, actor
+        #: False for a learner's desk: the gateway writes its log.
+        self.logs = logs
         self.held: jobs.Claimed | None = None
         self.held_lease_ms = 0
         #: True once the worker stopped working on purpose while holding its lease.
@@ -214,6 +213,8 @@ class Desk:
                began: float, *, lease_ms: int = 0, stalled: bool = False,
                detail: str = "") -> None:
         """Append one line to the actor's stream; the entry's id is the server's clock then."""
+        if not self.logs:
+            return
         ended = time.monotonic()
         fields: dict[str, str | int] = {
             "verb": verb, "job": job_id, "token": token, "outcome": outcome, "reply": reply,
@@ -231,9 +232,9 @@ class Desk:
 
 
 def client(seat: Seat, opener: websocket.Opener | None = None) -> redis.Redis:
-    """A client for ``seat``, not yet pinged: straight to the room's server, or, in the browser
-    (a tab opens no TCP socket) or when ``opener`` is given, through the room's WebSocket
-    gateway, logged in there with the seat's own name and password."""
+    """A client for ``seat``, not yet pinged: to the room's gateway over TCP, or, in the
+    browser (a tab opens no TCP socket) or when ``opener`` is given, over its WebSocket side,
+    logged in there with the seat's own name and password."""
     if not websocket.IN_BROWSER and opener is None:
         return connect(seat.url, ping=False)
     if not seat.gateway:
@@ -246,16 +247,15 @@ def client(seat: Seat, opener: websocket.Opener | None = None) -> redis.Redis:
 
 def join(link: str, opener: websocket.Opener | None = None) -> Desk:
     """A desk for the learner a join link names, on the room it names (pinged once), through
-    the room's gateway in the browser (see :func:`client`)."""
+    the room's gateway (see :func:`client`), which writes the desk's log."""
     seat: Seat = parse_link(link)
     conn = client(seat, opener)
     try:
         with reaching(conn):
             conn.ping()
-            conn.client_setname(seat.name)
     except errors.EchoMQError:
         conn.close()
         raise
-    desk = Desk(conn, seat.room, seat.name)
+    desk = Desk(conn, seat.room, seat.name, logs=False)
     desk.calibrate()
     return desk

@@ -1,9 +1,10 @@
 """The room read back: every actor's log as one ledger (the calls :mod:`echomq_lab.sim`'s audit
 and lease charts take), the per-learner :func:`tally`, and the ACL refusals by user name.
 
-Where each figure comes from: claims, completes and stale refusals from the learners' own logs
-(written by their clients, so a learner can hide or invent lines about itself); refusals of a
-command or key outside a learner's rights from the server's ACL LOG (no learner can touch it).
+Where each figure comes from: a learner's claims, completes and stale refusals from the
+learner's log, which only the room's gateway writes (the learner's ACL user may not); what the
+gateway refused, per learner, and failed logins, per address, from the gateway's record
+(:func:`acl_refusals`); what the server's own ACLs refused from its ACL LOG.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, cast
 import redis
 
 from echomq_lab import transitions
-from echomq_lab.classroom.room import ACL_LOG_LEN, ctl_key, log_key
+from echomq_lab.classroom.room import ACL_LOG_LEN, RECORD_LEN, ctl_key, log_key, record_key
 from echomq_lab.keyspace import base
 from echomq_lab.sim.audit import STALE, Call, Outcome
 
@@ -67,6 +68,8 @@ class Follow:
         self.conn, self.room, self.names = conn, room, names
         self.t0 = t0_ms(conn, room)
         self.unreadable: Counter[str] = Counter()
+        #: Settles accepted from a learner who did not hold the lease: (who, verb, job, holder).
+        self.crossed: list[tuple[str, str, str, str]] = []
         self._last: dict[str, bytes] = {}
         self._calls: list[Call] = []
 
@@ -84,8 +87,11 @@ class Follow:
                 call = _call(actor, fields, self.t0)
                 if call is None:
                     self.unreadable[actor] += 1
-                else:
-                    new.append(call)
+                    continue
+                new.append(call)
+                holder = fields.get(b"held_by")
+                if holder:
+                    self.crossed.append((actor, call.verb, call.job_id, holder.decode()))
         if new:
             merged = sorted(self._calls + new, key=lambda c: (c.ended, c.started))
             self._calls = [Call(n, *_rest(c)) for n, c in enumerate(merged)]
@@ -129,15 +135,35 @@ def tally(conn: redis.Redis, room: str) -> dict[str, dict[str, int]]:
     return tally_of(calls(conn, room, names), names)
 
 
-def acl_refusals(conn: redis.Redis) -> dict[str, Counter[str]]:
-    """What the server's ACLs refused, per user name: ``{user: {"command flushall": 2,
-    "key emq:{other}:pending": 1}}`` (ACL LOG keeps the latest 1000 kinds, each counted)."""
+def acl_refusals(conn: redis.Redis, room: str | None = None) -> dict[str, Counter[str]]:
+    """What was refused, per name: ``{user: {"command flushall": 2, ...}}``. With ``room``, the
+    gateway's record first (each learner's refused requests under their name; failed logins
+    under ``from ADDRESS``, never under the name they tried); then the server's ACL LOG (the
+    second wall), without its failed logins (a name typed there proves nothing)."""
     out: dict[str, Counter[str]] = defaultdict(Counter)
+    if room is not None:
+        _gateway_refusals(conn, room, out)
     try:
         log = cast(list[dict[str, Any]], conn.acl_log(count=ACL_LOG_LEN))
     except redis.ResponseError:  # a server without ACLs (the embedded one)
-        return {}
+        log = []
     for entry in log:
+        if entry.get("reason") == "auth":
+            continue
         what = f"{entry.get('reason', '?')} {entry.get('object', '?')}"
         out[str(entry.get("username", "?"))][what] += int(entry.get("count", 1))
     return dict(out)
+
+
+def _gateway_refusals(conn: redis.Redis, room: str, out: dict[str, Counter[str]]) -> None:
+    prefix = record_key(room, "refused:").encode()
+    found = [bytes(k) for k in conn.scan_iter(match=prefix + b"*")]
+    for key, name in [(record_key(room, "logins"), None),
+                      *((k, k[len(prefix):].decode()) for k in found)]:
+        for _, fields in conn.xrevrange(key, count=RECORD_LEN):
+            text = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
+            more = int(text.get("more", "0") or 0)
+            if name is None:
+                out[f"from {text.get('from', '?')}"]["a failed login"] += 1 + more
+            else:
+                out[name][f"command {text.get('what', '?')}"] += 1 + more

@@ -1,21 +1,28 @@
-"""A room: one real Valkey, an ACL user per learner and one for the instructor, ``room.json``.
+"""A room: one real Valkey on loopback, its gateway (:mod:`.gateway`, the learners' one way
+in), an ACL user per learner, one for the gateway and one for the instructor, ``room.json``.
 
 Every learner works the room's one queue (the room's name is the queue), so they contend for
-the same jobs. A learner's user may read every key of the room, write only the queue's sets,
-its rows and the learner's own log stream, and run only the commands the transitions' scripts
-and the pages' reads need (:data:`LEARNER_COMMANDS`). The default user is switched off, the
-server evicts nothing, and ``maxclients`` fits the room.
+the same jobs. The gateway passes on only the lab's calls; behind it, as a second wall, a
+learner's user may read every key of the room, write only the queue's sets and rows, and run
+only EVALSHA and the reads (:data:`LEARNER_COMMANDS`: the commands the scripts run inside are
+checked against the caller too). The default user is switched off, the server keeps an
+append-only file in the room's folder, evicts nothing, and outlives the process that started it
+(:func:`resume` brings the same room back; :func:`stop_room` ends it for good).
 """
 
 from __future__ import annotations
 
+import atexit
 import ipaddress
 import json
+import os
 import secrets
+import shutil
+import signal
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import redis
@@ -24,21 +31,23 @@ from echomq_lab import keyspace, scripts, servers
 from echomq_lab.scripts import VIEWS
 from echomq_lab.transitions import SCRIPTS
 
-#: The commands a learner's user may send: the scripts (EVALSHA, and SCRIPT LOAD on first use),
-#: what those scripts run inside (every command a script runs is checked against the caller),
-#: the pages' reads, and the learner's own log. No SCRIPT FLUSH/KILL, no KEYS, SCAN or CONFIG.
+if TYPE_CHECKING:
+    from echomq_lab.classroom.gateway import Gateway
+
+#: The commands a learner's user may send: EVALSHA, what the scripts run inside (every command
+#: a script runs is checked against the caller) and the pages' reads. No SCRIPT LOAD (no Lua of
+#: a learner's), no XADD (the gateway writes the record), no CLIENT SETNAME, KEYS, SCAN, CONFIG.
 LEARNER_COMMANDS: tuple[str, ...] = (
-    "evalsha", "script|load",
-    "ping", "time", "client|setname", "client|setinfo",
+    "evalsha", "ping", "time",
     "hincrby", "hset", "hget", "hmget", "hgetall", "hdel", "del", "exists", "type",
-    "zadd", "zrem", "zrange", "zscore", "zcard",
-    "multi", "exec", "discard",
-    "xadd", "xrange", "xlen",
+    "zadd", "zrem", "zrange", "zscore", "zcard", "xrange", "xlen",
 )  # fmt: skip
-#: Clients a room allows per learner (a page may hold a few), and for the instructor's side.
+#: Connections the gateway allows each learner (a page may hold a few), and the ones the
+#: server keeps for the instructor's side (the board, the reaper, the instructor's kernel).
 CLIENTS_PER_LEARNER = 4
 INSTRUCTOR_CLIENTS = 32
 INSTRUCTOR = "instructor"
+GATEWAY = "gateway"
 #: The room's settings hash (lease length, the reaper on or off), written by the instructor.
 CTL = "ctl"
 DEFAULT_LEASE_MS = 3000
@@ -46,6 +55,15 @@ MAX_LEARNERS = 500
 JOIN_SCHEME = "echomq"
 #: How many kinds of ACL refusal the server remembers (each with its count).
 ACL_LOG_LEN = 1000
+#: What each stream of the gateway's record keeps at most (trimmed as it grows).
+RECORD_LEN = 1000
+#: The server's memory: a floor, and more per learner (their logs grow with every call).
+MEMORY_MB, MEMORY_MB_PER_LEARNER = 256, 2
+#: Where a room's folder keeps what ``resume`` needs (passwords included: the owner's only).
+STATE = "room-state.json"
+#: Page origins the gateway trusts by default: pages served from this machine (the site run
+#: locally, a notebook server); ``--origin`` names others.
+LOCAL_ORIGINS: tuple[str, ...] = ("http://127.0.0.1", "http://localhost")
 
 
 class RoomError(RuntimeError):
@@ -62,21 +80,32 @@ def log_key(room: str, actor: str) -> str:
     return f"{keyspace.base(room)}log:{actor}"
 
 
+def record_key(room: str, kind: str) -> str:
+    """A stream of the gateway's record: ``logins`` (failed logins, by address) or
+    ``refused:<learner>`` (what the gateway refused that learner)."""
+    return f"{keyspace.base(room)}gate:{kind}"
+
+
 def ctl_key(room: str) -> str:
     """The room's settings hash: ``lease_ms``, ``reaper`` (``on``/``off``), ``t0_ms``."""
     return keyspace.base(room) + CTL
 
 
-def learner_rules(room: str, name: str, password: str, *, may_load: bool = True) -> list[str]:
-    """The ``ACL SETUSER`` rules of learner ``name``: read the room, write the queue and the
-    learner's own log, nothing else anywhere. Without ``may_load`` the learner may run only the
-    scripts already loaded (the room loads the protocol's when it opens): no Lua of their own."""
+def learner_rules(room: str, name: str, password: str) -> list[str]:
+    """The ``ACL SETUSER`` rules of learner ``name`` (the second wall, behind the gateway):
+    read the room, write the queue's sets and rows, nothing else anywhere, no Lua of their own."""
     k = keyspace.keys(room)
-    writes = [*k.sets, k.rows + "*", log_key(room, name)]
-    commands = [c for c in LEARNER_COMMANDS if may_load or c != "script|load"]
+    writes = [*k.sets, k.rows + "*"]
     return ["reset", "on", f">{password}", "resetchannels", "-@all",
-            *(f"+{c}" for c in commands),
+            *(f"+{c}" for c in LEARNER_COMMANDS),
             f"%R~{k.base}*", *(f"%RW~{key}" for key in writes)]
+
+
+def gateway_rules(room: str, password: str) -> list[str]:
+    """The gateway's own user: it appends to the room's record (the logs, the refusals)."""
+    base = keyspace.base(room)
+    return ["reset", "on", f">{password}", "resetchannels", "-@all", "+xadd", "+ping",
+            "+client|setinfo", f"%W~{base}log:*", f"%W~{base}gate:*"]
 
 
 def instructor_rules(password: str) -> list[str]:
@@ -157,58 +186,106 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def _private_file(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path``, readable by its owner only (from the first byte on)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an older file keeps its mode through O_CREAT
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    return path
+
+
 @dataclass
 class Room:
-    """A running room: its server, its users' passwords, where learners connect (``host``)."""
+    """A running room: its server on loopback at ``server_port``, its gateway (TCP at
+    ``port``, WebSocket at ``ws_port``, on ``listen``; ``host`` is the address learners reach),
+    the link passwords (what learners hold), the server passwords (what the gateway logs in
+    with), and the folder that keeps it (its append-only file, ``room.json``)."""
 
     name: str
-    server: servers.RunningServer
     host: str
+    listen: str
     passwords: dict[str, str]
-    #: The WebSocket gateway's URL, when one runs beside the server (see :mod:`.gateway`).
-    gateway: str = ""
-
-    @property
-    def port(self) -> int:
-        return self.server.port
+    server_passwords: dict[str, str]
+    server_port: int
+    port: int
+    ws_port: int
+    folder: Path
+    lease_ms: int = DEFAULT_LEASE_MS
+    origins: tuple[str, ...] = LOCAL_ORIGINS
+    owned: bool = True
+    server: servers.RunningServer | None = None
+    gateway: Gateway | None = field(default=None, repr=False)
 
     @property
     def learners(self) -> list[str]:
         return [n for n in self.passwords if n != INSTRUCTOR]
 
+    @property
+    def gateway_url(self) -> str:
+        """The WebSocket side of the gateway, as learners reach it."""
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return f"ws://{shown}:{self.ws_port}"
+
+    @property
+    def label(self) -> str:
+        return self.server.label if self.server is not None else "valkey-server (resumed)"
+
     def url(self, user: str) -> str:
-        """The URL ``user`` connects with."""
+        """The URL ``user`` connects with: a learner's reaches the gateway, the instructor's
+        the server itself (on loopback)."""
+        if user == INSTRUCTOR:
+            return url_of(INSTRUCTOR, self.passwords[INSTRUCTOR], "127.0.0.1", self.server_port)
         return url_of(user, self.passwords[user], self.host, self.port)
 
     def admin(self) -> redis.Redis:
-        """A client of the instructor's on the loopback side of the server."""
-        return redis.Redis.from_url(url_of(INSTRUCTOR, self.passwords[INSTRUCTOR], "127.0.0.1",
-                                           self.port), socket_timeout=10)
+        """A client of the instructor's on the server."""
+        return redis.Redis.from_url(self.url(INSTRUCTOR), socket_timeout=10)
 
     def manifest(self) -> dict[str, Any]:
-        """What ``room.json`` holds: the room, the instructor's URL, each learner's seat (and
-        the gateway's URL, for pages in the browser, when one runs)."""
+        """What ``room.json`` holds: the room, the instructor's URL, each learner's seat, and
+        the gateway's WebSocket URL (for pages in the browser)."""
         return {
-            "room": self.name, **({"gateway": self.gateway} if self.gateway else {}),
+            "room": self.name, "gateway": self.gateway_url,
             "instructor": {"url": self.url(INSTRUCTOR)},
             "learners": [{"name": n, "url": self.url(n), "queue": self.name,
-                          "link": join_link(self.url(n), self.name, self.gateway)}
+                          "link": join_link(self.url(n), self.name, self.gateway_url)}
                          for n in self.learners],
         }
 
-    def write(self, folder: str | Path) -> Path:
-        """Write ``room.json`` into ``folder`` (made if missing, readable by its owner only)."""
-        out = Path(folder)
+    def state(self) -> dict[str, Any]:
+        """What :func:`resume` needs to bring this room back."""
+        return {"room": self.name, "host": self.host, "listen": self.listen,
+                "passwords": self.passwords, "server_passwords": self.server_passwords,
+                "server_port": self.server_port, "port": self.port, "ws_port": self.ws_port,
+                "lease_ms": self.lease_ms, "origins": list(self.origins), "pid": os.getpid()}
+
+    def write(self, folder: str | Path | None = None) -> Path:
+        """Write ``room.json`` (and what ``resume`` needs) into ``folder`` (the room's own by
+        default; made if missing), each readable by its owner only."""
+        out = Path(folder) if folder is not None else self.folder
         out.mkdir(parents=True, exist_ok=True)
-        path = out / "room.json"
-        path.touch(mode=0o600)
-        path.chmod(0o600)  # an older file keeps its mode through touch
-        path.write_text(json.dumps(self.manifest(), indent=1) + "\n", encoding="utf-8")
-        return path
+        _private_file(out / STATE, json.dumps(self.state(), indent=1) + "\n")
+        return _private_file(out / "room.json", json.dumps(self.manifest(), indent=1) + "\n")
+
+    def detach(self) -> None:
+        """Stop the gateway, leave the server running (``resume`` finds it)."""
+        if self.gateway is not None:
+            self.gateway.stop()
+            self.gateway = None
 
     def stop(self) -> None:
-        """Stop the server and remove its folder; idempotent."""
-        self.server.stop()
+        """Stop the gateway and the server, and remove what the room wrote (its passwords
+        with it); idempotent."""
+        self.detach()
+        _shutdown(self.server_port, self.passwords[INSTRUCTOR])
+        if self.server is not None:
+            self.server.stop()
+        for name in ("room.json", STATE):
+            (self.folder / name).unlink(missing_ok=True)
+        shutil.rmtree(self.folder / "server", ignore_errors=True)
+        if self.owned:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> Room:
         return self
@@ -217,73 +294,169 @@ class Room:
         self.stop()
 
 
-def _start(host: str, port: int | None, maxclients: int) -> servers.RunningServer:
-    """One Valkey through the launcher's parts, on ``port`` (a free one when None), listening
-    on ``host`` and on loopback, evicting nothing."""
-    binary, version = servers.which_binary("valkey")
-    port = servers.free_port() if port is None else port
-    if not servers.port_free(port):
-        raise RoomError(f"port {port} is in use")
-    folder = Path(tempfile.mkdtemp(prefix=f"echomq-room-{port}-"))
-    binds = ["127.0.0.1"] if _loopback(host) else [host, "127.0.0.1"]
-    argv = servers.server_argv(binary, port, folder, "--bind", *binds,
-                               "--maxmemory-policy", "noeviction", "--maxclients",
-                               str(maxclients), "--acllog-max-len", str(ACL_LOG_LEN))
-    server = servers.RunningServer("valkey", f"redis://127.0.0.1:{port}/0", port,
-                                   servers.spawn(argv, folder / "server.log"), version, binary,
-                                   folder, argv)
+def _shutdown(port: int, password: str) -> None:
+    """Ask the server on ``port`` to end (it fsyncs nothing more: the room is over)."""
     try:
-        server.wait_ping(servers.START_TIMEOUT_S, "server.log")
-    except servers.ServerStartError:
-        server.stop()
-        raise
-    return server
+        with redis.Redis(host="127.0.0.1", port=port, username=INSTRUCTOR, password=password,
+                         socket_timeout=5) as conn:
+            conn.shutdown(nosave=True)
+    except redis.RedisError:
+        pass  # already gone
+
+
+def _server_alive(room: Room) -> bool:
+    try:
+        with room.admin() as conn:
+            return bool(conn.ping())
+    except redis.RedisError:
+        return False
+
+
+def _start_server(room: Room) -> servers.RunningServer:
+    """The room's Valkey on loopback at its port, in its folder (its append-only file read
+    back when there is one), in a session of its own."""
+    if not servers.port_free(room.server_port):
+        raise RoomError(f"port {room.server_port} is in use")
+    folder = room.folder / "server"
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    learners = len(room.learners)
+    extra = [*servers.durable_args(MEMORY_MB + MEMORY_MB_PER_LEARNER * learners),
+             "--maxclients", str(learners * CLIENTS_PER_LEARNER + INSTRUCTOR_CLIENTS + 4),
+             "--acllog-max-len", str(ACL_LOG_LEN)]
+    try:
+        return servers.launch("valkey", room.server_port, folder, extra, own_session=True)
+    except servers.ServerStartError as exc:
+        raise RoomError(str(exc).splitlines()[0]) from None
+
+
+def _start_gateway(room: Room) -> Gateway:
+    from echomq_lab.classroom.gateway import Gateway, Seats
+
+    seats = Seats(room.name, {n: room.passwords[n] for n in room.learners},
+                  {n: room.server_passwords[n] for n in room.learners}, GATEWAY,
+                  room.server_passwords[GATEWAY])
+    try:
+        return Gateway(room.server_port, seats, room.listen, room.port, room.ws_port,
+                       origins=(None, *room.origins)).start()
+    except OSError as exc:
+        raise RoomError(f"the gateway could not listen on {room.listen}:{room.port} and "
+                        f"{room.ws_port}: {exc}") from None
 
 
 def open_room(name: str, learners: int, *, host: str = "127.0.0.1", port: int | None = None,
               advertise: str | None = None, lease_ms: int = DEFAULT_LEASE_MS,
-              may_load: bool = True) -> Room:
-    """Start a room of ``learners`` learners on a new Valkey; the caller stops it.
-
-    ``host`` is where the server listens (loopback unless a room's network is meant);
-    ``advertise`` the address written into the URLs (``host`` by default). The protocol's
-    scripts are loaded at once; with ``may_load=False`` learners may load no script of their
-    own (a script of theirs that never ends would hold up the whole room)."""
+              out: str | Path | None = None, ws_port: int | None = None,
+              origins: tuple[str, ...] = LOCAL_ORIGINS) -> Room:
+    """Start a room of ``learners`` learners: a new Valkey on loopback and its gateway on
+    ``host`` at ``port`` (TCP) and ``ws_port`` (WebSocket), free ones when None; the caller
+    stops it. ``advertise`` is the address written into the links (``host`` by default);
+    ``out`` the room's folder (a temporary one when None, removed at stop)."""
     keyspace.check_queue(name)
     if not isinstance(learners, int) or not 1 <= learners <= MAX_LEARNERS:
         raise ValueError(f"learners must be a whole number from 1 to {MAX_LEARNERS}")
     if advertise is None and host in ("0.0.0.0", "::"):
         raise RoomError("listening on every address: say which one learners reach with "
                         "--advertise ADDRESS")
-    try:
-        server = _start(host, port, learners * CLIENTS_PER_LEARNER + INSTRUCTOR_CLIENTS)
-    except servers.ServerStartError as exc:
-        raise RoomError(str(exc).splitlines()[0]) from None
+    for wanted in (port, ws_port):
+        if wanted is not None and not servers.port_free(wanted):
+            raise RoomError(f"port {wanted} is in use")
     passwords = {INSTRUCTOR: secrets.token_urlsafe(18)}
     passwords |= {learner_name(n): secrets.token_urlsafe(12) for n in range(1, learners + 1)}
-    room = Room(name, server, advertise or host, passwords)
+    hidden = {n: secrets.token_urlsafe(18) for n in [*passwords, GATEWAY] if n != INSTRUCTOR}
+    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="echomq-room-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    room = Room(name, advertise or host, host, passwords, hidden, servers.free_port(),
+                port if port is not None else 0, ws_port if ws_port is not None else 0,
+                folder, lease_ms, origins, owned=out is None)
+    room.server = _start_server(room)
+    if room.owned:  # a room of a test or a benchmark ends with its process
+        atexit.register(room.stop)
     try:
-        _configure(room, lease_ms, may_load)
+        _configure(room, new=True)
+        room.gateway = _start_gateway(room)
+        room.port, room.ws_port = room.gateway.port, room.gateway.ws_port
+        if out is not None:
+            room.write()
     except BaseException:
         room.stop()
         raise
     return room
 
 
-def _configure(room: Room, lease_ms: int, may_load: bool) -> None:
-    """Create the users, load the protocol's scripts, write the room's settings, then switch
-    the default user off."""
-    with redis.Redis(host="127.0.0.1", port=room.port, socket_timeout=10) as first:
+def resume(folder: str | Path) -> Room:
+    """The room whose folder is ``folder``, back on the same ports with the same learners,
+    links and jobs: its server as it runs (it outlives the process that started it), or
+    started again from its append-only file; then its gateway."""
+    path = Path(folder) / STATE
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+        room = Room(state["room"], state["host"], state["listen"], state["passwords"],
+                    state["server_passwords"], int(state["server_port"]), int(state["port"]),
+                    int(state["ws_port"]), Path(folder), int(state["lease_ms"]),
+                    tuple(state["origins"]), owned=False)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RoomError(f"no room to resume in {folder}: {exc}") from None
+    if not _server_alive(room):
+        room.server = _start_server(room)
+        _configure(room, new=False)
+    try:
+        room.gateway = _start_gateway(room)
+        room.write()
+    except BaseException:
+        room.detach()
+        raise
+    return room
+
+
+def stop_room(folder: str | Path) -> str:
+    """End the room whose folder is ``folder`` for good: the process running it (asked to
+    stop), its server, its append-only file, ``room.json`` and the passwords. What it did."""
+    path = Path(folder) / STATE
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RoomError(f"no room in {folder}: {exc}") from None
+    pid = int(state.get("pid", 0))
+    if pid and pid != os.getpid():
+        try:
+            os.kill(pid, signal.SIGTERM)
+            servers.wait_until(lambda: not _running(pid), 10)
+        except (ProcessLookupError, PermissionError):
+            pass
+    _shutdown(int(state["server_port"]), state["passwords"][INSTRUCTOR])
+    for name in ("room.json", STATE):
+        (Path(folder) / name).unlink(missing_ok=True)
+    shutil.rmtree(Path(folder) / "server", ignore_errors=True)
+    return f"room {state['room']!r} stopped: its server, its file and its passwords are gone"
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _configure(room: Room, *, new: bool) -> None:
+    """Create the users, load the protocol's scripts (neither is in the append-only file),
+    write the room's settings when it is new, then switch the default user off."""
+    with redis.Redis(host="127.0.0.1", port=room.server_port, socket_timeout=10) as first:
         first.execute_command("ACL", "SETUSER", INSTRUCTOR,
                               *instructor_rules(room.passwords[INSTRUCTOR]))
+        first.execute_command("ACL", "SETUSER", GATEWAY,
+                              *gateway_rules(room.name, room.server_passwords[GATEWAY]))
         for user in room.learners:
-            rules = learner_rules(room.name, user, room.passwords[user], may_load=may_load)
+            rules = learner_rules(room.name, user, room.server_passwords[user])
             first.execute_command("ACL", "SETUSER", user, *rules)
         for name in (*SCRIPTS, *VIEWS):
             scripts.load(name).load_into(first)
     with room.admin() as admin:
-        now_s, now_us = admin.time()
-        admin.hset(ctl_key(room.name), mapping={"lease_ms": lease_ms, "reaper": "on",
-                                                "t0_ms": int(now_s) * 1000 + int(now_us) // 1000})
+        if new:
+            now_s, now_us = admin.time()
+            admin.hset(ctl_key(room.name), mapping={
+                "lease_ms": room.lease_ms, "reaper": "on",
+                "t0_ms": int(now_s) * 1000 + int(now_us) // 1000})
         admin.execute_command("ACL", "SETUSER", "default", "reset", "off")
         admin.execute_command("ACL", "LOG", "RESET")

@@ -15,7 +15,7 @@ import redis
 
 from echomq_lab import errors, jobs, keyspace
 from echomq_lab.classroom.desk import Desk
-from echomq_lab.classroom.ledger import Follow, acl_refusals, tally_of
+from echomq_lab.classroom.ledger import Follow, acl_refusals, order, tally_of
 from echomq_lab.classroom.room import INSTRUCTOR, ctl_key
 from echomq_lab.drift import Report, check
 from echomq_lab.sim.audit import STALE, Call, accepted
@@ -140,7 +140,7 @@ class Board:
         """One reading of the room (the logs, the queue's sizes, a drift check)."""
         ledger = self.follow.calls()
         learners = sorted({c.actor for c in ledger if c.actor.startswith("learner-")},
-                          key=lambda n: int(n.rsplit("-", 1)[1]))
+                          key=order)
         stale = Counter(c.actor for c in ledger if c.outcome == "refused" and c.reply == STALE)
         acl = acl_refusals(self.conn, self.room)
         lease = self.conn.hget(ctl_key(self.room), "lease_ms")

@@ -56,7 +56,7 @@ WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 class Limits:
     """What the gateway allows: connections per learner, requests queued on one connection,
     bytes per request, sockets per address that have not logged in, and seconds to log in;
-    failed logins recorded per address (and refusals per learner) in each ``window_s``."""
+    failed logins recorded per address in each ``window_s`` (the rest counted in the next)."""
 
     connections: int = 4
     in_flight: int = 16
@@ -326,7 +326,7 @@ class Session:
         try:
             call = check(self.gw.seats.room, self.gw.shas, words)
         except Refused as exc:
-            if [w.upper() for w in words[:2]] != [b"CLIENT", b"SETINFO"]:  # a greeting: not news
+            if not _greeting(words):
                 await self.gw.refuse(self.user, _shown(name).lower())
             return error(str(exc))
         began = time.time() * 1000
@@ -419,7 +419,6 @@ class Gateway:
         self.held: dict[str, _Held] = {}
         self._sockets: set[asyncio.StreamWriter] = set()
         self._logins = _Window(self.limits.records_per_window, self.limits.window_s)
-        self._refusals = _Window(self.limits.records_per_window, self.limits.window_s)
 
     @property
     def url(self) -> str:
@@ -481,10 +480,8 @@ class Gateway:
                                       {"from": address, "more": more})
 
     async def refuse(self, user: str, what: str) -> None:
-        if self._refusals.allow(user):
-            more = self._refusals.skipped.pop(user, 0)
-            await self.recorder.write(record_key(self.seats.room, f"refused:{user}"),
-                                      {"what": what, "more": more})
+        """Record a refusal in ``user``'s own stream (a flood of theirs trims only theirs)."""
+        await self.recorder.write(record_key(self.seats.room, f"refused:{user}"), {"what": what})
 
     async def record(self, user: str, call: Call, value: object, began: float,
                      ended: float) -> None:
@@ -594,6 +591,12 @@ class Gateway:
             session.close()
             with contextlib.suppress(Exception):
                 await ws.close()
+
+
+def _greeting(words: list[bytes]) -> bool:
+    """True for what redis-py sends on every new connection (refused, and not news)."""
+    return [w.upper() for w in words[:2]] in ([b"CLIENT", b"SETINFO"],
+                                              [b"CLIENT", b"MAINT_NOTIFICATIONS"])
 
 
 def _origins(trusted: tuple[str | None, ...]) -> list[str | re.Pattern[str] | None]:

@@ -9,6 +9,7 @@ gateway refused, per learner, and failed logins, per address, from the gateway's
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from typing import Any, cast
 
@@ -28,10 +29,10 @@ def actors(conn: redis.Redis, room: str) -> list[str]:
     """The actors with a log in ``room`` (found with SCAN: the instructor's side only)."""
     prefix = (base(room) + _LOG_PART).encode()
     found = {bytes(k)[len(prefix):].decode() for k in conn.scan_iter(match=prefix + b"*")}
-    return sorted(found, key=_order)
+    return sorted(found, key=order)
 
 
-def _order(name: str) -> tuple[int, str]:
+def order(name: str) -> tuple[int, str]:
     number = name.rsplit("-", 1)[-1]
     return (int(number) if name.startswith("learner-") and number.isdigit() else 1 << 30, name)
 
@@ -50,10 +51,12 @@ def _call(actor: str, fields: dict[bytes, bytes], t0: int) -> Call | None:
         outcome = text["outcome"]
         if outcome not in ("accepted", "refused", "gone", "lost-reply"):
             return None
+        began, ended = float(text["began_ms"]), float(text["ended_ms"])
+        if not (math.isfinite(began) and math.isfinite(ended) and began <= ended):
+            return None
         return Call(0, actor, text["verb"], text["job"], int(text["token"]),
                     cast(Outcome, outcome), text["reply"], text.get("detail", ""),
-                    started=(float(text["began_ms"]) - t0) / 1000,
-                    ended=(float(text["ended_ms"]) - t0) / 1000,
+                    started=(began - t0) / 1000, ended=(ended - t0) / 1000,
                     lease_ms=int(text.get("lease_ms", 0)), stalled=text.get("stalled") == "1")
     except (KeyError, ValueError, UnicodeDecodeError):
         return None

@@ -199,7 +199,11 @@ _HATCH = ('<pattern id="emq-hatch" width="6" height="6" patternUnits="userSpaceO
 def _ticks(low: float, high: float, most: int = 8) -> list[float]:
     """Round times between ``low`` and ``high``, at most ``most`` of them."""
     width = max(high - low, 1e-6)
-    step = next(m * 10**e for e in range(-4, 4) for m in (1, 2, 5) if width / (m * 10**e) <= most)
+    if not math.isfinite(width):
+        return []
+    exponent = math.floor(math.log10(width / most))  # any span, however long or short
+    step = next(m * 10.0**e for e in (exponent, exponent + 1) for m in (1, 2, 5)
+                if width / (m * 10.0**e) <= most)
     first = math.ceil(low / step)
     return [round(n * step, 6) for n in range(first, math.floor(high / step) + 1)]
 
@@ -212,8 +216,10 @@ def _bar(lease: Lease, y: float, x: Callable[[float], float]) -> str:
     refused = lease.outcome == "refused"
     fill = "url(#emq-hatch)" if refused else OUTCOME_LOOK[lease.outcome][0]
     told = html.escape(f"{lease.worker}, job {lease.job_id}, token {lease.token}: {_told(lease)}")
-    parts = [f'<rect class="emq-lease emq-lease-{lease.outcome}" data-worker="{lease.worker}" '
-             f'data-job="{lease.job_id}" data-token="{lease.token}" x="{left:.1f}" '
+    worker, job = html.escape(str(lease.worker)), html.escape(str(lease.job_id))
+    parts = [f'<rect class="emq-lease emq-lease-{html.escape(str(lease.outcome))}" '
+             f'data-worker="{worker}" data-job="{job}" data-token="{int(lease.token)}" '
+             f'x="{left:.1f}" '
              f'y="{y - half:.1f}" width="{right - left:.1f}" height="{2 * half:.1f}" '
              f'fill="{fill}"><title>{told}</title></rect>']
     if refused:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import os
 import re
 import time
 from collections.abc import Callable
@@ -34,6 +35,8 @@ from echomq_lab.widgets.ticker import Ticker
 ACTIONS: tuple[str, ...] = ("claim", "work", "stall", *reversed(transitions.FENCED))
 #: How long the ``work`` button works (a short piece of the lease).
 WORK_S = 0.2
+#: A settle's verb in the past tense, for the board's lines.
+_PAST: dict[str, str] = {"complete": "completed", "retry": "retried", "extend": "extended"}
 _CELL = re.compile(r"</?(td|tr|div|table|br)\b[^>]*>")
 _TAG = re.compile(r"<[^>]+>")
 
@@ -226,7 +229,11 @@ class BoardPanel(Panel):
             f"{html.escape(', '.join(f'{w} ×{n}' for w, n in what.most_common(4)))}</div>"
             for user, what in sorted(r.acl.items())) + "".join(
             f"<div>{html.escape(actor)}'s log holds {n} line(s) that are not calls</div>"
-            for actor, n in sorted(r.unreadable.items()))
+            for actor, n in sorted(r.unreadable.items())) + "".join(
+            f"<div>{html.escape(who)} {html.escape(_PAST.get(verb, verb))} a job "
+            f"{html.escape(holder)} held ({html.escape(job)}): the token was read from the "
+            "job's row, and the fence let it through</div>"
+            for who, verb, job, holder in r.crossed[-20:])
         if timeline and r.leases:
             self.picture.value = charts.lease_timeline_svg(
                 r.leases[-400:], title="Every worker's leases, claim to settle (seconds since "
@@ -247,11 +254,19 @@ def _counts_html(r: boards.Reading) -> str:
     return f"<table><tr>{head}</tr>{rows}</table>"
 
 
+def _from_where_run(path: Path) -> Path:
+    """``path``, a relative one read from the folder the command was run in (the shell's
+    ``PWD``: a notebook's kernel runs in the notebook's own folder)."""
+    if path.is_absolute():
+        return path
+    return Path(os.environ.get("PWD", "."), path)
+
+
 def board_from(room_json: str | Path = "") -> BoardPanel:
     """The board of the room a ``room.json`` describes (its live clock started); without one,
     a practice room on the embedded server with two jobs done and one complete refused."""
     if str(room_json):
-        seat = json.loads(Path(room_json).read_text(encoding="utf-8"))
+        seat = json.loads(_from_where_run(Path(room_json)).read_text(encoding="utf-8"))
         panel = BoardPanel(boards.Board(connect(seat["instructor"]["url"]), seat["room"]))
         panel.ticker.start()
         return panel

@@ -283,6 +283,8 @@ class Session:
         own answer in that protocol. No SETNAME: the gateway knows who a learner is."""
         rest = [w.upper() for w in words[2::]]
         if b"SETNAME" in rest:
+            if self.user:
+                await self.gw.refuse(self.user, "hello setname")
             return error("NOPERM a learner's name is the one they logged in with")
         if len(words) not in (1, 2, 5) or (len(words) == 5 and rest[0] != b"AUTH"):
             return error("ERR HELLO takes a protocol version, and AUTH user password")

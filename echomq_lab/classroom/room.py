@@ -214,6 +214,8 @@ class Room:
     lease_ms: int = DEFAULT_LEASE_MS
     origins: tuple[str, ...] = LOCAL_ORIGINS
     owned: bool = True
+    #: The gateway's limits (its defaults when None).
+    limits: Any = None
     server: servers.RunningServer | None = None
     gateway: Gateway | None = field(default=None, repr=False)
 
@@ -331,14 +333,14 @@ def _start_server(room: Room) -> servers.RunningServer:
 
 
 def _start_gateway(room: Room) -> Gateway:
-    from echomq_lab.classroom.gateway import Gateway, Seats
+    from echomq_lab.classroom.gateway import Gateway, Limits, Seats
 
     seats = Seats(room.name, {n: room.passwords[n] for n in room.learners},
                   {n: room.server_passwords[n] for n in room.learners}, GATEWAY,
                   room.server_passwords[GATEWAY])
     try:
         return Gateway(room.server_port, seats, room.listen, room.port, room.ws_port,
-                       origins=(None, *room.origins)).start()
+                       origins=(None, *room.origins), limits=room.limits or Limits()).start()
     except OSError as exc:
         raise RoomError(f"the gateway could not listen on {room.listen}:{room.port} and "
                         f"{room.ws_port}: {exc}") from None
@@ -347,11 +349,12 @@ def _start_gateway(room: Room) -> Gateway:
 def open_room(name: str, learners: int, *, host: str = "127.0.0.1", port: int | None = None,
               advertise: str | None = None, lease_ms: int = DEFAULT_LEASE_MS,
               out: str | Path | None = None, ws_port: int | None = None,
-              origins: tuple[str, ...] = LOCAL_ORIGINS) -> Room:
+              origins: tuple[str, ...] = LOCAL_ORIGINS, limits: Any = None) -> Room:
     """Start a room of ``learners`` learners: a new Valkey on loopback and its gateway on
     ``host`` at ``port`` (TCP) and ``ws_port`` (WebSocket), free ones when None; the caller
     stops it. ``advertise`` is the address written into the links (``host`` by default);
-    ``out`` the room's folder (a temporary one when None, removed at stop)."""
+    ``out`` the room's folder (a temporary one when None, removed at stop); ``limits`` the
+    gateway's :class:`~echomq_lab.classroom.gateway.Limits`."""
     keyspace.check_queue(name)
     if not isinstance(learners, int) or not 1 <= learners <= MAX_LEARNERS:
         raise ValueError(f"learners must be a whole number from 1 to {MAX_LEARNERS}")
@@ -368,7 +371,7 @@ def open_room(name: str, learners: int, *, host: str = "127.0.0.1", port: int | 
     folder.mkdir(parents=True, exist_ok=True)
     room = Room(name, advertise or host, host, passwords, hidden, servers.free_port(),
                 port if port is not None else 0, ws_port if ws_port is not None else 0,
-                folder, lease_ms, origins, owned=out is None)
+                folder, lease_ms, origins, owned=out is None, limits=limits)
     room.server = _start_server(room)
     if room.owned:  # a room of a test or a benchmark ends with its process
         atexit.register(room.stop)

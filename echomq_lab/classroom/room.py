@@ -19,6 +19,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,6 +187,14 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def _listening(port: int) -> bool:
+    """True when something accepts connections on 127.0.0.1:``port`` (a port a dead server
+    left in TIME_WAIT cannot be bound by us, yet a server may listen there again)."""
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
 def _private_file(path: Path, text: str) -> Path:
     """Write ``text`` to ``path``, readable by its owner only (from the first byte on)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -317,7 +326,7 @@ def _server_alive(room: Room) -> bool:
 def _start_server(room: Room) -> servers.RunningServer:
     """The room's Valkey on loopback at its port, in its folder (its append-only file read
     back when there is one), in a session of its own."""
-    if not servers.port_free(room.server_port):
+    if _listening(room.server_port):
         raise RoomError(f"port {room.server_port} is in use")
     folder = room.folder / "server"
     folder.mkdir(parents=True, exist_ok=True)

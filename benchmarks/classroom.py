@@ -1,106 +1,244 @@
-"""``python -m benchmarks.classroom``: a workshop of robot learners on one real Valkey, each its
-own client and ACL user, for a minute; the figures printed and written as JSON.
+"""``python -m benchmarks.classroom``: a workshop of robot learners through the room's gateway.
 
-For example: ``python -m benchmarks.classroom --learners 30 --seconds 60 --out
-results/classroom.json``. The board keeps the queue fed while the minute runs; then the room
-drains. Exit status 0 when the audit of the room's ledger found no violation, 1 otherwise.
+The room runs as the instructor runs it (``python -m echomq_lab.classroom start``, its own
+process: server, gateway, reaper); the robots run in several processes of their own, each robot
+one learner with its own join link; this process keeps the queue fed, then lets the room drain.
+Two paces: ``class`` (a press every 1-3 s, some stalls past the lease) and ``storm`` (as fast as
+a robot can). Reported: jobs/s, claim p50/p95 as a robot saw them, stale refusals, fence
+violations (the audit of the gateway's record against what the server holds), whether the tally
+matches every robot's own counts, robots that died, and each process's CPU (where it
+saturates). For example::
+
+    python -m benchmarks.classroom --learners 250 --seconds 60 --pace class
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import os
+import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from echomq_lab.classroom import acl_refusals, calls, join, open_room, tally
-from echomq_lab.classroom.board import Board, Reaper
+import redis
+
+from echomq_lab import servers
+from echomq_lab.classroom import calls, join, tally
+from echomq_lab.classroom.board import Board
 from echomq_lab.classroom.drill import Habits, learn
-from echomq_lab.classroom.room import Room, join_link
 from echomq_lab.keyspace import keys
 from echomq_lab.sim import audit
-from echomq_lab.sim.audit import Call
 from echomq_lab.snapshot import snapshot
 
 ROOM = "bench"
 DRAIN_S = 60.0
+#: A class's pace: seconds between presses, the chance a robot stalls past its lease.
+PRESS_S, STALL = (1.0, 3.0), 0.15
+CLASS_LEASE_MS = 3000
 
 
 def _p(values: list[float], q: float) -> float:
-    """The ``q`` quantile (0-1) of ``values`` in ms, 0 when there are none."""
+    """The ``q`` quantile (0-1) of ``values`` (seconds) in ms, 0 when there are none."""
     if len(values) < 2:
         return round(values[0] * 1000, 2) if values else 0.0
     return round(statistics.quantiles(values, n=100)[int(q * 100) - 1] * 1000, 2)
 
 
-def _feed(board: Board, room: Room, until: float, depth: int) -> int:
+def _at_class_pace(link: str, done: threading.Event, seed: int, did: Counter[str],
+                   claims: list[float]) -> None:
+    """A person's pace: claim, work 1-3 s (sometimes stall past the lease), complete."""
+    rng = random.Random(seed)
+    desk = join(link)
+    while not done.is_set():
+        began = time.monotonic()
+        desk.claim()
+        claims.append(time.monotonic() - began)
+        if desk.held is None:
+            done.wait(rng.uniform(*PRESS_S))
+            continue
+        did["claims"] += 1
+        stall = rng.random() < STALL
+        done.wait(desk.held_lease_ms / 1000 + rng.uniform(0.3, 1.5) if stall
+                  else rng.uniform(*PRESS_S))
+        settled = desk.complete()
+        if settled.outcome == "accepted":
+            did["completes"] += 1
+        elif settled.reply == "EMQSTALE":
+            did["stale"] += 1
+        done.wait(rng.uniform(*PRESS_S))
+    desk.conn.close()
+
+
+def _storm(link: str, done: threading.Event, seed: int, did: Counter[str],
+           claims: list[float]) -> None:
+    desk = join(link)
+    timed = _Timed(desk)
+    learn(timed, done, seed, did, Habits())  # type: ignore[arg-type]
+    claims.extend(timed.claims)
+    desk.conn.close()
+
+
+class _Timed:
+    """A desk whose claims are timed as the robot saw them."""
+
+    def __init__(self, desk: Any) -> None:
+        self.desk, self.claims = desk, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.desk, name)
+
+    def claim(self, *args: Any) -> Any:
+        began = time.monotonic()
+        try:
+            return self.desk.claim(*args)
+        finally:
+            self.claims.append(time.monotonic() - began)
+
+
+def _robots(links: list[tuple[str, str]], pace: str, stop_at: float, drain: Any,
+            out: Any) -> None:
+    """One process of robots (a thread each) until ``stop_at``, then until ``drain`` is set;
+    each robot's counts, its claims' times and its death (if it died) sent to ``out``."""
+    done = threading.Event()
+    did = {name: Counter[str]() for name, _ in links}
+    claims: dict[str, list[float]] = {name: [] for name, _ in links}
+    died: dict[str, str] = {}
+    work = _at_class_pace if pace == "class" else _storm
+
+    def robot(n: int, name: str, link: str) -> None:
+        try:
+            work(link, done, n, did[name], claims[name])
+        except Exception as exc:  # a robot that died is reported, not hidden
+            died[name] = f"{type(exc).__name__}: {exc}"[:300]
+            traceback.print_exc()
+
+    threads = [threading.Thread(target=robot, args=(n, name, link), daemon=True)
+               for n, (name, link) in enumerate(links)]
+    for t in threads:
+        t.start()
+    drain.wait()
+    done.set()
+    for t in threads:
+        t.join(timeout=30)
+    for t, (name, _) in zip(threads, links, strict=True):
+        if t.is_alive():
+            died[name] = "still running 30 s after the end"
+    out.put({"did": {k: dict(v) for k, v in did.items()}, "claims": claims, "died": died,
+             "cpu_s": _cpu_s(os.getpid())})
+
+
+def _cpu_s(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (Linux), 0 when unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _feed(board: Board, until: float, depth: int) -> int:
     """Keep about ``depth`` jobs pending until ``until``; how many were enqueued."""
-    fed, pending = 0, keys(room.name).pending
+    fed, pending = 0, keys(ROOM).pending
     while time.monotonic() < until:
         short = depth - int(board.conn.zcard(pending))
         if short > 0:
-            fed += board.desk.enqueue(short)
+            fed += board.desk.enqueue(min(short, 200))
         time.sleep(0.05)
     return fed
 
 
-def _run(room: Room, learners: int, seconds: float) -> tuple[dict[str, Any], list[Call]]:
-    admin = room.admin()
-    board = Board(admin, room.name)
-    reaper = Reaper(room.admin, room.name, every_s=0.02).start()
-    done = threading.Event()
-    did = {user: Counter[str]() for user in room.learners}
-    desks = [join(join_link(room.url(user), room.name)) for user in room.learners]
-    threads = [threading.Thread(target=learn, args=(d, done, n, did[d.actor], Habits()))
-               for n, d in enumerate(desks)]
+def run(learners: int, seconds: float, pace: str, port: int | None, processes: int,
+        folder: Path) -> dict[str, Any]:
+    """One run of ``learners`` robots at ``pace``; the figures."""
+    argv = [sys.executable, "-m", "echomq_lab.classroom", "start", "--room", ROOM,
+            "--learners", str(learners), "--out", str(folder), "--lease-ms",
+            str(CLASS_LEASE_MS if pace == "class" else Habits().lease_ms)]
+    room_proc = subprocess.Popen([*argv, *(["--port", str(port)] if port else [])],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    path = folder / "room.json"
+    try:
+        if not servers.wait_until(path.exists, 60, 0.1):
+            raise RuntimeError(f"the room did not start: {room_proc.stderr.read() if room_proc.stderr else ''}")
+        seats = json.loads(path.read_text())
+        return _measure(seats, room_proc, learners, seconds, pace, processes)
+    finally:
+        room_proc.terminate()
+        room_proc.wait(timeout=30)
+
+
+def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: int,
+             seconds: float, pace: str, processes: int) -> dict[str, Any]:
+    admin = redis.Redis.from_url(seats["instructor"]["url"], socket_timeout=30)
+    board = Board(admin, ROOM)
+    server_pid = int(admin.info("server")["process_id"])
+    cpu0 = {"server": _cpu_s(server_pid), "gateway": _cpu_s(room_proc.pid),
+            "feeder": _cpu_s(os.getpid())}
+    links = [(s["name"], s["link"]) for s in seats["learners"]]
+    ctx = mp.get_context("spawn")
+    drain, out = ctx.Event(), ctx.Queue()
     began = time.monotonic()
-    for t in threads:
-        t.start()
-    fed = _feed(board, room, began + seconds, 2 * learners)
+    workers = [ctx.Process(target=_robots, args=(links[i::processes], pace,
+                                                 began + seconds, drain, out))
+               for i in range(processes)]
+    for w in workers:
+        w.start()
+    fed = _feed(board, began + seconds, learners if pace == "class" else 2 * learners)
     drain_until = time.monotonic() + DRAIN_S
     while time.monotonic() < drain_until and board.outstanding():
-        time.sleep(0.1)
-    done.set()
-    for t in threads:
-        t.join(timeout=10)
+        time.sleep(0.2)
     elapsed = time.monotonic() - began
-    reaper.stop()
-    ledger = calls(admin, room.name)
-    counted = tally(admin, room.name)
-    verdict = audit(ledger, snapshot(admin, room.name))
-    settles = [c.ended - c.started for c in ledger if c.verb in ("complete", "retry")]
-    claims = [c.ended - c.started for c in ledger if c.verb == "claim"]
-    stale = [counted[u]["stale"] for u in room.learners]
-    mismatched = [u for u in room.learners
-                  if any(counted[u][k] != did[u][k] for k in ("claims", "completes", "stale"))]
-    out: dict[str, Any] = {
-        "server": room.server.label.split(" (")[0], "cpus": os.cpu_count(),
-        "learners": learners, "seconds": seconds, "elapsed_s": round(elapsed, 1),
-        "jobs": fed, "completed": verdict.completed, "dead": verdict.dead,
-        "claims": sum(c["claims"] for c in counted.values()),
-        "completes": sum(c["completes"] for c in counted.values()),
-        "stale_refused": sum(stale), "stale_per_learner_min": min(stale),
-        "stale_per_learner_max": max(stale),
-        "retries": sum(c["retries"] for c in counted.values()),
-        "extends": sum(c["extends"] for c in counted.values()),
-        "found_gone": sum(c["gone"] for c in counted.values()),
+    drain.set()
+    got = [out.get(timeout=120) for _ in workers]
+    for w in workers:
+        w.join(timeout=30)
+    cpu = {"server": _cpu_s(server_pid) - cpu0["server"],
+           "gateway (and the room's reaper)": _cpu_s(room_proc.pid) - cpu0["gateway"],
+           "robots": sum(g["cpu_s"] for g in got), "this feeder": _cpu_s(os.getpid()) - cpu0["feeder"]}
+    did: dict[str, Counter[str]] = {}
+    claims: list[float] = []
+    died: dict[str, str] = {}
+    for g in got:
+        did |= {k: Counter(v) for k, v in g["did"].items()}
+        claims += [t for times in g["claims"].values() for t in times]
+        died |= g["died"]
+    ledger = calls(admin, ROOM)
+    counted = tally(admin, ROOM)
+    verdict = audit(ledger, snapshot(admin, ROOM))
+    names = [n for n, _ in links]
+    mismatched = [u for u in names if any(counted.get(u, {}).get(k, 0) != did.get(u, {}).get(k, 0)
+                                          for k in ("claims", "completes", "stale"))]
+    k = keys(ROOM)
+    left = {s: int(admin.zcard(key)) for s, key in zip(("pending", "active", "schedule", "dead"),
+                                                      k.sets, strict=True)}
+    stale = [counted.get(u, {}).get("stale", 0) for u in names]
+    figures: dict[str, Any] = {
+        "pace": pace, "learners": learners, "robot_processes": processes,
+        "seconds": seconds, "elapsed_s": round(elapsed, 1), "cpus": os.cpu_count(),
+        "jobs": fed, "completed": verdict.completed, "dead": verdict.dead, "left": left,
         "jobs_per_s": round((verdict.completed + verdict.dead) / elapsed, 1),
+        "claims": sum(c.get("claims", 0) for c in counted.values()),
         "claim_p50_ms": _p(claims, 0.5), "claim_p95_ms": _p(claims, 0.95),
-        "settle_p50_ms": _p(settles, 0.5), "settle_p95_ms": _p(settles, 0.95),
-        "tally_matches_learners": not mismatched, "tally_mismatched": mismatched,
-        "acl_refusals": sum(sum(c.values()) for c in acl_refusals(admin).values()),
-        "fence_violations": len(verdict.violations), "violations": verdict.violations[:50],
-        "verdicts": verdict.verdicts, "habits": Habits().__dict__,
+        "stale_refused": sum(stale), "fence_violations": len(verdict.violations),
+        "violations": verdict.violations[:20], "verdicts": verdict.verdicts,
+        "tally_matches_every_learner": not mismatched, "tally_mismatched": mismatched[:20],
+        "robots_died": len(died), "deaths": dict(list(died.items())[:10]),
+        "cpu_share_of_one_core": {n: round(s / elapsed, 2) for n, s in cpu.items()},
     }
+    figures["busiest"] = max(figures["cpu_share_of_one_core"],
+                               key=figures["cpu_share_of_one_core"].get)
     admin.close()
-    return out, ledger
+    return figures
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -108,17 +246,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--learners", type=int, default=30)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--port", type=int, default=None,
+                        help="the gateway's port (default: a free one)")
+    parser.add_argument("--pace", choices=("class", "storm", "both"), default="both")
+    parser.add_argument("--storm-learners", type=int, default=None,
+                        help="robots in the storm (default: --learners)")
+    parser.add_argument("--processes", type=int, default=4, help="robot processes")
     parser.add_argument("--out", default="results/classroom.json")
     args = parser.parse_args(argv)
-    with open_room(ROOM, args.learners) as room:
-        figures, _ = _run(room, args.learners, args.seconds)
-    for name, value in figures.items():
-        if name not in ("violations", "verdicts", "habits", "tally_mismatched"):
-            print(f"{name:>24}: {value}")
+    paces = ("class", "storm") if args.pace == "both" else (args.pace,)
+    results: dict[str, Any] = {}
+    for pace in paces:
+        n = args.storm_learners or args.learners if pace == "storm" else args.learners
+        with tempfile.TemporaryDirectory(prefix="echomq-bench-") as folder:
+            results[pace] = run(n, args.seconds, pace, args.port, args.processes,
+                                Path(folder))
+        for name, value in results[pace].items():
+            if name not in ("violations", "verdicts", "tally_mismatched", "deaths"):
+                print(f"{pace:>5} {name:>28}: {value}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+    Path(args.out).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(f"written to {args.out}")
-    return 0 if figures["fence_violations"] == 0 and figures["tally_matches_learners"] else 1
+    ok = all(r["fence_violations"] == 0 and r["tally_matches_every_learner"]
+             and not r["robots_died"] for r in results.values())
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

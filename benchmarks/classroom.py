@@ -29,7 +29,7 @@ import traceback
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -46,6 +46,8 @@ DRAIN_S = 60.0
 #: A class's pace: seconds between presses, the chance a robot stalls past its lease.
 PRESS_S, STALL = (1.0, 3.0), 0.15
 CLASS_LEASE_MS = 3000
+#: Over how many seconds a class's robots join.
+JOIN_S = 5.0
 
 
 def _p(values: list[float], q: float) -> float:
@@ -93,7 +95,7 @@ class _Timed:
     """A desk whose claims are timed as the robot saw them."""
 
     def __init__(self, desk: Any) -> None:
-        self.desk, self.claims = desk, []
+        self.desk, self.claims = desk, cast(list[float], [])
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.desk, name)
@@ -117,6 +119,9 @@ def _robots(links: list[tuple[str, str]], pace: str, stop_at: float, drain: Any,
     work = _at_class_pace if pace == "class" else _storm
 
     def robot(n: int, name: str, link: str) -> None:
+        # people join over a few seconds, not in one instant (the gateway lets only a few
+        # sockets from one address wait to log in at once)
+        done.wait(random.Random(name).uniform(0, JOIN_S) if pace == "class" else n * 0.02)
         try:
             work(link, done, n, did[name], claims[name])
         except Exception as exc:  # a robot that died is reported, not hidden
@@ -169,7 +174,8 @@ def run(learners: int, seconds: float, pace: str, port: int | None, processes: i
     path = folder / "room.json"
     try:
         if not servers.wait_until(path.exists, 60, 0.1):
-            raise RuntimeError(f"the room did not start: {room_proc.stderr.read() if room_proc.stderr else ''}")
+            said = room_proc.stderr.read() if room_proc.stderr else ""
+            raise RuntimeError(f"the room did not start: {said}")
         seats = json.loads(path.read_text())
         return _measure(seats, room_proc, learners, seconds, pace, processes)
     finally:
@@ -203,7 +209,7 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
     for w in workers:
         w.join(timeout=30)
     cpu = {"server": _cpu_s(server_pid) - cpu0["server"],
-           "gateway (and the room's reaper)": _cpu_s(room_proc.pid) - cpu0["gateway"],
+           "gateway, reaper": _cpu_s(room_proc.pid) - cpu0["gateway"],
            "robots": sum(g["cpu_s"] for g in got), "this feeder": _cpu_s(os.getpid()) - cpu0["feeder"]}
     did: dict[str, Counter[str]] = {}
     claims: list[float] = []
@@ -216,12 +222,14 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
     counted = tally(admin, ROOM)
     verdict = audit(ledger, snapshot(admin, ROOM))
     names = [n for n, _ in links]
-    mismatched = [u for u in names if any(counted.get(u, {}).get(k, 0) != did.get(u, {}).get(k, 0)
-                                          for k in ("claims", "completes", "stale"))]
+    none: dict[str, int] = {}
+    mismatched = [u for u in names
+                  if any(counted.get(u, none).get(k, 0) != did.get(u, Counter()).get(k, 0)
+                         for k in ("claims", "completes", "stale"))]
     k = keys(ROOM)
     left = {s: int(admin.zcard(key)) for s, key in zip(("pending", "active", "schedule", "dead"),
                                                       k.sets, strict=True)}
-    stale = [counted.get(u, {}).get("stale", 0) for u in names]
+    stale = [counted.get(u, none).get("stale", 0) for u in names]
     figures: dict[str, Any] = {
         "pace": pace, "learners": learners, "robot_processes": processes,
         "seconds": seconds, "elapsed_s": round(elapsed, 1), "cpus": os.cpu_count(),
@@ -235,8 +243,8 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
         "robots_died": len(died), "deaths": dict(list(died.items())[:10]),
         "cpu_share_of_one_core": {n: round(s / elapsed, 2) for n, s in cpu.items()},
     }
-    figures["busiest"] = max(figures["cpu_share_of_one_core"],
-                               key=figures["cpu_share_of_one_core"].get)
+    shares: dict[str, float] = figures["cpu_share_of_one_core"]
+    figures["busiest"] = max(shares, key=lambda n: shares[n])
     admin.close()
     return figures
 

@@ -41,8 +41,8 @@ def _up(data: dict[str, object]) -> bool:
 
 def _wait_for_room(out: Path, proc: subprocess.Popen[str]) -> dict[str, object]:
     path = out / "room.json"
-    assert servers.wait_until(lambda: path.exists() and _up(json.loads(path.read_text())), 30,
-                              0.2), proc.stdout.read() if proc.poll() is not None and proc.stdout else ""
+    up = servers.wait_until(lambda: path.exists() and _up(json.loads(path.read_text())), 30, 0.2)
+    assert up, proc.stdout.read() if proc.poll() is not None and proc.stdout else ""
     return json.loads(path.read_text())
 
 

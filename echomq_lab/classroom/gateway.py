@@ -35,9 +35,9 @@ import redis.asyncio as aredis
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from echomq_lab import keyspace, scripts
-from echomq_lab.classroom.room import RECORD_LEN, log_key, record_key
+from echomq_lab import branded, keyspace, scripts
 from echomq_lab.classroom.resp import Err, Malformed, Replies, Requests, TooLarge, command, error
+from echomq_lab.classroom.room import RECORD_LEN, log_key, record_key
 
 LOG = logging.getLogger("echomq_lab.classroom.gateway")
 #: The scripts a learner's desk runs (the demonstrations, enqueue and the reaper's are not).
@@ -61,7 +61,7 @@ class Limits:
     connections: int = 4
     in_flight: int = 16
     request_bytes: int = 64 * 1024
-    waiting_per_address: int = 8
+    waiting_per_address: int = 32
     login_s: float = 5.0
     records_per_window: int = 5
     window_s: float = 10.0
@@ -135,7 +135,7 @@ def _script_call(room: str, shas: dict[str, str], words: list[bytes]) -> Call:
     args = [_text(a) for a in words[3 + numkeys:]]
     k = keyspace.keys(room)
     try:
-        job = keyspace.check(args[0]) if script in ("complete", "retry", "extend") else ""
+        job = branded.check(args[0]) if script in ("complete", "retry", "extend") else ""
         expected: list[str]
         if script == "claim":
             expected, ok = [k.pending, k.active], len(args) == 2 and args[0] == k.rows
@@ -220,7 +220,7 @@ class Recorder:
             pipe = self.conn.pipeline(transaction=False)
             for key, fields, _ in batch:
                 maxlen = None if "log:" in key else RECORD_LEN
-                pipe.xadd(key, fields, maxlen=maxlen, approximate=True)
+                pipe.xadd(key, fields, maxlen=maxlen, approximate=True)  # type: ignore[arg-type]
             try:
                 await pipe.execute()
             except Exception as exc:  # the server is away: the calls were answered anyway
@@ -437,7 +437,8 @@ class Gateway:
                 self.recorder = Recorder(self.server_port, self.seats.user, self.seats.password)
                 tcp = await asyncio.start_server(self._tcp, self.host, self.port)
                 ws: Server = await serve(
-                    self._page, self.host, self.ws_port, origins=_origins(self.origins),
+                    self._page, self.host, self.ws_port,
+                    origins=_origins(self.origins),  # type: ignore[arg-type]
                     max_size=self.limits.request_bytes, logger=_quiet("websockets.gateway"))
             except BaseException as exc:
                 failed.append(exc)
@@ -459,7 +460,8 @@ class Gateway:
         self._thread = threading.Thread(target=run, name="room-gateway", daemon=True)
         self._thread.start()
         if not ready.wait(10) or failed:
-            raise OSError(f"the room's gateway did not start ({failed[0] if failed else 'timeout'})")
+            why = failed[0] if failed else "timeout"
+            raise OSError(f"the room's gateway did not start ({why})")
         return self
 
     def stop(self) -> None:

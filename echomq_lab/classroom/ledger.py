@@ -161,9 +161,12 @@ def acl_refusals(conn: redis.Redis, room: str | None = None) -> dict[str, Counte
 def _gateway_refusals(conn: redis.Redis, room: str, out: dict[str, Counter[str]]) -> None:
     prefix = record_key(room, "refused:").encode()
     found = [bytes(k) for k in conn.scan_iter(match=prefix + b"*")]
-    for key, name in [(record_key(room, "logins"), None),
-                      *((k, k[len(prefix):].decode()) for k in found)]:
-        for _, fields in conn.xrevrange(key, count=RECORD_LEN):
+    streams: list[tuple[bytes | str, str | None]] = [(record_key(room, "logins"), None)]
+    streams += [(k, k[len(prefix):].decode()) for k in found]
+    for key, name in streams:
+        entries = cast(list[tuple[bytes, dict[bytes, bytes]]],
+                       conn.xrevrange(key, count=RECORD_LEN))
+        for _, fields in entries:
             text = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
             more = int(text.get("more", "0") or 0)
             if name is None:

@@ -34,10 +34,13 @@ class Practice:
             return ""
         wait_out_lease(self.you.conn, ROOM, held.id)
         returned = self.reaper.reap()
-        if self.classmate.held is None:
-            self.classmate.claim(LEASE_MS * 10)
-        mate = self.classmate.held
-        took = f"; {self.classmate.actor} claimed it with token {mate.token}" if mate else ""
+        if self.classmate.held is not None:  # the classmate finishes what it held before
+            self.classmate.complete()
+        answer = self.classmate.claim(LEASE_MS * 10)
+        mate = self.classmate.actor
+        took = ("" if self.classmate.held is None else
+                f"; {mate} claimed it with token {answer.token}" if answer.job_id == held.id
+                else f"; {mate} claimed {answer.job_id}, another job")
         return f"Then your lease ran out; the reaper returned {returned} job(s) to pending{took}"
 
     def refill(self) -> int:

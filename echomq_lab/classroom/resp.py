@@ -1,6 +1,6 @@
-"""The server's protocol (RESP2, and RESP3's replies), read a piece at a time, as the room's gateway needs it: a
-learner's requests (arrays of bulk strings, each at most a given size) and the server's replies
-(one whole reply at a time, its bytes kept to pass on untouched).
+"""The server's protocol (RESP2, and RESP3's replies), read a piece at a time, as the room's
+gateway needs it: a learner's requests (arrays of bulk strings, each at most a given size) and
+the server's replies (one whole reply at a time, its bytes kept to pass on untouched).
 
 May import nothing of the package."""
 
@@ -142,7 +142,7 @@ class Replies:
         end = buf.find(CRLF, at)
         if end < 0:
             return None
-        kind, line = buf[at:at + 1], bytes(buf[at + 1:end])
+        kind, line = bytes(buf[at:at + 1]), bytes(buf[at + 1:end])
         if kind in (b"+", b",", b"(", b"#"):  # simple string, double, big number, boolean
             return line, end + 2
         if kind == b"_":

@@ -210,7 +210,8 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
         w.join(timeout=30)
     cpu = {"server": _cpu_s(server_pid) - cpu0["server"],
            "gateway, reaper": _cpu_s(room_proc.pid) - cpu0["gateway"],
-           "robots": sum(g["cpu_s"] for g in got), "this feeder": _cpu_s(os.getpid()) - cpu0["feeder"]}
+           "robots": sum(g["cpu_s"] for g in got),
+           "this feeder": _cpu_s(os.getpid()) - cpu0["feeder"]}
     did: dict[str, Counter[str]] = {}
     claims: list[float] = []
     died: dict[str, str] = {}

@@ -110,14 +110,15 @@ page: $(STAMP)
 		$(PY) tools/nav.py && $(STORE) "$$nb" && echo "make page: wrote $$nb"
 
 # A workshop: one Valkey for a class (README, "Run a workshop"); room/room.json holds every
-# learner's join link. HOST=0.0.0.0 ADVERTISE=<address> opens it to a room's network.
+# learner's join link. HOST=0.0.0.0 ADVERTISE=<address> opens it to a room's network; PORT=P
+# is the gateway's port. `python -m echomq_lab.classroom resume room` brings it back.
 ROOM     ?= workshop
 LEARNERS ?= 12
 HOST     ?= 127.0.0.1
 
 classroom: $(STAMP)
 	$(PY) -m echomq_lab.classroom start --room $(ROOM) --learners $(LEARNERS) --host $(HOST) \
-		$(if $(ADVERTISE),--advertise $(ADVERTISE),) --out room
+		$(if $(ADVERTISE),--advertise $(ADVERTISE),) $(if $(PORT),--port $(PORT),) --out room
 
 # The lab as a static site in site/ (README, "No install: the lab in your browser"): JupyterLite
 # with Pyodide, every wheel served from the site itself, every page tools/pages.toml does not

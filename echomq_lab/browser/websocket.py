@@ -3,8 +3,8 @@
 
 :class:`GatewayConnection` opens ``ws://HOST:PORT``, sends its user's name and password as the
 first message and waits for the gateway's verdict. Accepted, redis-py writes and reads the
-server's protocol (RESP) through binary messages as it would through a socket, so every command
-and script runs unchanged, as the page's own ACL user. Refused, it raises
+server's protocol (RESP) through binary messages as it would through a socket, so the lab's
+calls run unchanged (the gateway passes on only those, as the page's own learner). Refused, it raises
 :class:`redis.AuthenticationError` carrying the server's reason in one line (what
 :func:`echomq_lab.connection.unreachable` turns into :class:`echomq_lab.errors.AuthFailed`).
 

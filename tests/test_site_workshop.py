@@ -28,7 +28,8 @@ import redis
 from echomq_lab import keyspace
 from echomq_lab.classroom import Room, calls, open_room, tally
 from echomq_lab.classroom.board import Board
-from echomq_lab.classroom.room import join_link, log_key
+from echomq_lab.classroom.record import log_key
+from echomq_lab.classroom.room import join_link
 from tests.support import front_ends, site
 from tools.browser import find_button, stored_widgets
 from tools.course import file_of

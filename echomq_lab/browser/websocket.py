@@ -3,9 +3,9 @@
 
 :class:`GatewayConnection` opens ``ws://HOST:PORT``, sends its user's name and password as the
 first message and waits for the gateway's verdict. Accepted, redis-py writes and reads the
-server's protocol (RESP) through binary messages as it would through a socket, so the lab's
-calls run unchanged (the gateway passes on only those, as the page's own learner). Refused, it raises
-:class:`redis.AuthenticationError` carrying the server's reason in one line (what
+server's protocol (RESP) through binary messages as it would through a socket, so the
+lab's calls run unchanged (the gateway passes on only those, as the page's own learner).
+Refused, it raises :class:`redis.AuthenticationError` carrying the server's reason in one line (what
 :func:`echomq_lab.connection.unreachable` turns into :class:`echomq_lab.errors.AuthFailed`).
 
 In the tab (Pyodide) the WebSocket is the browser's, and a read waits for the next message

@@ -16,7 +16,8 @@ import redis
 from echomq_lab import errors, jobs, keyspace
 from echomq_lab.classroom.desk import Desk
 from echomq_lab.classroom.ledger import Follow, acl_refusals, order, tally_of
-from echomq_lab.classroom.room import INSTRUCTOR, ctl_key
+from echomq_lab.classroom.record import ctl_key
+from echomq_lab.classroom.room import INSTRUCTOR
 from echomq_lab.drift import Report, check
 from echomq_lab.sim.audit import STALE, Call, accepted
 from echomq_lab.sim.leases import Lease, leases

@@ -20,7 +20,8 @@ import redis
 
 from echomq_lab import branded, errors, jobs
 from echomq_lab.browser import websocket
-from echomq_lab.classroom.room import DEFAULT_LEASE_MS, Seat, ctl_key, log_key, parse_link
+from echomq_lab.classroom.record import ctl_key, log_key
+from echomq_lab.classroom.room import DEFAULT_LEASE_MS, Seat, parse_link
 from echomq_lab.connection import LabPool, client_options, connect, reaching
 
 Outcome = Literal["accepted", "refused", "gone", "lost-reply"]

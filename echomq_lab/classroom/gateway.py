@@ -36,8 +36,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from echomq_lab import branded, keyspace, scripts
+from echomq_lab.classroom.record import RECORD_LEN, log_key, record_key
 from echomq_lab.classroom.resp import Err, Malformed, Replies, Requests, TooLarge, command, error
-from echomq_lab.classroom.room import RECORD_LEN, log_key, record_key
 
 LOG = logging.getLogger("echomq_lab.classroom.gateway")
 #: The scripts a learner's desk runs (the demonstrations, enqueue and the reaper's are not).

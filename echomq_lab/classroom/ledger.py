@@ -16,7 +16,8 @@ from typing import Any, cast
 import redis
 
 from echomq_lab import transitions
-from echomq_lab.classroom.room import ACL_LOG_LEN, RECORD_LEN, ctl_key, log_key, record_key
+from echomq_lab.classroom.record import RECORD_LEN, ctl_key, log_key, record_key
+from echomq_lab.classroom.room import ACL_LOG_LEN
 from echomq_lab.keyspace import base
 from echomq_lab.sim.audit import STALE, Call, Outcome
 

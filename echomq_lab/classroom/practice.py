@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from echomq_lab import keyspace
 from echomq_lab.classroom.board import REAPER
 from echomq_lab.classroom.desk import Desk
-from echomq_lab.classroom.room import ctl_key
+from echomq_lab.classroom.record import ctl_key
 from echomq_lab.clock import server_now_ms, wait_out_lease
 from echomq_lab.connection import connect
 

@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 import redis
 
 from echomq_lab import keyspace, scripts, servers
+from echomq_lab.classroom.record import ctl_key
 from echomq_lab.scripts import VIEWS
 from echomq_lab.transitions import SCRIPTS
 
@@ -49,15 +50,11 @@ CLIENTS_PER_LEARNER = 4
 INSTRUCTOR_CLIENTS = 32
 INSTRUCTOR = "instructor"
 GATEWAY = "gateway"
-#: The room's settings hash (lease length, the reaper on or off), written by the instructor.
-CTL = "ctl"
 DEFAULT_LEASE_MS = 3000
 MAX_LEARNERS = 500
 JOIN_SCHEME = "echomq"
 #: How many kinds of ACL refusal the server remembers (each with its count).
 ACL_LOG_LEN = 1000
-#: What each stream of the gateway's record keeps at most (trimmed as it grows).
-RECORD_LEN = 1000
 #: The server's memory: a floor, and more per learner (their logs grow with every call).
 MEMORY_MB, MEMORY_MB_PER_LEARNER = 256, 2
 #: Where a room's folder keeps what ``resume`` needs (passwords included: the owner's only).
@@ -74,22 +71,6 @@ class RoomError(RuntimeError):
 def learner_name(n: int) -> str:
     """``learner-<n>``, the user name of the ``n``-th learner (from 1)."""
     return f"learner-{n}"
-
-
-def log_key(room: str, actor: str) -> str:
-    """The stream where ``actor`` (a learner, the instructor, the reaper) logs its calls."""
-    return f"{keyspace.base(room)}log:{actor}"
-
-
-def record_key(room: str, kind: str) -> str:
-    """A stream of the gateway's record: ``logins`` (failed logins, by address) or
-    ``refused:<learner>`` (what the gateway refused that learner)."""
-    return f"{keyspace.base(room)}gate:{kind}"
-
-
-def ctl_key(room: str) -> str:
-    """The room's settings hash: ``lease_ms``, ``reaper`` (``on``/``off``), ``t0_ms``."""
-    return keyspace.base(room) + CTL
 
 
 def learner_rules(room: str, name: str, password: str) -> list[str]:

@@ -113,11 +113,11 @@ def check(room: str, shas: dict[str, str], words: list[bytes]) -> Call | None:
     if name in READS:
         keys = words[READS[name] or slice(1, None)]
         if not keys or not all(k.startswith(base) for k in keys):
-            raise Refused(f"NOPERM {_shown(name)} reads only this room's keys")
+            raise Refused(f"NOPERM {_shown(words[0])} reads only this room's keys")
         return None
     if name != b"EVALSHA":
-        raise Refused(f"NOPERM this room runs only the lab's calls, and {_shown(name)!r} is not "
-                      "one of them")
+        raise Refused(f"NOPERM this room runs only the lab's calls, and {_shown(words[0])!r} is "
+                      "not one of them")
     return _script_call(room, shas, words)
 
 
@@ -329,7 +329,7 @@ class Session:
             call = check(self.gw.seats.room, self.gw.shas, words)
         except Refused as exc:
             if not _greeting(words):
-                await self.gw.refuse(self.user, _shown(name).lower())
+                await self.gw.refuse(self.user, _shown(words[0]).lower())
             return error(str(exc))
         began = time.time() * 1000
         try:

@@ -225,7 +225,7 @@ class BoardPanel(Panel):
             + "; ".join(f"{d.kind} {d.job_id}" for d in list(r.drift)[:5]), not r.drift)
         self.table.value = _counts_html(r)
         self.acl.value = "".join(
-            f"<div>{html.escape(user)} was refused by the server's rules: "
+            f"<div>{html.escape(user)}: refused "
             f"{html.escape(', '.join(f'{w} ×{n}' for w, n in what.most_common(4)))}</div>"
             for user, what in sorted(r.acl.items())) + "".join(
             f"<div>{html.escape(actor)}'s log holds {n} line(s) that are not calls</div>"

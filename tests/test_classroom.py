@@ -457,3 +457,36 @@ def test_in_the_browser_a_link_without_a_gateway_says_so(monkeypatch: pytest.Mon
     monkeypatch.setattr(websocket, "IN_BROWSER", True)
     with pytest.raises(ValueError, match="ask your instructor for the link that ends in"):
         client(parse_link(join_link(room.url("learner-2"), ROOM)))
+
+
+def test_the_board_reads_a_relative_room_json_from_where_the_command_ran(
+        room: Room, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ECHOMQ_ROOM_JSON=room/room.json voila notebooks/board-the-workshop.ipynb`` from the
+    repository's root: the kernel runs in ``notebooks/``, the shell's PWD is the root."""
+    from echomq_lab.widgets.classroom import board_from
+
+    room.write(tmp_path / "room")
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    monkeypatch.setenv("PWD", str(tmp_path))
+    panel = board_from("room/room.json")
+    if panel.ticker.running:
+        panel.ticker.toggle()
+    assert panel.board.room == ROOM and "drift check" in panel.text()
+
+
+def test_the_practice_room_says_only_what_happened() -> None:
+    from echomq_lab.classroom.practice import practice
+
+    p = practice()
+    for _ in range(3):  # the classmate still holds the last round's job the second time
+        held = p.you.claim()
+        p.you.stall()
+        said = p.stalled()
+        mate = p.classmate.held
+        assert mate is not None
+        if mate.id == held.job_id:
+            assert said.endswith(f"learner-2 claimed it with token {mate.token}")
+        else:
+            assert f"learner-2 claimed {mate.id}, another job" in said
+        assert p.you.complete().reply == "EMQSTALE"

@@ -210,3 +210,20 @@ def test_the_gateway_refuses_an_untrusted_origin_and_closes_an_oversized_frame_i
     with connect(room.gateway_url, open_timeout=5) as ws:  # the gateway is still up
         ws.send(json.dumps({"user": "learner-1", "password": room.passwords["learner-1"]}))
         assert json.loads(ws.recv())["ok"] is True
+
+
+def test_bytes_that_are_not_the_protocol_close_that_socket_in_one_logged_line(
+        room: Room, caplog: pytest.LogCaptureFixture) -> None:
+    for junk in (b"GET / HTTP/1.1\r\n\r\n", b"*1\r\n:5\r\n", b"*x\r\n"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="echomq_lab.classroom.gateway"), \
+                socket.create_connection(("127.0.0.1", room.port), timeout=5) as sock:
+            sock.sendall(junk)
+            said = sock.recv(300)
+            assert said.startswith(b"-ERR ") and said.count(b"\r\n") == 1, said
+            assert sock.recv(10) == b""  # closed
+        time.sleep(0.1)
+        lines = [r for r in caplog.records if r.name == "echomq_lab.classroom.gateway"]
+        assert len(lines) == 1 and lines[0].exc_info is None
+    with _learner(room) as learner:
+        assert learner.ping()

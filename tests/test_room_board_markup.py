@@ -1,19 +1,27 @@
 """Nothing a learner (or the server) wrote runs as markup on the instructor's board: markup is
 written everywhere a learner can reach, through the gateway and behind it, and into the record
 itself, then the board's every view is opened in headless Chromium: no handler runs, and the
-markup shows as text. On a real Valkey."""
+markup shows as text. Then the board as the README starts it, from the repository's root
+(``ECHOMQ_ROOM_JSON=<relative path> voila notebooks/board-the-workshop.ipynb``), under the
+Content-Security-Policy of ``voila.json``: the board renders, no script of the page is refused,
+and an inline handler put into the page runs nowhere. On a real Valkey."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
+from pathlib import Path
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 import redis
 
-from echomq_lab import keyspace, scripts
+from echomq_lab import keyspace, scripts, servers
 from echomq_lab.classroom import Room, open_room
 from echomq_lab.classroom.board import Board
 from echomq_lab.classroom.resp import command
@@ -27,10 +35,17 @@ ROOM = "markup"
 MARKUP = '"><img src=x onerror=window.__ran=1>'
 
 
+ROOT = Path(__file__).resolve().parents[1]
+FOLDER = Path("build") / f"markup-room-{os.getpid()}"  # relative to the repository's root
+
+
 @pytest.fixture(scope="module")
 def room(valkey_tools: tuple[str, str]) -> Iterator[Room]:
-    with open_room(ROOM, 2, lease_ms=60_000) as opened:
-        yield opened
+    try:
+        with open_room(ROOM, 2, lease_ms=60_000, out=ROOT / FOLDER) as opened:
+            yield opened
+    finally:
+        shutil.rmtree(ROOT / FOLDER, ignore_errors=True)
 
 
 def _write_markup_everywhere(room: Room, admin: redis.Redis) -> None:
@@ -86,5 +101,60 @@ def test_markup_written_everywhere_a_learner_reaches_runs_nowhere_on_the_board(
         assert "onerror=window.__ran=1" in text  # shown as text, in the refusals at least
         jobs = page.eval_on_selector_all("rect.emq-lease", "rs => rs.map(r => r.dataset.job)")
         assert MARKUP in jobs  # the attribute holds the text, whole
+    finally:
+        page.close()
+
+
+@pytest.fixture(scope="module")
+def voila(room: Room) -> Iterator[str]:
+    """The board, started as the README says, from the repository's root."""
+    port = servers.free_port()
+    env = {**os.environ, "ECHOMQ_ROOM_JSON": str(FOLDER / "room.json"), "PWD": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "voila", "notebooks/board-the-workshop.ipynb",
+                             "--no-browser", f"--port={port}"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        assert servers.wait_until(lambda: _answers(url), 60, 0.2), "voila did not start"
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _answers(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def test_the_board_as_the_readme_starts_it_runs_under_a_strict_policy(
+        room: Room, voila: str, browser: Browser) -> None:
+    import urllib.request
+
+    with room.admin() as admin:
+        _write_markup_everywhere(room, admin)
+    with urllib.request.urlopen(voila, timeout=60) as answer:
+        policy = answer.headers["Content-Security-Policy"] or ""
+    assert "script-src 'self' 'sha256-" in policy
+    assert "'unsafe-inline'" not in policy.split("script-src", 1)[1].split(";", 1)[0]
+    page = browser.new_page()
+    said: list[str] = []
+    page.on("console", lambda m: said.append(m.text))
+    try:
+        page.goto(voila, timeout=120_000)
+        page.get_by_text("drift check").first.wait_for(timeout=120_000)
+        page.get_by_text("completed a job").first.wait_for(timeout=30_000)
+        assert page.evaluate("window.__ran") is None and page.locator("img").count() == 0
+        refused = [m for m in said if "Content Security Policy" in m and "script" in m]
+        assert refused == [], refused[:3]
+        page.evaluate("document.body.insertAdjacentHTML('beforeend', "
+                      "'<img src=x onerror=\"window.__ran2=1\">')")
+        page.wait_for_timeout(500)
+        assert page.evaluate("window.__ran2") is None  # the policy is a second wall
     finally:
         page.close()

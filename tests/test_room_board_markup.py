@@ -158,3 +158,20 @@ def test_the_board_as_the_readme_starts_it_runs_under_a_strict_policy(
         assert page.evaluate("window.__ran2") is None  # the policy is a second wall
     finally:
         page.close()
+
+
+def test_the_policy_is_the_boards_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``make app`` (a Voila of its own, run from the same root) serves every page: the board's
+    hashes would refuse their scripts, so voila.json leaves it without the policy."""
+    from voila.app import Voila
+
+    from echomq_lab.widgets.app import App
+
+    monkeypatch.chdir(ROOT)
+    settings = {}
+    for cls in (Voila, App):
+        app = cls()
+        app.load_config_file("voila", path=app.config_file_paths)
+        settings[cls.__name__] = app.tornado_settings
+    assert "Content-Security-Policy" in settings["Voila"]["headers"]
+    assert settings["App"] == {}

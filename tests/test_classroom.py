@@ -490,3 +490,11 @@ def test_the_practice_room_says_only_what_happened() -> None:
         else:
             assert f"learner-2 claimed {mate.id}, another job" in said
         assert p.you.complete().reply == "EMQSTALE"
+
+
+def test_the_tally_names_every_learner_even_one_without_a_call(valkey_tools: tuple[str, str]
+                                                                ) -> None:
+    with open_room("quiet", 3) as quiet, quiet.admin() as admin:
+        counted = tally(admin, "quiet")
+    assert list(counted) == ["learner-1", "learner-2", "learner-3"]
+    assert all(c == dict.fromkeys(TALLY_KEYS, 0) for c in counted.values())

@@ -133,10 +133,16 @@ def tally_of(ledger: list[Call], learners: list[str]) -> dict[str, dict[str, int
 
 
 def tally(conn: redis.Redis, room: str) -> dict[str, dict[str, int]]:
-    """Per learner with a log in ``room``: claims, completes, stale refusals (and retries,
-    extends, rows found gone), from the learners' own logs."""
-    names = [a for a in actors(conn, room) if a.startswith("learner-")]
-    return tally_of(calls(conn, room, names), names)
+    """Per learner of ``room`` (every learner the server has a user for, and any with a log):
+    claims, completes, stale refusals (and retries, extends, rows found gone), from the
+    learners' logs, which only the room's gateway writes. A learner who did nothing counts 0."""
+    logged = [a for a in actors(conn, room) if a.startswith("learner-")]
+    try:
+        users = [str(u.decode() if isinstance(u, bytes) else u) for u in conn.acl_users()]
+    except redis.ResponseError:  # a server without ACLs (the embedded one)
+        users = []
+    names = sorted({*logged, *(u for u in users if u.startswith("learner-"))}, key=order)
+    return tally_of(calls(conn, room, logged), names)
 
 
 def acl_refusals(conn: redis.Redis, room: str | None = None) -> dict[str, Counter[str]]:

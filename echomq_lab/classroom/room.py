@@ -306,7 +306,7 @@ def _server_alive(room: Room) -> bool:
 
 def _start_server(room: Room) -> servers.RunningServer:
     """The room's Valkey on loopback at its port, in its folder (its append-only file read
-    back when there is one), in a session of its own."""
+    back when there is one)."""
     if _listening(room.server_port):
         raise RoomError(f"port {room.server_port} is in use")
     folder = room.folder / "server"
@@ -317,7 +317,10 @@ def _start_server(room: Room) -> servers.RunningServer:
              "--maxclients", str(learners * CLIENTS_PER_LEARNER + INSTRUCTOR_CLIENTS + 4),
              "--acllog-max-len", str(ACL_LOG_LEN)]
     try:
-        return servers.launch("valkey", room.server_port, folder, extra, own_session=True)
+        # a room with a folder of its own outlives its starter (resume finds it); a test's or a
+        # benchmark's temporary room ends with the thread that opened it
+        return servers.launch("valkey", room.server_port, folder, extra,
+                              own_session=not room.owned)
     except servers.ServerStartError as exc:
         raise RoomError(str(exc).splitlines()[0]) from None
 

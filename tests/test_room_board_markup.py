@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from echomq_lab import keyspace, scripts, servers
 from echomq_lab.classroom import Room, open_room
 from echomq_lab.classroom.board import Board
 from echomq_lab.classroom.resp import command
+from tools.browser import serving
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -106,30 +106,15 @@ def test_markup_written_everywhere_a_learner_reaches_runs_nowhere_on_the_board(
 
 
 @pytest.fixture(scope="module")
-def voila(room: Room) -> Iterator[str]:
+def voila(room: Room, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The board, started as the README says, from the repository's root."""
     port = servers.free_port()
     env = {**os.environ, "ECHOMQ_ROOM_JSON": str(FOLDER / "room.json"), "PWD": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "voila", "notebooks/board-the-workshop.ipynb",
-                             "--no-browser", f"--port={port}"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        assert servers.wait_until(lambda: _answers(url), 60, 0.2), "voila did not start"
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
-def _answers(url: str) -> bool:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url, timeout=2):
-            return True
-    except OSError:
-        return False
+    argv = [sys.executable, "-m", "voila", "notebooks/board-the-workshop.ipynb", "--no-browser",
+            f"--port={port}"]
+    with serving(argv, ROOT, env, port, tmp_path_factory.mktemp("voila") / "voila.log",
+                 timeout_s=120) as url:
+        yield url + "/"
 
 
 def test_the_board_as_the_readme_starts_it_runs_under_a_strict_policy(

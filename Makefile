@@ -14,7 +14,7 @@ INSTALL     := $(if $(UV),$(UV) pip install --python $(PY),$(PY) -m pip install)
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 
 .PHONY: test lint typecheck pytest lab app bench clean venv notebooks actionlint nav page site \
-	site-deps classroom
+	site-deps classroom transition check
 
 venv: $(STAMP)
 
@@ -108,6 +108,15 @@ page: $(STAMP)
 	nb=$$($(PY) tools/page.py --name "$$NAME" --title "$$TITLE" --summary "$$SUMMARY" \
 			--after "$$AFTER") && \
 		$(PY) tools/nav.py && $(STORE) "$$nb" && echo "make page: wrote $$nb"
+
+# A new transition: its script (a stub that refuses, "NAME is not written yet"), its handle, its
+# registry entry and a conformance test (README, "Adding a transition"):
+#   make transition NAME=cancel [FROM="pending scheduled"] [TO=completed] [TAKES=job] [LABEL="..."]
+transition: $(LAB_STAMP)
+	@test -n "$$NAME" || \
+		{ echo 'usage: make transition NAME=cancel [FROM="pending scheduled"] [TO=completed] [TAKES=job] [LABEL="..."]' >&2; exit 2; }
+	@$(PY) tools/transition.py --name "$$NAME" --from "$${FROM:-pending}" --to "$${TO:-completed}" \
+		--takes "$${TAKES:-job}" --label "$$LABEL"
 
 # A workshop: one Valkey for a class (README, "Run a workshop"); room/room.json holds every
 # learner's join link. HOST=0.0.0.0 ADVERTISE=<address> opens it to a room's network.

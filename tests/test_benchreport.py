@@ -1,10 +1,10 @@
 """The benchmark report (``benchmarks.results``, ``targets``, ``charts``, ``page``): tables,
-recomputed verdicts and charts from a results file, and what page 06 is given of them.
+recomputed verdicts and charts from a results file, and what lab-one-round-trip is given of them.
 
 Synthetic results built here pin the arithmetic (medians, the limit / 3, each goal's edge);
 the committed ``benchmarks/results.json`` must read cleanly and its verdicts, recomputed,
 must equal the ones the benchmark stored. Reading results loads no widget or plotting library
-(checked in a fresh interpreter); page 06 reads what :mod:`benchmarks.page` writes.
+(checked in a fresh interpreter); lab-one-round-trip reads what :mod:`benchmarks.page` writes.
 """
 
 from __future__ import annotations
@@ -451,7 +451,7 @@ def test_charts_of_the_committed_results() -> None:
     assert _bars(ax)[0].get_height() == pytest.approx(rep.figures[0].median / 3)
 
 
-# ------------------------------------------------------------------------ what page 06 reads
+# ------------------------------------------------------------- what lab-one-round-trip reads
 
 
 def test_the_page_file_holds_the_tables_and_charts_page_06_shows(tmp_path: Path) -> None:

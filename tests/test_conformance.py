@@ -1,4 +1,4 @@
-"""The conformance list of PROTOCOL.md section 5, one test per behaviour, on every backend.
+"""The conformance list (docs/protocol.md), one test per behaviour, on every backend.
 
 Each test asserts the whole server state after the step (every key, its type and content;
 rows compared as dicts because HGETALL order differs between servers), the reply, and the

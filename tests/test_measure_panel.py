@@ -1,9 +1,10 @@
-"""Lab 06's live measure, headless: the request counter, the commandstats reader, "measure now"
-on each backend, and the benchmark's tables read (or found missing) beside the page.
+"""The live measure of lab-one-round-trip, headless: the request counter, the commandstats
+reader, "measure now" on each backend, and the benchmark's tables read (or found missing) beside
+the page.
 
 Speeds are not asserted (no wall-clock thresholds); the counts are: every transition of the
 cycle sends one EVALSHA, so a job is three requests. Afterwards nothing is left on the server.
-python-rq is measured by the benchmark only (tests/test_benchmarks_smoke.py). A copy of page 06
+python-rq is measured by the benchmark only (tests/test_benchmarks_smoke.py). A copy of that page
 opened where no benchmark ran says so in one line and still measures live.
 """
 
@@ -33,7 +34,8 @@ HANDLES = tuple(h for t in scripts.written() for h in t.handles)
 @pytest.fixture(autouse=True)
 def _one_server(backend_name: str) -> None:
     if backend_name == "cluster":
-        pytest.skip("lab 06 measures one server; the cluster has a lab of its own, page 07")
+        pytest.skip("lab-one-round-trip measures one server; the cluster has a lab of its own, "
+                    "lab-one-queue-one-slot")
 
 #: The journey :func:`measure.walk` takes (its own code), and what each step answers.
 JOURNEY = ["enqueue", "claim", "extend", "retry", "promote", "claim", "reap", "claim",

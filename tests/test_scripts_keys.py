@@ -1,6 +1,6 @@
 """Every script touches only keys the host built: no KEYS, no SCAN, no key names made in Lua.
 
-The rule (PROTOCOL.md, "Declared keys only"): a script's key arguments are ``KEYS[n]`` as the
+The rule (docs/protocol.md, Keys): a script's key arguments are ``KEYS[n]`` as the
 host passed them, or, for ids the script read from a declared set, the row key
 ``ARGV[1] .. id`` where ``ARGV[1]`` is the row-key prefix ``emq:{Q}:job:`` the host built (the
 pattern of claim, promote, reap and the view). This test reads each script the package ships as

@@ -1,11 +1,11 @@
 """Measure on the lab's own server: the requests a client sends, and what a job cycle costs.
 
-:func:`counting` counts the requests the lab's clients write (a command, or a whole pipeline,
-is one); :func:`commandstats` reads INFO commandstats; :func:`transition_calls` and
-:func:`job_cycles` are page 06's live measure; :func:`read_bench` reads what ``make bench``
-wrote for the page.
+:func:`counting` counts the requests the lab's clients write (a command, or a whole pipeline, is
+one); :func:`commandstats` reads INFO commandstats; :func:`transition_calls` and
+:func:`job_cycles` are the live measure of the page lab-one-round-trip; :func:`read_bench` reads
+what ``make bench`` wrote for the page.
 
-Lab 06's layer: may import the protocol core; never the lessons' stories, the widgets or the
+That lab's layer: may import the protocol core; never the lessons' stories, the widgets or the
 other labs.
 """
 
@@ -289,13 +289,13 @@ def job_cycles(conn: redis.Redis, queue: str, n: int,
     return Cycle(n, seconds, per, requests)
 
 
-#: The file ``make bench`` writes next to the notebooks for page 06 (charts beside it).
+#: The file ``make bench`` writes next to the notebooks for lab-one-round-trip (charts beside it).
 BENCH_FILE = "bench-results.json"
 
 
 @dataclass(frozen=True)
 class Bench:
-    """What a benchmark run left for page 06: a header, tables and charts by name."""
+    """What a benchmark run left for lab-one-round-trip: a header, tables and charts by name."""
 
     header: str
     tables: dict[str, str] = field(default_factory=dict)

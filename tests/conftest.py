@@ -19,7 +19,6 @@ on JupyterLab's interface, on the static site or in JupyterLab, lives in one mod
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, cast
@@ -36,7 +35,6 @@ from echomq_lab.servers import Kind, RunningServer, ServerStartError  # noqa: E4
 from tests.support import binder, front_ends, reader, site  # noqa: E402
 from tests.support.backends import (  # noqa: E402
     BACKENDS,
-    ONLY_ENV,
     REQUIRE_ENV,
     BackendUnavailable,
     Server,
@@ -47,6 +45,7 @@ from tests.support.backends import (  # noqa: E402
     start_checked,
     valkey_required,
 )
+from tests.support.only import asked, not_asked  # noqa: E402
 from tools.browser import (  # noqa: E402
     VIEWPORT,
     Lab,
@@ -89,8 +88,8 @@ def _unavailable(reason: str, required: bool) -> NoReturn:
 
 def _only_asked(name: str) -> None:
     """Skip, saying why, when the run names its backends (``ECHOMQ_BACKENDS``) and not ``name``."""
-    if os.environ.get(ONLY_ENV) and name not in backend_names():
-        pytest.skip(f"{name}: this run asked for {ONLY_ENV}={os.environ[ONLY_ENV]}")
+    if not asked(name):
+        pytest.skip(not_asked(name))
 
 
 def _session_server(name: str) -> Server:

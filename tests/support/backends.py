@@ -33,6 +33,7 @@ from echomq_lab.servers import (
 )
 from tests.support.cluster import start_test_cluster
 from tests.support.in_pyodide import start_browser
+from tests.support.only import named
 
 
 class Server(Protocol):
@@ -177,20 +178,12 @@ BACKENDS: dict[str, Backend] = {
 ON_REQUEST = ("browser",)
 
 
-#: Names the backends a run uses, comma-separated (``ECHOMQ_BACKENDS=fakeredis``: the embedded
-#: one alone, as ``make check`` runs); unset or empty, every backend.
-ONLY_ENV = "ECHOMQ_BACKENDS"
-
-
 def backend_names() -> tuple[str, ...]:
     """The names of every backend, fakeredis first (but those in :data:`ON_REQUEST`), or only
     those :data:`ONLY_ENV` names; ValueError naming the choices for a name that is none."""
     every = tuple(name for name in BACKENDS if name not in ON_REQUEST)
-    asked = [n.strip() for n in os.environ.get(ONLY_ENV, "").split(",") if n.strip()]
-    unknown = [n for n in asked if n not in every]
-    if unknown:
-        raise ValueError(f"{ONLY_ENV}={unknown[0]!r}: pick from {', '.join(every)}")
-    return tuple(n for n in every if n in asked) if asked else every
+    chosen = named(BACKENDS)
+    return tuple(n for n in every if n in chosen) if chosen else every
 
 
 def server_kinds() -> tuple[str, ...]:

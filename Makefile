@@ -62,9 +62,15 @@ pytest: $(STAMP) $(AXE_STAMP)
 # CHECK_BASE (committed or not). PYTEST_ARGS reaches both pytest runs.
 CHECK_BASE  ?= main
 CHECK_MARKS ?= not slow and not browser
+# The tools' own long runs, left to `make test`: make page in a copy of the repository, the
+# benchmark's quick run, the simulation as a command, a cluster started and stopped.
+CHECK_SKIP  ?= --ignore=tests/test_page_template.py \
+	--deselect=tests/test_benchmarks_smoke.py::test_main_quick_writes_json_and_prints_the_table \
+	--deselect=tests/test_simulate.py::test_the_command_runs_as_a_module \
+	--deselect=tests/test_cluster.py::test_up_status_down_leave_no_process
 
 check: lint typecheck
-	ECHOMQ_BACKENDS=fakeredis $(PY) -m pytest tests -m "$(CHECK_MARKS)" $(PYTEST_ARGS)
+	ECHOMQ_BACKENDS=fakeredis $(PY) -m pytest tests -m "$(CHECK_MARKS)" $(CHECK_SKIP) $(PYTEST_ARGS)
 	@pages=$$(CHECK_BASE=$(CHECK_BASE) $(PY) tools/course.py changed); \
 	if [ -z "$$pages" ]; then echo "make check: no page differs from $(CHECK_BASE)"; \
 	else echo "make check: nbval of $$pages"; \

@@ -125,11 +125,11 @@ def route(source: str, target: str, label: str, taken: tuple[Box, ...] = (),
           lines: tuple[Point, ...] = ()) -> tuple[str, tuple[int, int]]:
     """A path and a label point for an arrow no one placed: a curve from ``source``'s node to
     ``target``'s, bowed as little as it can be while it misses every other node and the
-    ``taken`` boxes but the first (the labels; the first is the note under the retired node),
-    its own label clear of the nodes, the ``taken`` boxes and the
-    ``lines`` already drawn (points along them). The first bow that
-    fits wins (the drawing grows downward if it must: :func:`height`); ValueError if none does
-    (then place the edge by hand, in its entry)."""
+    ``taken`` boxes but the first (the labels; the first is the note under the retired node,
+    drawn on a halo of the page's colour so a line may pass under it), its own label clear of
+    the nodes, the ``taken`` boxes and the ``lines`` already drawn (points along them). The
+    first bow that fits wins (the drawing grows downward if it must: :func:`height`);
+    ValueError if none does (then place the edge by hand, in its entry)."""
     a, b = _centre(source), _centre(target)
     dx, dy = b[0] - a[0], b[1] - a[1]
     length = (dx * dx + dy * dy) ** 0.5 or 1.0
@@ -281,7 +281,8 @@ def render_svg(current: str | None, lit: Edge | None) -> str:
     cx, cy = NODES[RETIRED]
     parts.append(
         f'<text x="{WIDTH - 4}" y="{cy + NODE_H + 4}" text-anchor="end" '
-        f'style="fill:{style.SOFT}">{NOTE}</text></svg>'
+        f'style="fill:{style.SOFT};stroke:{style.PAGE};stroke-width:6px;paint-order:stroke">'
+        f"{NOTE}</text></svg>"
     )
     return "".join(parts)
 

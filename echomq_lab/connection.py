@@ -9,6 +9,7 @@ request to the taps this thread opened (:func:`tapped`): redis-py itself is neve
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import warnings
 import weakref
@@ -18,10 +19,14 @@ from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 # isort: off
-# First of all: in the browser (Pyodide, no lupa) this makes fakeredis run its Lua on fengari.
-from echomq_lab.browser import lua as browser_lua  # noqa: F401
+from echomq_lab.browser import lua as browser_lua
+
+# First of all, before fakeredis is imported: in the browser (Pyodide, where lupa does not
+# build), fakeredis is to run its Lua on fengari.
+if sys.platform == "emscripten":
+    browser_lua.install()
+import fakeredis  # noqa: E402
 # isort: on
-import fakeredis
 import redis
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster

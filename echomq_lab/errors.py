@@ -52,6 +52,16 @@ class BadRow(Refusal):
     wire_class = "EMQROW"
 
 
+class NotWritten(Refusal):
+    """The script is still the stub ``make transition`` wrote: it refuses every call, saying
+    which transition is not written yet. Not a protocol reply: the lab's own, for its authors."""
+
+    wire_class = "EMQTODO"
+
+    def __str__(self) -> str:
+        return self.detail
+
+
 class HostCondition(EchoMQError):
     """Something the host found, named by ``label`` in plain words; ``str()`` is the detail."""
 
@@ -108,7 +118,8 @@ class EvictionRisk(UserWarning):
 
 
 #: Each refusal's class by its wire class.
-WIRE_CLASSES = {cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState, BadRow)}
+WIRE_CLASSES = {cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState, BadRow,
+                                                    NotWritten)}
 
 
 def from_reply(text: str) -> Refusal | None:

@@ -1,9 +1,12 @@
-"""The course's handles: one function per transition, one script run per call.
+"""The course's handles: one function per transition (the registry, :mod:`echomq_lab.transitions`,
+names which), each one script run per call but claim's.
 
 Every handle has the same shape: check the arguments (a malformed id, queue name, lease or token
 raises ``ValueError``/``TypeError`` before anything is sent), build the keys, run the script
-once with EVALSHA, map the reply. Refusals come back as the typed errors of
-:mod:`echomq_lab.errors`.
+with EVALSHA, map the reply. One run, except where a claim's run finds only members with no job
+behind them: it runs again past them, :data:`CLAIM_RUNS` times at most. Refusals come back as
+the typed errors of :mod:`echomq_lab.errors`; docs/protocol.md says what each script takes,
+does and answers.
 """
 
 from __future__ import annotations

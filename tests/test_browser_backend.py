@@ -140,6 +140,7 @@ def test_a_lost_lua_state_is_rebuilt_for_the_next_script() -> None:
 
     out = run_in_pyodide('''
 from echomq_lab.browser import lua
+lua.install()
 import fakeredis
 
 server = fakeredis.FakeServer(server_type="valkey")

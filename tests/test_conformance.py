@@ -1,4 +1,4 @@
-"""The conformance list of PROTOCOL.md section 5, one test per behaviour, on every backend.
+"""The conformance list (docs/protocol.md), one test per behaviour, on every backend.
 
 Each test asserts the whole server state after the step (every key, its type and content;
 rows compared as dicts because HGETALL order differs between servers), the reply, and the
@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from echomq_lab import branded, errors, jobs
+from echomq_lab import branded, errors, jobs, scripts, transitions
 from echomq_lab.snapshot import Drift, check, drifts, snapshot
 from tests.support.backends import backend_names
 from tests.support.state import BINARY, deadline_window, dump, server_ms
@@ -485,12 +485,43 @@ def test_b13_extend_never_readds_a_reaped_id_to_active(conn: redis.Redis) -> Non
     }
 
 
+#: The handles the random walk below calls by name; every other written transition of the
+#: registry joins the walk through its entry's call (:func:`_by_entry`).
+WALK_HANDLES = {"enqueue", "enqueue_in", "claim", "complete", "retry", "promote", "reap",
+                "reprocess", "extend"}
+
+
+def _by_entry(conn: redis.Redis, rng: random.Random, live: dict[str, int],
+              t: transitions.Transition) -> None:
+    """``t`` called as its entry says, on a job drawn from the queue's sets (a new id when
+    they are empty), with the job's live token if it holds one; refusals are fine."""
+    members = sorted(m.decode() for key in (PENDING, ACTIVE, SCHEDULE, DEAD)
+                     for m in conn.zrange(key, 0, -1))
+    job = rng.choice(members) if members else branded.mint()
+    values = {"job": job, "payload": b"p", "token": live.get(job, 1), "lease": LONG_LEASE,
+              "delay": 0, "max_attempts": 2, "error": "err"}
+    try:
+        getattr(jobs, t.call.handle)(conn, Q, *t.arguments(values))
+    except errors.EchoMQError:
+        pass
+    if conn.zscore(ACTIVE, job) is None:
+        live.pop(job, None)
+
+
+def test_the_random_walk_names_only_the_registrys_handles() -> None:
+    assert WALK_HANDLES <= set(transitions.HANDLES)
+
+
 def _random_step(conn: redis.Redis, rng: random.Random, live: dict[str, int]) -> None:
     """One random transition; refusals are fine, drift is not."""
+    others = {t.name: t for t in scripts.written() if not set(t.handles) & WALK_HANDLES}
     verb = rng.choice(
         ["enqueue", "enqueue_in", "claim", "claim_short", "complete", "retry", "promote",
-         "reap", "reprocess", "extend", "stale"]
+         "reap", "reprocess", "extend", "stale", *sorted(others)]
     )  # fmt: skip
+    if verb in others:
+        _by_entry(conn, rng, live, others[verb])
+        return
     try:
         if verb == "enqueue":
             jobs.enqueue(conn, Q, branded.mint(), rng.randbytes(rng.randrange(0, 80)))

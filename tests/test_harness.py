@@ -33,6 +33,7 @@ from tests.support.backends import (
     valkey_required,
     version_ok,
 )
+from tests.support.only import ONLY_ENV, asked
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,8 +165,15 @@ def test_extra_arguments_come_last_so_they_win() -> None:
 # ------------------------------------------------------------- the backends registry ---
 
 
-def test_registry_lists_fakeredis_then_every_real_server() -> None:
+def test_registry_lists_fakeredis_then_every_real_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ONLY_ENV, raising=False)
     assert backend_names() == ("fakeredis", "valkey", "redis", "cluster")
+    monkeypatch.setenv(ONLY_ENV, "redis, fakeredis")  # in the registry's order, whatever asked
+    assert backend_names() == ("fakeredis", "redis")
+    assert asked("redis") and not asked("valkey") and not asked("browser")
+    monkeypatch.setenv(ONLY_ENV, "fakeredis,mongo")
+    with pytest.raises(ValueError, match="ECHOMQ_BACKENDS='mongo': pick from fakeredis, valkey"):
+        backend_names()
     assert server_kinds() == ("valkey", "redis", "cluster", "browser")
 
 

@@ -1,4 +1,4 @@
-"""The owned keyspace (PROTOCOL.md section 1): key grammar, cluster slots, the reserve, the gate."""
+"""The owned keyspace (docs/protocol.md, Keys): key grammar, cluster slots, reserve, gate."""
 
 from __future__ import annotations
 

@@ -22,11 +22,13 @@ LAYERS: dict[str, set[str]] = {
     "": {""},
     "lessons": {"", "lessons"},
     "measure": {"", "measure"},
-    "sim": {"", "lessons", "sim", "widgets.look"},
+    "sim": {"", "lessons", "sim", "palette"},
     "cluster": {"", "measure", "sim", "cluster"},
     "classroom": {"", "cluster", "sim", "classroom"},
-    "widgets": {"", "lessons", "measure", "sim", "cluster", "classroom", "widgets", "widgets.look"},
-    "widgets.look": {""},
+    "widgets": {"", "lessons", "measure", "sim", "cluster", "classroom", "widgets", "widgets.look",
+                "palette"},
+    "widgets.look": {"", "palette"},
+    "palette": set(),
 }
 HEAVY = ("ipywidgets", "IPython", "matplotlib")
 

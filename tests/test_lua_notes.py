@@ -17,6 +17,8 @@ from echomq_lab.widgets.beats import annotated_script, primer, script_source, tw
 @pytest.mark.parametrize("name", scripts.names())
 def test_every_command_a_script_calls_has_a_gloss(name: str) -> None:
     source = scripts.load(name).source
+    if scripts.is_stub(name):
+        pytest.skip(f"{name} is not written yet: its script is the stub `make transition` wrote")
     called = lua_notes.commands(source)
     assert called, f"{name}.lua calls no Redis command?"
     assert lua_notes.unglossed(source) == [], f"{name}.lua calls commands with no gloss"

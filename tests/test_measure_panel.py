@@ -1,9 +1,10 @@
-"""Lab 06's live measure, headless: the request counter, the commandstats reader, "measure now"
-on each backend, and the benchmark's tables read (or found missing) beside the page.
+"""The live measure of lab-one-round-trip, headless: the request counter, the commandstats
+reader, "measure now" on each backend, and the benchmark's tables read (or found missing) beside
+the page.
 
 Speeds are not asserted (no wall-clock thresholds); the counts are: every transition of the
 cycle sends one EVALSHA, so a job is three requests. Afterwards nothing is left on the server.
-python-rq is measured by the benchmark only (tests/test_benchmarks_smoke.py). A copy of page 06
+python-rq is measured by the benchmark only (tests/test_benchmarks_smoke.py). A copy of that page
 opened where no benchmark ran says so in one line and still measures live.
 """
 
@@ -21,22 +22,30 @@ from redis.connection import AbstractConnection
 
 import echomq_lab
 from benchmarks.run import calls_delta
-from echomq_lab import branded, jobs, keyspace, measure, transitions
+from echomq_lab import branded, jobs, keyspace, measure, scripts, transitions
 from echomq_lab.measure import calls_text, counting
 from echomq_lab.widgets import MeasurePanel
 from tests.support.state import dump
 
-#: Every handle of the registry: the live walk calls each one.
-HANDLES = tuple(h for t in transitions.TRANSITIONS for h in t.handle_names)
+#: Every handle of the registry's written transitions: the live walk calls each one.
+HANDLES = tuple(h for t in scripts.written() for h in t.handles)
 
 
 @pytest.fixture(autouse=True)
 def _one_server(backend_name: str) -> None:
     if backend_name == "cluster":
-        pytest.skip("lab 06 measures one server; the cluster has a lab of its own, page 07")
+        pytest.skip("lab-one-round-trip measures one server; the cluster has a lab of its own, "
+                    "lab-one-queue-one-slot")
 
-WALKED = ["enqueue", "claim", "extend", "retry", "promote", "claim", "reap", "claim",
-          "retry (at the cap)", "reprocess", "claim", "complete", "enqueue_in", "enqueue_at"]
+#: The journey :func:`measure.walk` takes (its own code), and what each step answers.
+JOURNEY = ["enqueue", "claim", "extend", "retry", "promote", "claim", "reap", "claim",
+           "retry (at the cap)", "reprocess", "claim", "complete", "enqueue_in", "enqueue_at"]
+ANSWERS = ["enqueued", "token 1", "lease pushed back", "scheduled", "1 moved", "token 2",
+           "1 returned", "token 3", "dead", "pending", "token 4", "completed", "scheduled",
+           "scheduled"]
+#: Then every written transition of the registry the journey did not call, demonstrated.
+WALKED = [*JOURNEY, *(t.call.handle for t in scripts.written()
+                      if t.call.handle not in {j.split()[0] for j in JOURNEY})]
 
 
 def test_measure_now_counts_one_round_trip_per_transition(conn: redis.Redis) -> None:
@@ -154,11 +163,9 @@ def test_every_transition_is_one_evalsha_live(conn: redis.Redis) -> None:
     traced = measure.transition_calls(conn, queue)
     assert {t.name.split(" ")[0] for t in traced} == set(HANDLES)
     assert all(t.calls == ("EVALSHA",) for t in traced), [t.line() for t in traced]
-    assert [t.reply for t in traced] == [
-        "enqueued", "token 1", "lease pushed back", "scheduled", "1 moved", "token 2",
-        "1 returned", "token 3", "dead", "pending", "token 4", "completed", "scheduled",
-        "scheduled",
-    ]  # fmt: skip
+    assert [t.name for t in traced] == WALKED
+    assert [t.reply for t in traced][: len(JOURNEY)] == ANSWERS
+    assert all(t.reply for t in traced)  # each demonstrated one answered, in its entry's words
     assert traced[0].line() == "enqueue:                1 EVALSHA       -> enqueued"
     assert list(conn.scan_iter(match=keyspace.base(queue) + "*")) == []
 
@@ -211,6 +218,10 @@ def test_the_walk_demonstrates_a_transition_its_journey_does_not_take(
 
     measure.walk(echomq_lab.connect(fresh=True), "walk-new", step)
     assert seen == [*WALKED, "stretch"]
+    monkeypatch.setattr(scripts, "is_stub", lambda name: name == "extend")  # as if just made
+    seen.clear()
+    measure.walk(echomq_lab.connect(fresh=True), "walk-stub", step)
+    assert seen == WALKED  # a stub is left out of the walk: it has nothing to show yet
 
 
 # -- the panel ---------------------------------------------------------------------------------

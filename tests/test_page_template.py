@@ -1,9 +1,10 @@
 """``make page`` in a copy of the repository gives a page that passes everything a page must.
 
 In a temporary copy of the working tree (this venv reused, nothing installed), ``make page
-NAME=the-lease ... AFTER=the-payload`` puts a new page with the course's spine in the middle of
-the reading order: the notebooks after it move one number down (renamed, their links and
-README's updated), every navigation cell is relinked, the page gets two starter self-checks in
+NAME=zz-template-fixture ... AFTER=the-payload`` (a name no author would pick, so a copy of a
+repository with any real page still makes it) puts a new page with the course's spine in the
+middle of the reading order: the notebooks after it move one number down (renamed, their links
+and README's updated), every navigation cell is relinked, the page gets two starter self-checks in
 ``questions.toml``, and it is stored executed. There it is checked the way ``make test`` checks
 every page: strict nbval against a fresh run, the stored-notebook rules, ruff on its cells, the
 navigation and self-check tests, and ``make nav`` finding nothing left to write. Without AFTER
@@ -50,8 +51,8 @@ SPINE = [
     "## Questions to try",
     "## References",
 ]
-NAME, AFTER = "the-lease", "the-payload"
-TITLE = 'The lease, a "held" page'
+NAME, AFTER = "zz-template-fixture", "the-payload"
+TITLE = 'The template fixture, a "held" page'
 SUMMARY = "a page made by the template | checked like every other"
 
 
@@ -127,8 +128,9 @@ def test_the_page_has_the_course_spine(made: tuple[Path, Path]) -> None:
     assert "from echomq_lab.queues import reset" in setup
     assert any(c.startswith("two_beats(") for c in code), "a two-beat cell"
     shown = [c for c in code if c.startswith("SelfCheck(conn, ")]
-    assert shown == ['SelfCheck(conn, "the_lease_claimed_state")',
-                     'SelfCheck(conn, "the_lease_claimed_attempts")'], "its starter questions"
+    key = NAME.replace("-", "_")
+    assert shown == [f'SelfCheck(conn, "{key}_claimed_state")',
+                     f'SelfCheck(conn, "{key}_claimed_attempts")'], "its starter questions"
     assert "<details>" in "".join(source(c) for c in nb["cells"]), "an answer to unfold"
 
 

@@ -1,4 +1,5 @@
-"""Lab 05 without threads: the actors taken in turn in one loop, on the embedded server whose
+"""The page lab-the-fence-under-load without threads: the actors taken in turn in one loop, on
+the embedded server whose
 ``TIME`` reads the run's own clock. The loop run must audit clean with the fence, show what the
 fence refuses without it, give the same run for the same seed, and need no thread at all (the
 browser cannot start one); the SVG timeline must draw the leases it is given.
@@ -22,6 +23,7 @@ from echomq_lab.sim.charts import OUTCOME_LOOK, lease_timeline_svg
 from echomq_lab.sim.loop import Interleave, Pause, RunClock, clocked_server, threads_can_start
 from echomq_lab.sim.run import uses_threads
 from echomq_lab.widgets import SimulationPanel
+from tools.course import file_of
 
 LOAD = dict(jobs=60, workers=4, stall=0.25, fail=0.1, lease_ms=(40, 80), seed=5, runner="loop")
 
@@ -255,9 +257,9 @@ print("ran to the end")
 '''
 
 
-def test_lab_05_runs_top_to_bottom_with_no_thread_and_no_matplotlib() -> None:
+def test_the_fence_lab_runs_top_to_bottom_with_no_thread_and_no_matplotlib() -> None:
     root = Path(__file__).resolve().parent.parent
-    page = root / "notebooks" / "05-lab-the-fence-under-load.ipynb"
+    page = root / "notebooks" / file_of("lab-the-fence-under-load")
     env = {k: v for k, v in os.environ.items() if k != "ECHOMQ_REDIS_URL"}
     done = subprocess.run([sys.executable, "-c", NO_THREAD_NO_PLOT, str(page)], cwd=root,
                           env=env, capture_output=True, text=True, timeout=300, check=False)

@@ -72,14 +72,19 @@ def test_extra_field_writers_and_bad_access() -> None:
         fields.scripts_that("state", "delete")
 
 
-def test_untouched_by_leaves_out_writers_and_complete() -> None:
-    assert fields.FIELDS["state"].untouched_by == ("extend",)
+def test_untouched_by_leaves_out_writers_and_those_that_delete_the_row() -> None:
+    assert fields.RETIRED_BY == tuple(t.script for t in transitions.TRANSITIONS if t.retires)
+    assert "complete" in fields.RETIRED_BY
+    # state: every transition that moves the job writes it; those whose entry writes no
+    # state (extend) leave it alone.
+    assert fields.FIELDS["state"].untouched_by == tuple(
+        t.script for t in transitions.TRANSITIONS if not t.writes)
     assert "claim" not in fields.FIELDS["attempts"].untouched_by
-    assert "complete" not in fields.FIELDS["payload"].untouched_by
+    assert not set(fields.RETIRED_BY) & set(fields.FIELDS["payload"].untouched_by)
     assert set(fields.FIELDS["payload"].untouched_by) == set(transitions.SCRIPTS) - {
         "enqueue",
         "schedule",
-        "complete",
+        *fields.RETIRED_BY,
     }
 
 
@@ -194,8 +199,8 @@ def test_claim_adds_one_to_attempts_and_hands_it_over(conn: redis.Redis) -> None
 
 
 def test_attempts_untouched_by_the_transitions_the_table_says(conn: redis.Redis) -> None:
-    assert set(fields.FIELDS["attempts"].untouched_by) == {
-        "retry", "promote", "reap", "reprocess", "extend",
+    assert set(fields.FIELDS["attempts"].untouched_by) == set(transitions.SCRIPTS) - {
+        "enqueue", "schedule", "claim", *fields.RETIRED_BY,
     }
     job_id, token = _claimed(conn)
     jobs.extend(conn, Q, job_id, token, 90_000)

@@ -11,7 +11,10 @@ Standard library only, so the tools run with any Python 3.11+.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -304,3 +307,45 @@ def written(root: Path = ROOT) -> dict[Path, str]:
     readme = (root / README).read_text(encoding="utf-8")
     out[root / README] = with_readme_table(readme, readme_table(pages))
     return out
+
+
+def changed(base: str, root: Path = ROOT) -> list[str]:
+    """The notebooks (``notebooks/*.ipynb``, as paths from ``root``) that differ from the
+    commit where this branch left ``base`` (committed since, or not yet), or are new; every
+    notebook when git cannot tell (no such ``base``, no git)."""
+    def git(*args: str) -> list[str]:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              check=True)
+        return done.stdout.split()
+
+    every = sorted(p.relative_to(root).as_posix() for p in (root / NOTEBOOKS).glob("*.ipynb"))
+    try:
+        fork = git("merge-base", "HEAD", base)[0]
+        names = git("diff", "--name-only", fork, "--", "notebooks/")
+        names += git("ls-files", "--others", "--exclude-standard", "--", "notebooks/")
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return every
+    return [n for n in every if n in names]
+
+
+def main(argv: list[str]) -> int:
+    """``python tools/course.py file SLUG``: print the page's notebook path (``make notebooks
+    PAGE=SLUG`` stores that one); a slug that names no page is one line on stderr, and 2.
+    ``python tools/course.py changed``: the notebooks that differ from ``$CHECK_BASE`` (main),
+    one a line (``make check`` runs nbval on them)."""
+    if argv == ["changed"]:
+        print("\n".join(changed(os.environ.get("CHECK_BASE") or "main")))
+        return 0
+    if len(argv) != 2 or argv[0] != "file":
+        print("usage: python tools/course.py file SLUG | changed", file=sys.stderr)
+        return 2
+    try:
+        print((NOTEBOOKS / file_of(argv[1])).as_posix())
+    except CourseError as exc:
+        print(f"PAGE={argv[1]!r}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

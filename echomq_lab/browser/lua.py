@@ -1,6 +1,8 @@
 """The part of ``lupa`` that fakeredis uses, over fengari (a Lua VM in JavaScript), for Pyodide.
 
-:func:`install` puts this module in ``sys.modules`` as ``lupa`` and ``lupa.lua51``. No Python
+:func:`install` puts this module in ``sys.modules`` as ``lupa`` and ``lupa.lua51`` (the core's
+:mod:`echomq_lab.connection` calls it in the browser, before fakeredis is imported; importing
+this module does nothing else). No Python
 exception crosses the JavaScript bridge: a Python function called from Lua answers ``false,
 message``, a Lua wrapper raises it, and the original exception is raised again once Lua has
 unwound. Numbers cross as floats (fengari's integers are 32-bit; Valkey's Lua 5.1 has doubles).
@@ -480,6 +482,3 @@ def install() -> None:
     sys.modules["lupa.lua51"] = module
     _fresh_state_after_a_panic()
 
-
-if sys.platform == "emscripten":  # in the browser, importing this module puts it in place
-    install()

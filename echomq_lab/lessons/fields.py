@@ -16,8 +16,9 @@ from echomq_lab.connection import reaching
 from echomq_lab.row import FIELD_NAMES as FIELD_NAMES
 from echomq_lab.scripts import load
 
-#: The one transition that ends a row: it deletes the whole hash, every field with it.
-RETIRED_BY: str = next(t.script for t in transitions.TRANSITIONS if transitions.RETIRED in t.writes)
+#: The scripts of the transitions that can end a row (their entry says they write
+#: :data:`~echomq_lab.transitions.RETIRED`): each deletes the whole hash, every field with it.
+RETIRED_BY: tuple[str, ...] = tuple(t.script for t in transitions.TRANSITIONS if t.retires)
 
 #: Redis commands that change a hash field (any other command that names one only reads it).
 WRITE_COMMANDS = frozenset({"HSET", "HINCRBY", "HDEL"})
@@ -38,7 +39,7 @@ class Use:
     @property
     def handles(self) -> tuple[str, ...]:
         """The :mod:`jobs` handles that run the script, as the registry names them."""
-        return transitions.by_script(self.script).handle_names
+        return transitions.by_script(self.script).handles
 
     @property
     def what(self) -> str:
@@ -68,8 +69,10 @@ class Field:
 
     @property
     def untouched_by(self) -> tuple[str, ...]:
-        """Transitions that never write this field (``complete`` aside: it deletes the row)."""
-        return tuple(t for t in transitions.SCRIPTS if t not in self.writers and t != RETIRED_BY)
+        """Transitions that never write this field (those that delete the row aside:
+        :data:`RETIRED_BY`)."""
+        return tuple(t for t in transitions.SCRIPTS
+                     if t not in self.writers and t not in RETIRED_BY)
 
 
 _STATE = Field(

@@ -1,11 +1,11 @@
 """Measure on the lab's own server: the requests a client sends, and what a job cycle costs.
 
-:func:`counting` counts the requests the lab's clients write (a command, or a whole pipeline,
-is one); :func:`commandstats` reads INFO commandstats; :func:`transition_calls` and
-:func:`job_cycles` are page 06's live measure; :func:`read_bench` reads what ``make bench``
-wrote for the page.
+:func:`counting` counts the requests the lab's clients write (a command, or a whole pipeline, is
+one); :func:`commandstats` reads INFO commandstats; :func:`transition_calls` and
+:func:`job_cycles` are the live measure of the page lab-one-round-trip; :func:`read_bench` reads
+what ``make bench`` wrote for the page.
 
-Lab 06's layer: may import the protocol core; never the lessons' stories, the widgets or the
+That lab's layer: may import the protocol core; never the lessons' stories, the widgets or the
 other labs.
 """
 
@@ -112,8 +112,8 @@ def commandstats(node: redis.Redis) -> dict[str, Stat]:
 FAR_FUTURE_MS = 4_102_444_800_000
 #: The lease each measured claim takes: long enough that nothing reaps it meanwhile.
 LEASE_MS = 60_000
-#: The transitions of one job cycle, in order: a new job's shortest way to retirement.
-CYCLE = transitions.path(transitions.START, transitions.RETIRED)
+#: The transitions of one job cycle, in order (the registry names it).
+CYCLE = transitions.CYCLE
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def walk(conn: redis.Redis, queue: str, step: Step) -> None:
     """Walk one new job through every transition handle on ``queue``, each call made through
     ``step(name, call)``; RuntimeError when a reply is not the expected one. A transition of
     the registry that this journey does not take is demonstrated after it
-    (:func:`demonstrate`)."""
+    (:func:`demonstrate`), once its script is written (:func:`echomq_lab.scripts.written`)."""
     first, later, fixed = branded.mint(), branded.mint(), branded.mint()
     walked: set[str] = set()  # the handles the journey called
 
@@ -172,7 +172,7 @@ def walk(conn: redis.Redis, queue: str, step: Step) -> None:
     run("enqueue_in", lambda: jobs.enqueue_in(conn, queue, later, b"{}", 60_000), "scheduled")
     run("enqueue_at", lambda: jobs.enqueue_at(conn, queue, fixed, b"{}", FAR_FUTURE_MS),
         "scheduled")  # fmt: skip
-    for t in transitions.TRANSITIONS:
+    for t in scripts.written():  # a stub (make transition's) has nothing to show yet
         if t.call.handle not in walked:
             demonstrate(conn, queue, t, step)
 
@@ -185,13 +185,14 @@ def _call(conn: redis.Redis, queue: str, t: transitions.Transition,
     return lambda: handle(conn, queue, *args)
 
 
-def demonstrate(conn: redis.Redis, queue: str, t: transitions.Transition, step: Step) -> Any:
-    """Bring a new job to where ``t`` starts along the registry's shortest way (those calls
-    are not steps), then call ``t`` through ``step``, under its handle's name. A retry on the
-    way reaches the cap (the way to dead); before a transition that picks its jobs, the job's
-    time (its lease, its delay) runs out first. RuntimeError if the job is not where ``t``
-    starts."""
-    source = t.edges[0].source
+def bring(conn: redis.Redis, queue: str, t: transitions.Transition,
+          source: str | None = None) -> dict[str, object]:
+    """A new job brought to ``source`` (else where ``t``'s first edge starts) along the
+    registry's shortest way, and the values ``t``'s demonstration call takes for it (its id is
+    ``values["job"]``; :meth:`~echomq_lab.transitions.Transition.arguments` picks them). A retry
+    on the way reaches the cap (the way to dead); before a transition that picks its jobs, the
+    job's time (its lease, its delay) runs out. RuntimeError if the job is not at ``source``."""
+    source = source or t.edges[0].source
     values: dict[str, object] = {
         "job": branded.mint(), "payload": b"{}", "lease": 1 if t.picks else LEASE_MS,
         "delay": 0, "max_attempts": 1, "error": "walked"}  # fmt: skip
@@ -209,7 +210,13 @@ def demonstrate(conn: redis.Redis, queue: str, t: transitions.Transition, step: 
                 due = conn.zscore(key, str(values["job"]))
             clock.wait_for_server(conn, int(due or 0) + 1)
     values["lease"] = LEASE_MS
-    return step(t.call.handle, _call(conn, queue, t, values))
+    return values
+
+
+def demonstrate(conn: redis.Redis, queue: str, t: transitions.Transition, step: Step) -> Any:
+    """Bring a new job to where ``t`` starts (:func:`bring`; those calls are not steps), then
+    call ``t`` through ``step``, under its handle's name; return what ``step`` returned."""
+    return step(t.call.handle, _call(conn, queue, t, bring(conn, queue, t)))
 
 
 def transition_calls(conn: redis.Redis, queue: str) -> list[Traced]:
@@ -282,13 +289,13 @@ def job_cycles(conn: redis.Redis, queue: str, n: int,
     return Cycle(n, seconds, per, requests)
 
 
-#: The file ``make bench`` writes next to the notebooks for page 06 (charts beside it).
+#: The file ``make bench`` writes next to the notebooks for lab-one-round-trip (charts beside it).
 BENCH_FILE = "bench-results.json"
 
 
 @dataclass(frozen=True)
 class Bench:
-    """What a benchmark run left for page 06: a header, tables and charts by name."""
+    """What a benchmark run left for lab-one-round-trip: a header, tables and charts by name."""
 
     header: str
     tables: dict[str, str] = field(default_factory=dict)

@@ -25,9 +25,9 @@ from typing import Any
 import redis
 from redis.exceptions import NoScriptError, ResponseError
 
-from echomq_lab import errors
+from echomq_lab import errors, transitions
 from echomq_lab.connection import LOST, unreachable
-from echomq_lab.transitions import SCRIPTS
+from echomq_lab.transitions import SCRIPTS, Transition
 
 Arg = str | bytes | int
 
@@ -156,6 +156,21 @@ def load(name: str) -> Script:
         raise KeyError(f"no script named {name!r}")
     text = path.read_text(encoding="utf-8")
     return Script(name, expand(text, f"{name}.lua"), leading_comments(text))
+
+
+#: The wire class of the stub ``make transition`` writes (:class:`errors.NotWritten`).
+STUB = errors.NotWritten.wire_class
+
+
+def is_stub(name: str) -> bool:
+    """True while the script ``name`` is still the stub ``make transition`` wrote: its one
+    line refuses every call (:class:`errors.NotWritten`)."""
+    return f"'{STUB} " in load(name).source
+
+
+def written() -> tuple[Transition, ...]:
+    """The registry's transitions whose script is written (not :func:`is_stub`), in order."""
+    return tuple(t for t in transitions.TRANSITIONS if not is_stub(t.script))
 
 
 def names() -> tuple[str, ...]:

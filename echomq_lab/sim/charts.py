@@ -11,9 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from echomq_lab.sim.audit import SETTLES, TURNED_AWAY, Call, accepted, dead_lettered
-from echomq_lab.sim.leases import Lease
-from echomq_lab.widgets.look import (
+from echomq_lab.palette import (
     INK_ON_PAGE,
     MUTED,
     SOFT,
@@ -22,6 +20,8 @@ from echomq_lab.widgets.look import (
     message_html,
     on_page,
 )
+from echomq_lab.sim.audit import SETTLES, TURNED_AWAY, Call, accepted, dead_lettered
+from echomq_lab.sim.leases import Lease
 
 if TYPE_CHECKING:
     from echomq_lab.sim.run import Result

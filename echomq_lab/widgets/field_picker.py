@@ -118,8 +118,8 @@ class FieldPicker(Panel):
             "written by": td(f"{_TABLE}{writes}</table>"),
             "read by": td(f"{_TABLE}{reads}</table>"),
             "never written by": td(html.escape(", ".join(f.untouched_by)), MONO),
-            "deleted by": td(f"<code>{fields.RETIRED_BY}</code>, with the whole row when the job "
-                             "is retired"),
+            "deleted by": td(f"<code>{', '.join(fields.RETIRED_BY)}</code>, with the whole row "
+                             "when the job is retired"),
         }
         head = f'style="{CELL};color:{SOFT};white-space:nowrap"'
         self.card.value = (
@@ -160,7 +160,8 @@ class FieldPicker(Panel):
         for r in f.reads:
             out.append(f"    {r.script:<38} {r.command:<8} {r.how}")
         out.append(f"  never written by  {', '.join(f.untouched_by)}")
-        out.append(f"  deleted by        {fields.RETIRED_BY} (the whole row, when the job retires)")
+        out.append(f"  deleted by        {', '.join(fields.RETIRED_BY)} "
+                   "(the whole row, when the job retires)")
         if self.sample is not None:
             out.append(f"sample row {self.sample.job_id}: {self.steps}")
             if self.row is None:

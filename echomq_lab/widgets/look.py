@@ -1,39 +1,30 @@
-"""The lab's look: a colour per state and per set, the marks of a verdict, and how a panel
-shows a state, a value or a refusal. The hex colours are fills that white text reads on at WCAG
-AA; text on the page is CSS from JupyterLab's theme variables, so it reads in Light and Dark."""
+"""The lab's look: the palette (:mod:`echomq_lab.palette`: a colour per state, the theme's ink,
+the marks of a verdict), a colour per set, and how a panel shows a state, a value or a
+refusal."""
 
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
 
 import redis
 
 from echomq_lab import errors
 from echomq_lab.drift import SET_OF_STATE
+from echomq_lab.palette import INK as INK
+from echomq_lab.palette import INK_ON_PAGE as INK_ON_PAGE
+from echomq_lab.palette import MUTED as MUTED
+from echomq_lab.palette import OK_COLOUR as OK_COLOUR
+from echomq_lab.palette import PAGE as PAGE
+from echomq_lab.palette import REFUSED_COLOUR as REFUSED_COLOUR
+from echomq_lab.palette import SOFT as SOFT
+from echomq_lab.palette import STATE_COLOURS as STATE_COLOURS
+from echomq_lab.palette import VERDICTS as VERDICTS
+from echomq_lab.palette import Verdict as Verdict
+from echomq_lab.palette import message_html as message_html
+from echomq_lab.palette import on_page as on_page
 
-#: Accepted, refused, neither (not measured or beside the point), and dark lines over colour.
-OK_COLOUR = "#237a4b"
-REFUSED_COLOUR = "#c0392b"
-MUTED = "#737373"
-INK = "#333333"
-
-#: One colour per state, used by every panel and chart.
-STATE_COLOURS: dict[str, str] = {
-    "pending": "#2f6fdf",
-    "active": "#a86400",
-    "scheduled": "#7b4fc9",
-    "dead": REFUSED_COLOUR,
-    "completed": OK_COLOUR,
-}
 #: Each set in the colour of the state its jobs hold.
 SET_COLOURS: dict[str, str] = {name: STATE_COLOURS[state] for state, name in SET_OF_STATE.items()}
-
-#: The theme's strongest text colour (black in Light, white in Dark) and its page background.
-INK_ON_PAGE = "var(--jp-content-font-color0, #000)"
-PAGE = "var(--jp-layout-color0, #fff)"
-#: Secondary text on the page: the theme's text colour, 60 % of the way from the page.
-SOFT = f"color-mix(in srgb, {INK_ON_PAGE} 60%, {PAGE})"
 #: Toggle buttons: the selected one in the theme's text colour (ipywidgets draws it only a
 #: shade off the others), the others grey.
 TOGGLE_OFF_BG = "var(--jp-layout-color2, #eee)"
@@ -44,12 +35,6 @@ CHANGED_BG = f"color-mix(in srgb, #f5b800 20%, {PAGE})"
 #: The padding and alignment of a cell in a panel's table, and the style of a code cell.
 CELL = "padding:2px 8px;vertical-align:top;text-align:left"
 MONO = "font-family:monospace"
-
-
-def on_page(hue: str) -> str:
-    """CSS for text in ``hue`` on the page: the hue mixed 65 % with the theme's text colour
-    (5.4:1 or more on either theme's background, where the bare hue may miss 4.5:1)."""
-    return f"color-mix(in srgb, {hue} 65%, {INK_ON_PAGE})"
 
 
 #: The words of a verdict drawn on the page: accepted (✓) and refused (✗).
@@ -63,35 +48,6 @@ STYLESHEET = (
     f"<style>{_TOGGLE} {{background-color: {TOGGLE_OFF_BG}}}\n"
     f"{_TOGGLE}.mod-active {{background-color: {TOGGLE_ON_BG}; color: {TOGGLE_ON_TEXT}}}</style>"
 )
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """How one verdict looks: its CSS class suffix, colour, mark and table word."""
-
-    css: str
-    colour: str
-    mark: str
-    word: str
-
-
-#: A verdict's look: True accepted or met, False refused or missed, None not measured.
-VERDICTS: dict[bool | None, Verdict] = {
-    True: Verdict("ok", OK_COLOUR, "✓", "yes"),
-    False: Verdict("refused", REFUSED_COLOUR, "✗", "NO"),
-    None: Verdict("unmeasured", MUTED, "–", "-"),
-}
-
-
-def message_html(text: str, ok: bool | None) -> str:
-    """A one-line status (``text`` escaped): green ✓ when accepted, red ✗ when refused, grey –
-    if neither; a ``div`` of classes ``emq-message emq-<verdict>``."""
-    look = VERDICTS[ok]
-    return (
-        f'<div class="emq-message emq-{look.css}" '
-        f'style="color:{on_page(look.colour)};font-family:monospace">'
-        f"{look.mark} {html.escape(text)}</div>"
-    )
 
 
 def td(content: str, *styles: str) -> str:

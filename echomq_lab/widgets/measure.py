@@ -1,8 +1,9 @@
 """MeasurePanel: measure now, on the lab's own server. One transition, one round trip.
 
-``run()`` (or the button, in a background thread) times job cycles (enqueue, claim, complete)
-on a queue of its own, counting each call's requests, then walks one job through every
-transition. python-rq's figures are the benchmark's (page 06 reads them), not measured here.
+``run()`` (or the button, in a background thread) times job cycles (enqueue, claim, complete) on
+a queue of its own, counting each call's requests, then walks one job through every transition.
+python-rq's figures are the benchmark's (the page lab-one-round-trip reads them), not measured
+here.
 """
 
 from __future__ import annotations

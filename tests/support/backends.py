@@ -33,6 +33,7 @@ from echomq_lab.servers import (
 )
 from tests.support.cluster import start_test_cluster
 from tests.support.in_pyodide import start_browser
+from tests.support.only import named
 
 
 class Server(Protocol):
@@ -178,8 +179,11 @@ ON_REQUEST = ("browser",)
 
 
 def backend_names() -> tuple[str, ...]:
-    """The names of every backend, fakeredis first (but those in :data:`ON_REQUEST`)."""
-    return tuple(name for name in BACKENDS if name not in ON_REQUEST)
+    """The names of every backend, fakeredis first (but those in :data:`ON_REQUEST`), or only
+    those :data:`ONLY_ENV` names; ValueError naming the choices for a name that is none."""
+    every = tuple(name for name in BACKENDS if name not in ON_REQUEST)
+    chosen = named(BACKENDS)
+    return tuple(n for n in every if n in chosen) if chosen else every
 
 
 def server_kinds() -> tuple[str, ...]:

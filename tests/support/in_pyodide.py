@@ -17,7 +17,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from echomq_lab.servers import ServerStartError
+from tests.support.only import asked, not_asked
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools" / "site"
@@ -84,6 +87,8 @@ def _node_with_wheels() -> str:
 def run_in_pyodide(code: str, timeout: float = START_TIMEOUT_S) -> str:
     """Run the Python ``code`` in Pyodide under Node, set up as :func:`start_browser` sets up its
     server (the wheels, this checkout on ``sys.path``); its output, or AssertionError with it."""
+    if not asked("browser"):
+        pytest.skip(not_asked("browser"))
     node = _node_with_wheels()
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "code.py"

@@ -137,7 +137,7 @@ def _stored_checks(slug: str) -> list[list[str]]:
 @pytest.mark.parametrize("key", [c.key for c in checks.CHECKS])
 def test_each_question_of_the_file_is_the_one_its_page_shows(key: str) -> None:
     check = checks.get(key)
-    wanted = [f"{QUESTION}{check.question}",
+    wanted = [f"{QUESTION}{check.question} (asked of {checks.RULES[check.rule]})",
               *(f"  ({'abcdefgh'[i]}) {choice}" for i, choice in enumerate(check.choices))]
     shown = _stored_checks(check.page)
     assert wanted in [lines[: len(wanted)] for lines in shown], (

@@ -50,7 +50,7 @@ def test_transition_panel_runs_the_real_handles(fresh: redis.Redis) -> None:
     text = panel.text()
     assert f"following {job_id} (token 1)" in text
     assert f"active:   {job_id} (expires in" in text
-    assert "check(): no drift" in text
+    assert "drift check: no drift" in text
     assert "emq-ok" in panel.message.value
 
     panel.delay.value = 0
@@ -255,7 +255,7 @@ def test_lab_panel_free_play(fresh: redis.Redis) -> None:
     assert text.splitlines()[:3] == [
         "worker A: holds nothing", "worker B: holds nothing", "worker C: holds nothing"
     ]
-    assert f"dead:     {job_id}" in text and "check(): no drift" in text
+    assert f"dead:     {job_id}" in text and "drift check: no drift" in text
     # the row view shows the job the last press touched, the fields it changed lit
     assert f"the row emq:{{{Q}}}:job:{job_id}" in text
     assert "  state      dead  (changed)" in text

@@ -124,8 +124,9 @@ class SetsView(Panel):
 
     def _verdict_line(self, snap: Snapshot) -> str:
         if not _deep(snap):
-            return f"check(): {verdict(self.drift)}"
-        return f"check() of the jobs shown: {verdict(self.drift)} · the full check reads them all"
+            return f"drift check: {verdict(self.drift)}"
+        return (f"drift check of the jobs shown: {verdict(self.drift)} · the full check reads "
+                "them all")
 
     def check_all(self) -> drift.Report | None:
         """Run the whole-queue check in short steps and show its summary and first drifts on

@@ -211,8 +211,7 @@ class TwoWorkersStory:
             return self.refute(step, choice)
         self.done.append(replace(held, tries=tuple(self.tries)))
         self.held, self.tries = None, []
-        why = self.why(step)
-        return f"Right: {held.message}. {why[:1].upper()}{why[1:]}".strip()
+        return f"Right: {held.message}. {self.why(step)}".strip()
 
     @property
     def missed(self) -> bool:
@@ -258,7 +257,12 @@ class TwoWorkersStory:
         return said.get((step, choice)) or said.get((step, ""), "Not that one. Pick again.")
 
     def why(self, step: str) -> str:
-        """Why the server answered ``step`` as it did, once the reader has it right."""
+        """Why the server answered ``step`` as it did, once the reader has it right (one
+        sentence, capitalised)."""
+        said = self._why(step)
+        return said[:1].upper() + said[1:]
+
+    def _why(self, step: str) -> str:
         if step == "b_claims":
             return ("claim adds one to attempts and hands the new value out as the token; the "
                     "reaper never touched attempts.")
@@ -430,8 +434,7 @@ class TwoWorkersStory:
         try:
             jobs.complete(self.conn, self.queue, self.job_id, self.token_a)
         except errors.StaleToken as exc:
-            return (f"A refused: {exc} (the token matches attempts, but the reaper took the id "
-                    "out of active; the row is untouched)", True, STALE)
+            return f"A refused: {exc} (the row is untouched)", True, STALE
         except errors.JobGone as exc:
             return f"A refused: {exc}", True, GONE
         return f"A completed with token {self.token_a}: the row is gone", False, ACCEPTED

@@ -81,14 +81,15 @@ class Panel:
 
         return run
 
-    def _on(self, button: W.Button, action: Callable[[], object]) -> None:
+    def _on(self, button: W.Button, action: Callable[[], object],
+            line: W.HTML | None = None) -> None:
         """Run ``action`` when ``button`` is clicked, guarded (see :meth:`_guarded`), with the
-        cue of :meth:`_pressing` while it runs."""
+        cue of :meth:`_pressing` on ``line`` (default: the panel's ``message``) while it runs."""
         run = self._guarded(lambda _button: action())
 
         def pressed(_button: W.Button) -> None:
-            line = getattr(self, "message", None)
-            with self._pressing(button, line if isinstance(line, W.HTML) else None):
+            said = line if line is not None else getattr(self, "message", None)
+            with self._pressing(button, said if isinstance(said, W.HTML) else None):
                 run(button)
 
         button.on_click(pressed)

@@ -75,13 +75,14 @@ class SetsView(Panel):
         self.highlight = highlight
         self.report: drift.Report | None = None
         self.full_check = W.Button(description="full check", icon="search")
-        self.full_check.on_click(lambda _b: self.check_all())
+
         self.snap: Snapshot | None = None
         #: The server's clock the time left is drawn against (the snapshot's, then each tick's).
         self.now_ms = 0
         self.drift: list[Drift] = []
         self.columns = {name: W.HTML() for name in SET_NAMES}
         self.check_line = W.HTML()
+        self._on(self.full_check, self.check_all, self.check_line)
         row = W.HBox(list(self.columns.values()),
                      layout=W.Layout(flex_flow="row wrap", grid_gap="8px"))
         self.widget = W.VBox([row, self.check_line])

@@ -171,8 +171,8 @@ def test_sets_view_shows_drift_from_the_same_snapshot(fresh: redis.Redis) -> Non
     # break the invariant behind the protocol's back, to see the verdict change
     fresh.hset(f"emq:{{{Q}}}:job:{job_id}", "state", "active")
     view = SetsView(fresh, Q)
-    assert view.text().endswith(f"drift check: state-mismatch: {job_id} has state 'active' but is in "
-                                "pending")
+    assert view.text().endswith(f"drift check: state-mismatch: {job_id} has state 'active' "
+                                "but is in pending")
     assert "emq-refused" in view.check_line.value
     snap = snapshot(fresh, Q)
     view.refresh(snap)

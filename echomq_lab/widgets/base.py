@@ -81,10 +81,14 @@ class Panel:
 
         return run
 
-    def _on(self, button: W.Button, action: Callable[[], object],
-            line: W.HTML | None = None) -> None:
+    def _on(self, button: W.Button, action: Callable[[], object]) -> None:
         """Run ``action`` when ``button`` is clicked, guarded (see :meth:`_guarded`), with the
-        cue of :meth:`_pressing` on ``line`` (default: the panel's ``message``) while it runs."""
+        cue of :meth:`_pressing` on the panel's ``message`` line while it runs."""
+        self._wire(button, action, None)
+
+    def _wire(self, button: W.Button, action: Callable[[], object],
+              line: W.HTML | None) -> None:
+        """:meth:`_on`, the cue said on ``line`` (None: the panel's ``message``)."""
         run = self._guarded(lambda _button: action())
 
         def pressed(_button: W.Button) -> None:

@@ -82,7 +82,7 @@ class SetsView(Panel):
         self.drift: list[Drift] = []
         self.columns = {name: W.HTML() for name in SET_NAMES}
         self.check_line = W.HTML()
-        self._on(self.full_check, self.check_all, self.check_line)
+        self._wire(self.full_check, self.check_all, self.check_line)
         row = W.HBox(list(self.columns.values()),
                      layout=W.Layout(flex_flow="row wrap", grid_gap="8px"))
         self.widget = W.VBox([row, self.check_line])

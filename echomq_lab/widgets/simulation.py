@@ -96,7 +96,8 @@ class SimulationPanel(Panel):
             W.HTML("<b>The fence under load</b>: set the run, press Run."),
             self.jobs, self.workers, self.stall, self.fail, self.lease, self.fence,
             W.HBox([run, stop, self.progress, self.stop_note],
-                   layout=W.Layout(flex_flow="row wrap", align_items="center")), self.status, self.tally, self.verdicts,
+                   layout=W.Layout(flex_flow="row wrap", align_items="center")),
+            self.status, self.tally, self.verdicts,
             W.HBox([self.follow, self.window, self.length]), self.picture, self.story,
         ])  # fmt: skip
         self.widget.add_class("emq-simulation")

@@ -18,7 +18,6 @@ from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
 from echomq_lab.widgets.ticker import Ticker
 
-
 #: What a reader may predict a transition leaves in the row: its state, and its attempts.
 STATE_GUESSES: tuple[str, ...] = ("pending", "active", "scheduled", "dead", "no row")
 ATTEMPTS_GUESSES: tuple[str, ...] = ("as it was", "one up", "no row")

@@ -290,4 +290,5 @@ def test_the_transition_panel_asks_for_a_prediction_first_when_ticked() -> None:
     said = panel.press("claim")
     assert "you said state pending (✗: it is active)" in said and "attempts one up (✓)" in said
     assert "(✓)" not in said.split("you said state pending")[1].split(";")[0]  # no tick on it
+    assert "✓" not in panel.message.value.split("claim wrote")[0]  # nor leading the line
     assert panel.guess_state.value is None  # cleared for the next run

@@ -119,9 +119,9 @@ class TransitionPanel(Panel):
             said, ok = taken.message, True
             if self.predict.value:  # a guess missed in part: no tick leads the line
                 got = written(before, row_of(self.conn, self.queue, taken.job_id))
-                said, ok = said + ". " + self._verdict(guess, got), (None if guess != got
-                                                                      else True)
-            self._say(self.message, said, ok=ok)
+                said += ". " + self._verdict(guess, got)
+                ok = guess == got
+            self._say(self.message, said, ok=ok or None)
             self._draw((taken.name, taken.before, taken.after))
             if taken.name == "claim" and followed not in (None, taken.job_id):
                 self.record.mark({b"state", b"attempts"})  # what the claim wrote on that job

@@ -274,10 +274,10 @@ def test_the_story_plays_by_keyboard_alone(rendered: Callable[[str], Page]) -> N
     page.keyboard.press("Enter")  # the same button now resumes the clock
     expect(story.locator(".emq-ticker")).to_contain_text("live clock: running",
                                                          timeout=UPDATE_MS)
-    for label in ("run the reaper", "2", "B claims", "refused EMQSTALE", "A completes"):
+    for label in ("run the reaper", "2", "refused with EMQSTALE"):  # a pick takes the step
         tab_to(page, label)
         page.keyboard.press("Enter")
-    expect(story.locator(".emq-message.emq-refused").first).to_contain_text(
+    expect(story.locator(".emq-message.emq-ok").first).to_contain_text(
         "EMQSTALE: token 1 is stale", timeout=UPDATE_MS)
     expect(story.locator("svg.emq-fence")).to_have_count(1)
 
@@ -288,7 +288,7 @@ def test_the_two_worker_story_clicks_through_to_the_refusal(
     page = rendered(STORY)
     story = story_from_the_start(page)
     play(story, until="a_completes", timeout_ms=UPDATE_MS)
-    refused = story.locator(".emq-message.emq-refused").first
+    refused = story.locator(".emq-message.emq-ok").first  # the right pick, said beside it
     expect(refused).to_contain_text("EMQSTALE: token 1 is stale", timeout=UPDATE_MS)
     click_only(page, STORY)
     page.screenshot(path=str(screenshots / "app-04-story-refused.png"), full_page=True)
@@ -311,8 +311,8 @@ def test_in_the_app_as_lease_runs_out_with_no_further_click(
     reaper.click()
     expect(story).to_contain_text("Which token does B get?", timeout=LEASE_OUT_MS)
     expect(find_button(story, BUTTON_LABELS["b_claims"])).to_have_count(0)
-    find_button(story, "2").click()
-    expect(find_button(story, BUTTON_LABELS["b_claims"])).to_be_enabled(timeout=LEASE_OUT_MS)
+    find_button(story, "2").click()  # the pick takes B's claim
+    expect(story).to_contain_text("Right: B holds token 2", timeout=LEASE_OUT_MS)
     find_button(story, "fence off (demonstration)").click()
     expect(story).to_contain_text("unfenced complete (a demonstration, not the protocol)",
                                   timeout=LEASE_OUT_MS)

@@ -117,3 +117,8 @@ def test_the_panel_shows_bad_input_in_one_line(conn: redis.Redis) -> None:
     panel.buttons["run"].click()
     assert panel.last_message == "token must be at least 1, got 0"
     assert dump(conn) == before and panel.trial is None
+    panel.token.value = 2**62 + 1  # beyond any claim: said plainly, no bound in figures
+    panel.buttons["run"].click()
+    assert panel.last_message.startswith(f"token {2**62 + 1} is far larger than any claim")
+    assert "between" not in panel.last_message and str(2**62) not in panel.last_message
+    assert dump(conn) == before and panel.trial is None

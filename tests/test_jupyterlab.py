@@ -183,7 +183,7 @@ def expect_in_set(panel: Locator, job_id: str, where: str | None) -> None:
             expect(column, f"{job_id} is not in {name}").not_to_contain_text(
                 job_id, timeout=UPDATE_MS)
     expect(panel.locator(".emq-sets-view"), "check() finds no drift").to_contain_text(
-        "check(): no drift")
+        "drift check: no drift")
 
 
 def message(panel: Locator) -> Locator:

@@ -137,7 +137,7 @@ def _stored_checks(slug: str) -> list[list[str]]:
 @pytest.mark.parametrize("key", [c.key for c in checks.CHECKS])
 def test_each_question_of_the_file_is_the_one_its_page_shows(key: str) -> None:
     check = checks.get(key)
-    wanted = [f"{QUESTION}{check.question}",
+    wanted = [f"{QUESTION}{check.question} (asked of {checks.RULES[check.rule]})",
               *(f"  ({'abcdefgh'[i]}) {choice}" for i, choice in enumerate(check.choices))]
     shown = _stored_checks(check.page)
     assert wanted in [lines[: len(wanted)] for lines in shown], (
@@ -164,3 +164,62 @@ def test_the_questions_file_speaks_to_the_reader() -> None:
     assert len(said) >= 3 * len(entries)
     assert not [s for s in said if MACHINERY.search(s)]
     assert MACHINERY.search("the nbval run") and MACHINERY.search("run make notebooks")
+
+
+# -- no answer before its question; the labs' length -----------------------------------------
+
+#: Phrases that would answer a page's checks if a reader met them before the questions: in a
+#: summary of tools/pages.toml (the landing page and the hub show them), or above a check.
+GIVEAWAYS = {
+    "the-hash-and-its-fields": ("no id", "created-at", "inside the id", "only in the key"),
+    "the-state-and-attempts": ("counts the claims", "no longer in `active`",
+                               "id is still in", "lease still held", "equality"),
+    "the-payload": ("never read", "byte for byte", "opaque", "verbatim"),
+}
+#: The most words of prose (markdown, the navigation cell left out) a lab may hold.
+LAB_WORDS = 1400
+
+
+def _markdown_before(slug: str, key: str) -> list[str]:
+    """The markdown above ``SelfCheck(conn, "<key>")`` on the page, folded answers left out."""
+    cells = json.loads(_path(slug).read_text())["cells"]
+    out: list[str] = []
+    for cell in cells:
+        source = _text(cell["source"])
+        if cell["cell_type"] == "code" and f'SelfCheck(conn, "{key}")' in source:
+            return out
+        if cell["cell_type"] == "markdown":
+            out.append(re.sub(r"<details>.*?</details>", "", source, flags=re.DOTALL))
+    raise AssertionError(f"{slug} never asks {key}")
+
+
+def test_no_summary_or_lead_in_answers_a_check() -> None:
+    for page in course_pages():
+        for phrase in GIVEAWAYS.get(page.slug, ()):
+            assert phrase not in page.summary.lower(), (page.slug, phrase)
+    for check in checks.CHECKS:
+        above = " ".join(_markdown_before(check.page, check.key)).lower()
+        for phrase in GIVEAWAYS.get(check.page, ()):
+            assert phrase not in above, f"{check.key}: {phrase!r} stands above it"
+
+
+def test_page_02_tells_a_wakes_first_without_its_answer() -> None:
+    cells = json.loads(_path("the-state-and-attempts").read_text())["cells"]
+    story = next(i for i, c in enumerate(cells) if "TwoWorkersStory(" in _text(c["source"])
+                 and c["cell_type"] == "code")
+    intro = " ".join(_text(c["source"]) for c in cells[:story] if c["cell_type"] == "markdown")
+    assert "A wakes first" in intro and "course" in intro
+    assert not re.search(r"refused|EMQSTALE|accepted", intro), intro
+
+
+def _prose_words(slug: str) -> int:
+    cells = json.loads(_path(slug).read_text())["cells"]
+    text = " ".join(_text(c["source"]) for c in cells if c["cell_type"] == "markdown"
+                    and "navigation" not in c.get("metadata", {}).get("tags", []))
+    return len(re.findall(r"[A-Za-z0-9][\w'’.-]*", re.sub(r"<[^>]+>", " ", text)))
+
+
+@pytest.mark.parametrize("slug", [p.slug for p in course_pages()
+                                  if p.kind == "lab" and 4 <= p.number <= 7])
+def test_a_lab_is_as_short_as_a_course_page(slug: str) -> None:
+    assert _prose_words(slug) <= LAB_WORDS, f"{slug}: {_prose_words(slug)} words of prose"

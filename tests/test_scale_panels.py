@@ -35,7 +35,7 @@ def test_a_deep_set_says_how_much_it_shows(conn: redis.Redis) -> None:
     lines = view.text().splitlines()
     assert lines[0].endswith(f"(showing {WINDOW} of {DEPTH})")
     assert lines[0].count("JOB") == WINDOW
-    assert lines[-1].startswith("check() of the jobs shown: no drift")
+    assert lines[-1].startswith("drift check of the jobs shown: no drift")
     assert view.full_check in view.widget.children
 
 
@@ -43,7 +43,7 @@ def test_a_small_queue_reads_as_before(conn: redis.Redis) -> None:
     made = _fill(conn, 3)
     view = SetsView(conn, Q)
     assert "(3)" in view.columns["pending"].value and "showing" not in view.text()
-    assert view.text().endswith("check(): no drift")
+    assert view.text().endswith("drift check: no drift")
     assert view.full_check not in view.widget.children
     assert view.text().splitlines()[0] == "pending:  " + ", ".join(made)
 
@@ -53,7 +53,7 @@ def test_the_full_check_finds_what_the_window_cannot(conn: redis.Redis) -> None:
     deep = made[-2]
     conn.hset(keyspace.job_key(Q, deep), "state", "dead")
     view = SetsView(conn, Q)
-    shown_only = "check() of the jobs shown: no drift · the full check reads them all"
+    shown_only = "drift check of the jobs shown: no drift · the full check reads them all"
     assert view.text().endswith(shown_only)  # the drift lies beyond the window
     view.full_check.click()
     assert view.report is not None and [(d.kind, d.job_id) for d in view.report] == [
@@ -76,4 +76,4 @@ def test_the_transition_panel_follows_its_job_beyond_the_window(conn: redis.Redi
     assert panel.record.state == "pending" and panel.diagram.current == "pending"
     text = panel.text()
     assert f"(showing {WINDOW} of {DEPTH + 1})" in text
-    assert "check() of the jobs shown: no drift" in text
+    assert "drift check of the jobs shown: no drift" in text

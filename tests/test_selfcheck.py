@@ -11,6 +11,7 @@ its queue empty.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -122,7 +123,7 @@ def test_each_choice_is_graded_by_the_server(conn: redis.Redis, key: str) -> Non
 def test_the_buttons_answer_and_reset_starts_afresh(conn: redis.Redis) -> None:
     panel = SelfCheck(conn, "token_above")
     unanswered = panel.text()
-    assert unanswered.splitlines()[0] == f"Question: {panel.question}"
+    assert unanswered.splitlines()[0] == f"Question: {panel.question} (asked of {panel.rule})"
     assert len(unanswered.splitlines()) == 1 + len(panel.choices)
     assert "Check yourself" not in unanswered + panel.prompt.value, "the page says it, once"
     assert "Right" not in unanswered and "The server:" not in unanswered
@@ -143,6 +144,47 @@ def test_the_buttons_answer_and_reset_starts_afresh(conn: redis.Redis) -> None:
     assert panel.graded is None and panel.text() == unanswered
     assert panel.message.value == "" and all(b.button_style == "" for b in panel.buttons)
     assert not _keys(conn, panel.queue)
+
+
+def test_a_press_shows_at_once_that_it_was_taken(conn: redis.Redis) -> None:
+    panel = SelfCheck(conn, "fresh_row")
+    seen: list[tuple[bool, str, bool]] = []
+
+    def look(change: dict[str, object]) -> None:  # what the browser is sent, as it is sent
+        seen.append((panel.buttons[1].disabled, str(change["new"]), panel.busy))
+
+    panel.message.observe(look, names="value")
+    panel.buttons[1].click()
+    first = seen[0]
+    assert first[0] and first[2] and "running…" in first[1]  # closed, busy, said, at once
+    assert "emq-busy" not in panel.widget._dom_classes and not panel.buttons[1].disabled
+    assert panel.graded is not None and "running…" not in panel.message.value
+
+
+def test_every_check_names_the_rule_it_asks_about(conn: redis.Redis) -> None:
+    """A check under the lab's rule says so in its question; a check whose story completes
+    under the course's rule runs the course's complete (the token against attempts only), and
+    under the lab's the lab's: the expected answer is true under the rule the reader is told."""
+    for check in checks.CHECKS:
+        assert check.rule in checks.RULES
+        panel = SelfCheck(conn, check)
+        assert html.escape(checks.RULES[check.rule]) in panel.prompt.value
+        if check.rule == "lab":
+            assert "the lab's" in check.question.lower(), check.key
+    reaped = checks.get("token_reaped")
+    assert reaped.rule == "lab" and reaped.observe(conn, "rule-lab").outcome == "EMQSTALE"
+    # the same story under the course's rule: the course's complete accepts the call
+    course = checks.build(checks.OBSERVERS, checks.FACTS,
+                          checks.shipped_text().replace('rule = "lab"\n', ""))
+    as_course = next(c for c in course if c.key == "token_reaped")
+    assert as_course.rule == "course" and as_course.observe(conn, "rule-c").outcome == "accepted"
+
+
+def test_claim_fields_refutes_without_naming_a_field(conn: redis.Redis) -> None:
+    panel = SelfCheck(conn, "claim_fields")
+    for choice in ("state only", "attempts only", "all three"):
+        said = panel.answer(choice).explanation.split(" Hint:")[0]
+        assert not re.search(r"\b(state|attempts|payload)\b", said.split("The server: ")[1]), said
 
 
 def test_the_verdict_keeps_its_distance_from_what_follows(conn: redis.Redis) -> None:

@@ -107,8 +107,17 @@ def test_two_workers_story_runs_only_in_order(conn: redis.Redis) -> None:
         if name in PREDICTIONS:
             with pytest.raises(ValueError, match="predict first"):
                 story.step(name)
-            story.predict(name, PREDICTIONS[name].choices[0])
-        results[name] = story.step(name)
+            wrong = next(c for c in PREDICTIONS[name].choices if c != story.expected(name))
+            said = story.predict(name, wrong)  # the first pick takes the step on the server
+            assert said.startswith(f"Not {wrong.split()[0]}") and story.missed
+            assert story.next_step == name  # the story waits for a right pick
+            with pytest.raises(ValueError, match="tried"):
+                story.predict(name, wrong)
+            assert story.predict(name, story.expected(name)).startswith("Right: ")
+            results[name] = story.done[-1]
+            assert results[name].tries == (wrong,) and not results[name].prediction_right
+        else:
+            results[name] = story.step(name)
         if name == "b_claims":
             row = jobs.record(conn, Q, job_id)
             assert row is not None and row[b"attempts"] == b"2"
@@ -118,7 +127,7 @@ def test_two_workers_story_runs_only_in_order(conn: redis.Redis) -> None:
         assert check(conn, Q) == []
     assert story.next_step is None
     assert [r.refused for r in results.values()] == [False, False, False, False, True, False]
-    assert results["b_claims"].outcome == "2" and results["b_claims"].prediction_right is False
+    assert results["b_claims"].outcome == "2"
     assert results["a_completes"].outcome == STALE
     assert results["a_completes"].message.startswith(
         "A refused: EMQSTALE: token 1 is stale, the row's attempts is 2"
@@ -138,7 +147,7 @@ def test_run_through_with_the_fence_ends_with_a_refused(conn: redis.Redis) -> No
     assert lines[0].startswith("fence on")
     assert any(line.startswith("5. ") and "[refused] A refused: EMQSTALE" in line for line in lines)
     assert "6. B finishes its work and completes [done] B completed with token 2" in log
-    assert lines[-1].endswith("A's late complete refused EMQSTALE")
+    assert lines[-1].endswith("A's late complete refused with EMQSTALE")
     assert log.count("(as predicted)") == 2  # the program guesses what the fence does
     assert check(conn, Q) == [] and not snapshot(conn, Q).rows
 
@@ -152,6 +161,7 @@ def test_run_through_without_the_fence_loses_bs_work(conn: redis.Redis) -> None:
     assert (b.refused, b.outcome) == (True, GONE)
     assert "B finds the job gone" in b.message and "work is lost" in log.splitlines()[-1]
     assert "(not as predicted)" in log  # the program expected the fence
+    assert "'refused with EMQSTALE' then 'accepted'" in log  # and then tried again
     assert jobs.record(conn, Q, story.job_id) is None
     assert check(conn, Q) == []
 
@@ -165,7 +175,7 @@ def test_the_fenced_story_never_reaches_the_unfenced_script(
         raise AssertionError("the fenced story ran the unfenced complete")
 
     monkeypatch.setattr(unfenced, "complete_unfenced", boom)
-    assert "refused EMQSTALE" in TwoWorkersStory(conn, Q, lease_ms=60).run_through()
+    assert "refused with EMQSTALE" in TwoWorkersStory(conn, Q, lease_ms=60).run_through()
 
 
 def test_predictions_are_checked_and_the_stall_can_be_asked_not_to_wait(

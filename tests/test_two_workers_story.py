@@ -2,8 +2,12 @@
 no fence something a reader can point at.
 
 - the fork after the reaper: A wakes first, before anyone claims again; its token still equals
-  the row's attempts, yet complete refuses it as stale (the id is no longer in active), and the
-  row is untouched; the fork is offered with the fence on only, and only at that point;
+  the row's attempts, so the course's complete (the token only, on a copy of the job) accepts
+  it and leaves the id in pending with no row, which the next claim takes and finds empty; the
+  lab's complete then refuses it as stale (the id is no longer in active), the row untouched;
+  the fork is offered with the fence on only, and only at that point;
+- a wrong prediction is answered beside its question, without a tick and without naming the
+  right choice, and the same question waits for another pick;
 - the other setting is replayed with the story's own lease and no prediction the reader did not
   make, and drawn as lanes of its own beside the reader's run;
 - A's late complete is drawn as a picture: A's token against the row's attempts, the fence
@@ -39,7 +43,7 @@ def to_the_fork(panel: TwoWorkersStory) -> None:
         panel.press(step)
 
 
-def test_the_fork_a_wakes_first_and_is_refused_on_its_reaped_lease(fresh: redis.Redis) -> None:
+def test_the_fork_runs_the_courses_complete_then_the_labs(fresh: redis.Redis) -> None:
     panel = TwoWorkersStory(fresh, Q, lease_ms=60)
     assert panel.fork_box.layout.display == "none" and panel.story.fork is None
     to_the_fork(panel)
@@ -50,17 +54,79 @@ def test_the_fork_a_wakes_first_and_is_refused_on_its_reaped_lease(fresh: redis.
     assert panel.story.next_step == tw.BRANCH[0]
     assert [b.description for b in panel.next_box.children] == list(
         tw.PREDICTIONS[tw.BRANCH[0]].choices)  # predict first
-    panel.choices[tw.BRANCH[0]][0].click()  # "accepted": the reader's guess
-    panel.buttons[tw.BRANCH[0]].click()
-    assert not panel.last_ok and "EMQSTALE" in panel.last_message
-    assert "holds no lease" in panel.last_message
+    assert "nothing else" in tw.PREDICTIONS[tw.BRANCH[0]].question  # the rule it asks about
+    copy = panel.story.copy_queue
+
+    # the course's complete (the token only), on a copy brought to the same point
+    by = {b.description: b for b in panel.choices[tw.BRANCH[0]]}
+    by[tw.STALE].click()  # the reader's wrong guess
+    assert not panel.last_ok and panel.last_message.startswith("Not refused")
+    assert by[tw.STALE].icon == "times" and by[tw.STALE].disabled  # no tick beside it
+    assert panel.story.next_step == tw.BRANCH[0]  # asked again before moving on
+    by[tw.ACCEPTED].click()
+    assert panel.last_ok and panel.last_message.startswith("Right: ")
+    copy_id = fresh.zrange(f"emq:{{{copy}}}:pending", 0, -1)
+    assert copy_id == []  # the next claim took the id left in pending, and found no row
+    assert "found no row behind it" in panel.story.copy_left
+    assert "the id stayed in pending" in panel.story.copy_left
+    assert jobs.record(fresh, Q, panel.story.job_id) == before  # the story's job untouched
+
+    # then the lab's complete, on the story's job
+    assert panel.story.next_step == tw.LAB_BRANCH[0]
+    panel.press(tw.LAB_BRANCH[0], tw.ACCEPTED)
+    assert not panel.last_ok and "also looks for the id in active" in panel.last_message
+    panel.press(tw.LAB_BRANCH[0])
+    assert panel.last_ok and "holds no lease" in panel.last_message
+    assert "lab's addition beyond the course" in panel.last_message
     assert jobs.record(fresh, Q, panel.story.job_id) == before  # refused: nothing written
-    assert "not what you said" in panel.log.value
+    assert "accepted ✗" in panel.log.value and "refused with EMQSTALE</b> ✓" in panel.log.value
     panel.press("b_claims")
     panel.press("b_completes")
     assert panel.story.next_step is None and check(fresh, Q) == []
-    assert "lease gone: refused" in panel.text()
-    assert "A, waking after the reaper, refused EMQSTALE" in panel.story.verdict()
+    assert "lease gone: refused" in panel.text() and "1 = 1: accepted" in panel.text()
+    assert "the lab's refused with EMQSTALE" in panel.story.verdict()
+
+
+def test_the_courses_complete_alone_leaves_an_id_with_no_row(fresh: redis.Redis) -> None:
+    from echomq_lab import branded
+    from echomq_lab.lessons import unfenced
+
+    job_id = branded.mint()
+    jobs.enqueue(fresh, Q, job_id, b"x")
+    token = jobs.claim(fresh, Q, 1).token
+    check_lease_out = __import__("echomq_lab.clock", fromlist=["wait_out_lease"])
+    check_lease_out.wait_out_lease(fresh, Q, job_id)
+    assert jobs.reap(fresh, Q) == 1
+    with pytest.raises(Exception, match="EMQSTALE"):  # the lab's: refused
+        jobs.complete(fresh, Q, job_id, token)
+    assert unfenced.complete_token_only(fresh, Q, job_id, token) == "completed"  # the course's
+    assert jobs.record(fresh, Q, job_id) is None
+    assert fresh.zrange(f"emq:{{{Q}}}:pending", 0, -1) == [job_id.encode()]
+    assert check(fresh, Q) != []  # a member of pending with no row: the drift check sees it
+    claimed, dropped = jobs.claim_dropping(fresh, Q, 1000)
+    assert claimed is None and dropped.orphans == (job_id.encode(),)
+
+
+def test_a_wrong_prediction_is_answered_beside_the_question(fresh: redis.Redis) -> None:
+    panel = TwoWorkersStory(fresh, Q, lease_ms=60)
+    to_the_fork(panel)
+    assert "token 2" not in panel.text()
+    panel.press("b_claims", "1")
+    said = panel.last_message
+    assert not panel.last_ok and said.startswith("Not 1") and "2" not in said
+    assert "✓" not in panel.message.value and "✗" in panel.message.value
+    kids = list(panel.widget.children)
+    assert kids.index(panel.message) == kids.index(panel.next_box) + 2  # beside the question
+    assert panel.story.next_step == "b_claims" and "Pick again" in panel.prompt.value
+    assert "B has not claimed the job" in panel.text()  # the answer is held back
+    assert "attempts 1" in panel.text()
+    panel.press("b_claims", "0")
+    assert not panel.last_ok and "2" not in panel.last_message
+    panel.press("b_claims", "2")
+    assert panel.last_ok and panel.last_message.startswith("Right: B holds token 2")
+    assert panel.story.next_step == "a_completes"
+    assert all(not c.startswith("accepted:") and ":" not in c
+               for ask in tw.PREDICTIONS.values() for c in ask.choices)  # bare answers
 
 
 def test_the_fork_is_offered_only_with_the_fence_and_only_at_the_fork(fresh: redis.Redis) -> None:

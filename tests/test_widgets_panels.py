@@ -50,7 +50,7 @@ def test_transition_panel_runs_the_real_handles(fresh: redis.Redis) -> None:
     text = panel.text()
     assert f"following {job_id} (token 1)" in text
     assert f"active:   {job_id} (expires in" in text
-    assert "check(): no drift" in text
+    assert "drift check: no drift" in text
     assert "emq-ok" in panel.message.value
 
     panel.delay.value = 0
@@ -181,20 +181,19 @@ def test_two_workers_story_buttons_follow_the_story(fresh: redis.Redis) -> None:
     assert story.buttons["b_claims"].disabled
     assert [b.description for b in story.next_box.children] == ["1", "2", "0"]
     assert "token 2" not in story.text()
-    story.choices["b_claims"][0].click()  # says 1
-    assert story.next_box.children == (story.buttons["b_claims"],)
-    story.buttons["b_claims"].click()
+    story.choices["b_claims"][0].click()  # says 1: the server takes the step, and says no
+    assert not story.last_ok and story.story.next_step == "b_claims"
+    story.choices["b_claims"][1].click()  # says 2
     row = jobs.record(fresh, Q, job_id)
     assert row is not None and row[b"attempts"] == b"2"
-    assert "you said <b>1</b>; the server: <b>2</b> (not what you said)" in story.log.value
+    assert "your picks: 1 ✗, <b>2</b> ✓" in story.log.value
 
-    story.choices["a_completes"][1].click()  # refused EMQSTALE
-    story.buttons["a_completes"].click()
-    assert not story.last_ok
+    story.choices["a_completes"][1].click()  # refused with EMQSTALE
+    assert story.last_ok
     assert story.last_message.startswith(
-        "A refused: EMQSTALE: token 1 is stale, the row's attempts is 2"
+        "Right: A refused: EMQSTALE: token 1 is stale, the row's attempts is 2"
     )
-    assert "emq-refused" in story.message.value
+    assert "emq-ok" in story.message.value
     assert jobs.record(fresh, Q, job_id) == row
     story.buttons["b_completes"].click()
     assert story.last_ok and jobs.record(fresh, Q, job_id) is None
@@ -238,7 +237,7 @@ def test_lab_panel_free_play(fresh: redis.Redis) -> None:
     # A's lease runs out; the reaper returns the job; B takes it with token 2
     wait_out_lease(fresh, Q, job_id)
     lab.buttons["reap"].click()
-    assert lab.last_message == "the reaper returned 1 expired lease(s) to pending"
+    assert lab.last_message == "the reaper returned 1 expired lease to pending"
     lab.cards["B"].lease.value = 5000
     lab.buttons["B.claim"].click()
     assert lab.cards["B"].worker.holding() == f"holds {job_id} with token 2"
@@ -256,7 +255,7 @@ def test_lab_panel_free_play(fresh: redis.Redis) -> None:
     assert text.splitlines()[:3] == [
         "worker A: holds nothing", "worker B: holds nothing", "worker C: holds nothing"
     ]
-    assert f"dead:     {job_id}" in text and "check(): no drift" in text
+    assert f"dead:     {job_id}" in text and "drift check: no drift" in text
     # the row view shows the job the last press touched, the fields it changed lit
     assert f"the row emq:{{{Q}}}:job:{job_id}" in text
     assert "  state      dead  (changed)" in text
@@ -332,9 +331,10 @@ def test_two_workers_story_press_predicts_first_when_asked(fresh: redis.Redis) -
     for step in STEP_NAMES:
         story.press(step)  # the stall's button waits for A's deadline when a program presses it
     assert story.story.next_step is None and story.last_ok, story.last_message
-    assert [r.predicted for r in story.story.done if r.predicted] == ["2", "refused EMQSTALE"]
+    assert [r.predicted for r in story.story.done if r.predicted] == ["2", "refused with EMQSTALE"]
     story.buttons["restart"].click()
     for step in ("a_claims", "a_stalls", "reaper_returns"):
         story.press(step)
-    assert story.press("b_claims", "0").startswith("B holds token 2")
-    assert "you said <b>0</b>; the server: <b>2</b>" in story.log.value
+    assert story.press("b_claims", "0").startswith("Not 0")
+    assert story.press("b_claims", "2").startswith("Right: B holds token 2")
+    assert "your picks: 0 ✗, <b>2</b> ✓" in story.log.value

@@ -131,7 +131,7 @@ def test_sets_view_times_are_on_the_server_clock(fresh: redis.Redis) -> None:
     assert f"schedule: {later} ({due_left(run_at, snap.now_ms)})" in text
     assert re.search(r"expires in 5\d s", text) and re.search(r"due in 5\d s", text)
     assert f"dead:     {dead}" in text and "pending:  (empty)" in text
-    assert text.endswith("check(): no drift")
+    assert text.endswith("drift check: no drift")
     assert style.SET_COLOURS["active"] in view.columns["active"].value
     assert "font-weight:bold;" in view.columns["active"].value  # the highlighted id
     assert "emq-ok" in view.check_line.value
@@ -171,8 +171,8 @@ def test_sets_view_shows_drift_from_the_same_snapshot(fresh: redis.Redis) -> Non
     # break the invariant behind the protocol's back, to see the verdict change
     fresh.hset(f"emq:{{{Q}}}:job:{job_id}", "state", "active")
     view = SetsView(fresh, Q)
-    assert view.text().endswith(f"check(): state-mismatch: {job_id} has state 'active' but is in "
-                                "pending")
+    assert view.text().endswith(f"drift check: state-mismatch: {job_id} has state 'active' "
+                                "but is in pending")
     assert "emq-refused" in view.check_line.value
     snap = snapshot(fresh, Q)
     view.refresh(snap)
@@ -269,3 +269,26 @@ def test_the_ticker_runs_in_the_front_end_and_stops_when_nothing_is_left() -> No
     assert not ticker.tick() and not ticker.running  # nothing left to watch: it stops
     ticker.start()
     assert sent == [True, False, True]
+
+
+def test_the_transition_panel_asks_for_a_prediction_first_when_ticked() -> None:
+    from echomq_lab import connection
+    from echomq_lab.widgets import TransitionPanel
+
+    conn = connection.connect(fresh=True)
+    panel = TransitionPanel(conn, "predict-first")
+    assert panel.guesses.layout.display == "none"  # offered, not imposed
+    panel.predict.value = True
+    assert panel.guesses.layout.display == "flex"
+    said = panel.press("enqueue")  # no guess yet: nothing runs
+    assert said.startswith("predict first") and not panel.last_ok
+    assert panel.runner.job_id is None
+    panel.guess_state.value, panel.guess_attempts.value = "pending", "as it was"
+    assert panel.press("enqueue").endswith("you said state pending (✓); you said attempts as "
+                                           "it was (✓)")
+    panel.guess_state.value, panel.guess_attempts.value = "pending", "one up"  # a wrong state
+    said = panel.press("claim")
+    assert "you said state pending (✗: it is active)" in said and "attempts one up (✓)" in said
+    assert "(✓)" not in said.split("you said state pending")[1].split(";")[0]  # no tick on it
+    assert "✓" not in panel.message.value.split("claim wrote")[0]  # nor leading the line
+    assert panel.guess_state.value is None  # cleared for the next run

@@ -19,6 +19,7 @@ import redis
 
 from echomq_lab import branded, clock, jobs, keyspace, scripts, transitions
 from echomq_lab.connection import reaching
+from echomq_lab.lessons import unfenced
 from echomq_lab.lessons.fencing import attempt
 from echomq_lab.lessons.stories import new_job, row_of, wrote
 from echomq_lab.queues import claim_expected, reset
@@ -28,6 +29,9 @@ from echomq_lab.row import Row, decoded
 SHORT_MS, LONG_MS = 60, 600_000
 #: The longest choice a question may offer: a bare answer, no reasoning inside.
 CHOICE_MAX = 48
+#: Whose rule a question asks about, and how the page says it beside the question.
+RULES: dict[str, str] = {"course": "the protocol as the course states it",
+                         "lab": "the lab's own scripts, which go further than the course"}
 #: A page's name, its ``slug`` in ``tools/pages.toml``: lowercase words joined by '-'.
 PAGE_SLUG = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
@@ -63,7 +67,7 @@ def gives_away(text: str, *answers: str) -> bool:
 @dataclass(frozen=True)
 class Check:
     """One question of the page called ``page`` (its slug): ``choices[i]`` is right when the
-    observer's outcome is ``outcomes[i]``."""
+    observer's outcome is ``outcomes[i]``, under ``rule`` (a key of :data:`RULES`)."""
 
     key: str
     page: str
@@ -73,6 +77,7 @@ class Check:
     observe: Callable[[redis.Redis, str], Observed]
     hint: str
     lesson: str
+    rule: str = "course"
 
     @property
     def queue(self) -> str:
@@ -96,6 +101,12 @@ class Check:
                 "Not this one: the server did not do that.")
         safe = next(s for s in said if s == said[-1] or not gives_away(s, right, seen.outcome))
         return Graded(choice, False, safe, seen.did)
+
+
+def _count(n: int, one: str, many: str = "") -> str:
+    """``n`` in words with ``one`` (or ``many``, default ``one`` + "s"): "one more field"."""
+    word = {1: "one", 2: "two", 3: "three"}.get(n, str(n))
+    return f"{word} {one if n == 1 else many or one + 's'}"
 
 
 def fields(row: Row | None) -> str:
@@ -125,10 +136,13 @@ def claim_fields(conn: redis.Redis, queue: str) -> Observed:
     kept = {decoded(k) for k in new} - changed
 
     def refute(when: str) -> str:
+        # how many fields the choice missed or named wrongly, never which: naming them would
+        # name the answer
         named = set(when.split())
-        parts = [f"claim also changed {f} ({old.shown(f.encode(), '-')[:12]} → "
-                 f"{new.shown(f.encode(), '-')[:12]})" for f in sorted(changed - named)]
-        parts += [f"claim left {f} as it was" for f in sorted(kept & named)]
+        missed, still = len(changed - named), len(kept & named)
+        parts = [f"claim changed {_count(missed, 'more field')} than that"] if missed else []
+        parts += [f"claim left {_count(still, 'of those fields', 'of those fields')} as "
+                  "it was"] if still else []
         return "; ".join(parts) or "claim changed other fields"
 
     did = f"claim wrote {wrote(before, after)} and handed the worker token {claimed.token}"
@@ -163,9 +177,10 @@ def id_field(conn: redis.Redis, queue: str) -> Observed:
     """Enqueue a job; ``id field`` when its row has a field named id, else ``key only``."""
     job_id = new_job(conn, queue, fresh=True)
     found = names(row_of(conn, queue, job_id))
-    listed = ", ".join(found)
-    said = {"id field": f"the new row's fields are {listed}, and none is called id"}
-    did = f"the row's key is {keyspace.job_key(queue, job_id)} and its fields are {listed}"
+    said = {"id field": "none of the new row's fields is called id"}
+    # the fields are not listed: the page asks which fields a new row holds after this check
+    did = (f"the row's key is {keyspace.job_key(queue, job_id)}, which ends with the id; "
+           f"{'one' if 'id' in found else 'none'} of its fields is called id")
     return Observed("id field" if "id" in found else "key only", did,
                     refuting(said, "the new row has a field called id"))
 
@@ -178,13 +193,13 @@ def mint_time(conn: redis.Redis, queue: str) -> Observed:
     with reaching(conn):
         score = conn.zscore(keyspace.queue_key(queue, "pending"), job_id) or 0.0
     minted = branded.parse(job_id).minted_at.isoformat(timespec="milliseconds")
-    listed = ", ".join(names(row)) or "none"
     outcome = "created_at" if "created_at" in names(row) else (
         "pending score" if score else "in id")
-    said = {"created_at": f"the new row has no created_at field: its fields are {listed}",
+    said = {"created_at": "the new row has no created_at field",
             "pending score": f"pending scores the new job {score:g}, as it scores every job"}
-    did = (f"the row has no created_at field ({fields(row)}), pending scores the job "
-           f"{score:g}, and the id {job_id} decodes to a mint time of {minted}")
+    had = "a" if "created_at" in names(row) else "no"
+    did = (f"the row has {had} created_at field, pending scores the job {score:g}, and the "
+           f"id {job_id} decodes to a mint time of {minted}")
     return Observed(outcome, did,
                     refuting(said, "the time the server kept is not the one inside the id"))
 
@@ -278,9 +293,14 @@ def _step(conn: redis.Redis, queue: str, job_id: str, step: str, token: int) -> 
     return getattr(jobs, t.call.handle)(conn, queue, *t.arguments(values))
 
 
-def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Observed:
+Rule = Literal["course", "lab"]
+
+
+def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask,
+          rule: Rule = "lab") -> Observed:
     """Enqueue one job and take ``steps`` (``claim briefly``: a lease ``expire`` waits out; a
     ``stale`` step sends the token before the live one, a ``future`` one the token after it).
+    Under the course's ``rule`` a complete is the course's (the token against attempts only).
     The outcome is what ``ask`` names after the last step (``none`` without a row)."""
     job_id = new_job(conn, queue, fresh=True)
     token, told, reply, label = 0, ["enqueue: done"], "accepted", "enqueue"
@@ -289,7 +309,10 @@ def story(conn: redis.Redis, queue: str, *, steps: list[Step], ask: Ask) -> Obse
         sent = {"stale": token - 1, "future": token + 1}.get(how, token)
         said = STEP_WORDS.get(step, verb)
         label = f"{said} with token {sent}" if verb in transitions.FENCED else said
-        result = attempt(functools.partial(_step, conn, queue, job_id, step, sent))
+        take = (functools.partial(unfenced.complete_token_only, conn, queue, job_id, sent)
+                if rule == "course" and verb == "complete" else
+                functools.partial(_step, conn, queue, job_id, step, sent))
+        result = attempt(take)
         held = row_of(conn, queue, job_id)
         if step.startswith("claim") and result.accepted and held is not None:
             token = held.attempts or 0
@@ -317,7 +340,7 @@ OBSERVERS: dict[str, Observer] = {fn.__name__: fn for fn in (
     claim_fields, row_deleter, id_field, mint_time, payload_round_trip, payload_read, story)}
 GENERAL = {"story"}  # may go unused by the course's questions
 REQUIRED = ("key", "page", "question", "answers", "hint", "lesson")
-OPTIONAL = ("observer", "params")
+OPTIONAL = ("observer", "params", "rule")
 
 
 def shipped_text() -> str:
@@ -399,11 +422,17 @@ def _check(entry: Any, observers: Mapping[str, Observer], facts: Mapping[str, ob
     if name not in observers:
         raise QuestionsError(f"{where}: no observer called {name!r} (there are "
                              f"{', '.join(sorted(observers))})")
+    rule = entry.get("rule", "course")
+    if rule not in RULES:
+        raise QuestionsError(f"{where}: rule must be one of {', '.join(RULES)}, not {rule!r}")
     text = {f: _filled(f"{where}, {f}", entry[f], facts) for f in ("question", "hint", "lesson")}
-    observe = _bound(where, name, observers[name], entry.get("params", {}))
+    params = entry.get("params", {})
+    if name == "story" and isinstance(params, dict):  # a story runs under the check's rule
+        params = {"rule": rule, **params}
+    observe = _bound(where, name, observers[name], params)
     choices, outcomes = _answers(where, entry["answers"], facts)
     return Check(key, page, text["question"], choices, outcomes, observe, text["hint"],
-                 text["lesson"])
+                 text["lesson"], rule)
 
 
 def build(observers: Mapping[str, Observer] = OBSERVERS, facts: Mapping[str, object] = FACTS,

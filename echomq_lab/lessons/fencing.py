@@ -63,6 +63,9 @@ def token_of(sample: SampleRow, kind: str | int) -> int:
     if isinstance(kind, int) and not isinstance(kind, bool):
         if kind < 1:
             raise ValueError(f"token must be at least 1, got {kind}")
+        if kind > jobs.MAX_TOKEN:
+            raise ValueError(f"token {kind} is far larger than any claim could hand out: try "
+                             "a small number, like the row's attempts")
         return kind
     if not isinstance(kind, str):
         raise TypeError(f"token must be an int or a kind, not {type(kind).__name__}")

@@ -1,20 +1,26 @@
 """Two workers, one job: real transitions step by step, the reader predicting B's token and the
 answer to A's late complete first (``fence=False``: that complete is the unfenced script's).
-Once the reaper has run, the story forks: B claims (the main path), or A wakes first, before
-anyone claims again, and completes on its reaped lease (:data:`BRANCH`, with the fence only).
-A step that fails (job taken by someone else, no server) is not taken."""
+Once the reaper has run, the story forks: B claims (the main path, the course's), or A wakes
+first, before anyone claims again (:data:`BRANCH`): A's complete goes first through the
+course's complete, which checks the token only, on a copy of the job brought to the same point
+(:data:`COPY_SUFFIX`), and then through the lab's own on the story's job (:data:`LAB_BRANCH`).
+
+A prediction is answered by the server: the first pick takes the step, and its result is held
+back until the reader picks the outcome the server gave; each wrong pick is told why, in one
+line that never names the right choice. A step that fails (job taken by someone else, no
+server) is not taken."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import redis
 
-from echomq_lab import errors, jobs
+from echomq_lab import errors, jobs, keyspace
 from echomq_lab.clock import lease_deadline, server_now_ms, wait_out_lease
 from echomq_lab.lessons import unfenced
 from echomq_lab.lessons.stories import DEFAULT_LEASE_MS, HOLD_MS, new_job, row_of
-from echomq_lab.queues import forget
+from echomq_lab.queues import claim_expected, forget
 from echomq_lab.row import Row
 from echomq_lab.transitions import RETIRED
 
@@ -33,15 +39,28 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("b_completes", "B finishes its work and completes"),
 )
 STEP_NAMES: tuple[str, ...] = tuple(name for name, _ in STEPS)
-#: The branch at the fork after the reaper: A wakes before anyone claims the job again.
-BRANCH: tuple[str, str] = ("a_wakes_early", "A wakes first, before anyone claims again, and "
-                                            "completes with the token it holds")
-#: The steps of the branched story: A's early complete, then B claims and completes.
-BRANCHED_NAMES: tuple[str, ...] = (*STEP_NAMES[:3], BRANCH[0], "b_claims", "b_completes")
-TITLES: dict[str, str] = dict((*STEPS, BRANCH))
+#: The fork after the reaper: A wakes before anyone claims the job again and completes through
+#: the course's complete (the token only), run on a copy of the job brought to the same point.
+BRANCH: tuple[str, str] = ("a_wakes_course", "A wakes first, before anyone claims again: the "
+                                             "course's complete, on a copy of the job")
+#: Then the same call through the lab's complete, on the story's own job.
+LAB_BRANCH: tuple[str, str] = ("a_wakes_lab", "the same call through the lab's complete, on "
+                                              "the story's job")
+#: The steps of the branched story: A's two early completes, then B claims and completes.
+BRANCHED_NAMES: tuple[str, ...] = (*STEP_NAMES[:3], BRANCH[0], LAB_BRANCH[0], "b_claims",
+                                   "b_completes")
+TITLES: dict[str, str] = dict((*STEPS, BRANCH, LAB_BRANCH))
+#: The queue the course's complete runs on in the branch: the story's queue and this suffix.
+COPY_SUFFIX = "-course"
 
-#: What a late complete can come to, as the reader's choices say it.
-ACCEPTED, STALE, GONE = "accepted: the job is retired", "refused EMQSTALE", "refused: no such job"
+#: What a late complete can come to: bare answers, each one a reader could believe.
+ACCEPTED, STALE, GONE = "accepted", "refused with EMQSTALE", "refused, the job is gone"
+COMPLETES = (ACCEPTED, STALE, GONE)
+
+#: The one sentence naming the lab's addition beyond the course, said once A's second early
+#: complete has been answered (never before: it would answer the question).
+LAB_ADDITION = ("This check of the lease is the lab's addition beyond the course: the course's "
+                "complete compares the token with attempts and nothing else.")
 
 
 @dataclass(frozen=True)
@@ -53,22 +72,26 @@ class Prediction:
     choices: tuple[str, ...]
 
 
-#: The predictions, by the step they come before.
+#: The predictions, by the step they come before. Each names the rule it asks about.
 PREDICTIONS: dict[str, Prediction] = {ask.step: ask for ask in (
     Prediction("b_claims", "B claims the job now. Which token does B get?", ("1", "2", "0")),
-    Prediction("a_completes", "A wakes up and calls complete with its token. What does the "
-               "server say?", (ACCEPTED, STALE, GONE)),
-    Prediction(BRANCH[0], "A wakes now. No one has claimed since the reaper, so A's token still "
-               "equals the row's attempts. A calls complete: what does the server say?",
-               (ACCEPTED, STALE, GONE)),
+    Prediction("a_completes", "A wakes up and calls complete with the token it holds. What "
+               "does the server say?", COMPLETES),
+    Prediction(BRANCH[0], "No one has claimed since the reaper. A calls the course's complete, "
+               "which compares the token with attempts and nothing else. What does it say?",
+               COMPLETES),
+    Prediction(LAB_BRANCH[0], "Now the same call, at the same point, through the lab's "
+               "complete on the story's job. What does it say?", COMPLETES),
 )}
-#: The answers a program gives when it plays the whole story (it expects the fence).
-PROGRAM_GUESSES: dict[str, str] = {"b_claims": "2", "a_completes": STALE, BRANCH[0]: STALE}
+#: The answers a program gives first when it plays the whole story (it expects the fence).
+PROGRAM_GUESSES: dict[str, str] = {"b_claims": "2", "a_completes": STALE, BRANCH[0]: ACCEPTED,
+                                   LAB_BRANCH[0]: STALE}
 
 
 @dataclass(frozen=True)
 class StepResult:
-    """One step taken; ``outcome`` is the choice of its prediction the server's answer matches."""
+    """One step taken; ``outcome`` is the choice of its prediction the server's answer matches,
+    ``predicted`` the reader's first pick and ``tries`` every wrong pick, in order."""
 
     step: str
     title: str
@@ -77,16 +100,18 @@ class StepResult:
     outcome: str = ""
     predicted: str = ""
     at_ms: int = 0
+    tries: tuple[str, ...] = ()
 
     @property
     def prediction_right(self) -> bool | None:
-        """Whether the reader's prediction matched the server (None: nothing was predicted)."""
+        """Whether the reader's first pick matched the server (None: nothing was predicted)."""
         return None if not self.predicted else self.predicted == self.outcome
 
 
 @dataclass
 class TwoWorkersStory:
-    """Two workers, one job (A's lease is ``lease_ms``, B's long): :meth:`start`, then steps."""
+    """Two workers, one job (A's lease is ``lease_ms``, B's long): :meth:`start`, then steps;
+    a step that asks for a prediction is taken by :meth:`predict`."""
 
     conn: redis.Redis
     queue: str
@@ -101,7 +126,14 @@ class TwoWorkersStory:
     started_ms: int = 0
     deadline_a: int | None = None
     done: list[StepResult] = field(default_factory=list)
-    predicted: dict[str, str] = field(default_factory=dict)
+    #: The step the reader's first pick took, held back until a pick matches its outcome.
+    held: StepResult | None = None
+    #: The row and lease deadline as they were before the held step (what is shown meanwhile).
+    held_view: tuple[Row | None, int | None] = (None, None)
+    #: The wrong picks made for the held step, in order.
+    tries: list[str] = field(default_factory=list)
+    #: What the course's complete left on the copy of the job (the branch), in one line.
+    copy_left: str = ""
 
     def start(self) -> str:
         """Forget the story's previous job, enqueue a fresh one and rewind; return its id."""
@@ -111,7 +143,8 @@ class TwoWorkersStory:
         self.job_id = new_job(self.conn, self.queue)
         self.started_ms = server_now_ms(self.conn)
         self.token_a = self.token_b = self.deadline_a = None
-        self.done, self.predicted, self.branched = [], {}, False
+        self.done, self.branched, self.held, self.tries = [], False, None, []
+        self.copy_left = ""
         return self.job_id
 
     @property
@@ -128,21 +161,20 @@ class TwoWorkersStory:
     @property
     def fork(self) -> str | None:
         """The branch that may be taken instead of the next step (fence on, the reaper just
-        run, nothing predicted yet), or None."""
-        at_fork = not self.branched and len(self.done) == 3 and not self.predicted
+        run, B's token not yet asked for), or None."""
+        at_fork = not self.branched and len(self.done) == 3 and self.held is None
         return BRANCH[0] if self.fence and self.job_id and at_fork else None
 
     @property
     def waiting_for(self) -> Prediction | None:
-        """The prediction the reader owes before the next step, or None."""
-        nxt = self.next_step or ""
-        return None if nxt in self.predicted or not self.asks else PREDICTIONS.get(nxt)
+        """The prediction the reader owes before the story moves on, or None."""
+        return PREDICTIONS.get(self.next_step or "") if self.asks else None
 
     def branch(self) -> str:
         """Take the fork: A wakes first, before anyone claims again (see :attr:`fork`)."""
         if self.fork is None:
             raise ValueError("A can wake first only with the fence on, right after the reaper "
-                             "and before B's token is predicted")
+                             "and before B's token is asked for")
         self.branched = True
         return "A wakes first, before anyone claims the job again"
 
@@ -156,49 +188,144 @@ class TwoWorkersStory:
             raise ValueError(f"step {step!r} is not next; the next step is {nxt}")
 
     def predict(self, step: str, choice: str) -> str:
-        """Commit to ``choice`` before ``step`` (it must be next and ask for a prediction)."""
+        """Pick ``choice`` for ``step`` (it must be next and ask for a prediction). The first
+        pick takes the step on the server; a pick that matches the outcome ends the step
+        ("Right: ..."), any other is told why in one line ("Not ...") and may be tried again."""
         ask = PREDICTIONS.get(step)
         if ask is None:
             raise ValueError(f"step {step!r} asks for no prediction; {', '.join(PREDICTIONS)} do")
         self._must_be_next(step)
         if choice not in ask.choices:
             raise ValueError(f"{choice!r} is not a choice; the choices are {list(ask.choices)}")
-        self.predicted[step] = choice
-        return f"you said: {choice}. Now let it happen."
+        if choice in self.tries:
+            raise ValueError(f"you tried {choice!r} already: pick another")
+        if self.held is None:
+            row, deadline, _ = self.server_view()
+            message, refused, outcome = self._take(step, wait=True)
+            self.held_view, self.tries = (row, deadline), []
+            self.held = StepResult(step, TITLES[step], message, refused, outcome, choice,
+                                   server_now_ms(self.conn))
+        held = self.held
+        if choice != held.outcome and held.outcome in ask.choices:
+            self.tries.append(choice)
+            return self.refute(step, choice)
+        self.done.append(replace(held, tries=tuple(self.tries)))
+        self.held, self.tries = None, []
+        return f"Right: {held.message}. {self.why(step)}".strip()
+
+    @property
+    def missed(self) -> bool:
+        """True while the last pick was wrong and the step waits for another."""
+        return self.held is not None
+
+    def expected(self, step: str) -> str:
+        """The outcome the rules give ``step`` at this point of the story."""
+        return {"b_claims": str((self.token_a or 0) + 1),
+                "a_completes": STALE if self.fence else ACCEPTED,
+                BRANCH[0]: ACCEPTED, LAB_BRANCH[0]: STALE}.get(step, "")
+
+    def refute(self, step: str, choice: str) -> str:
+        """Why the server did not do ``choice`` at ``step``, in one line that explains the rule
+        without naming the outcome."""
+        a = self.token_a
+        held = self.held
+        if held is None or held.outcome != self.expected(step):
+            return f"Not {choice}: the server did something else. Pick again."
+        untouched = "Not that: the reaper only moved the id back to pending; the row is there."
+        said = {
+            ("b_claims", str(a)): f"Not {choice}: that is A's token. The reaper left attempts at "
+                                  f"{a}, and B's claim added one to it before handing it out.",
+            ("b_claims", ""): f"Not {choice}: the reaper left attempts at {a}, and B's claim "
+                              "added one to it before handing it out.",
+            ("a_completes", ACCEPTED): f"Not accepted: complete compared A's token {a} with the "
+                                       f"row's attempts, now {self.token_b}; they differ, so "
+                                       "nothing was written.",
+            ("a_completes", GONE): "Not that: the row is still there, B working on it, so "
+                                   "complete read its attempts and compared.",
+            (BRANCH[0], STALE): f"Not refused: the course's complete compares A's token {a} "
+                                f"with attempts, and the reaper left attempts at {a}.",
+            (BRANCH[0], GONE): untouched,
+            (LAB_BRANCH[0], ACCEPTED): f"Not accepted: A's token {a} still equals attempts, but "
+                                       "the lab's complete also looks for the id in active, "
+                                       "and the reaper took it out; nothing was written.",
+            (LAB_BRANCH[0], GONE): untouched,
+        }
+        if not self.fence and step == "a_completes":
+            return (f"Not refused: this copy of complete reads no token at all, so A's {a} was "
+                    f"never compared with the row's {self.token_b}." if choice == STALE else
+                    "Not that: the row was still there when A's call came; B was working on it.")
+        return said.get((step, choice)) or said.get((step, ""), "Not that one. Pick again.")
+
+    def why(self, step: str) -> str:
+        """Why the server answered ``step`` as it did, once the reader has it right (one
+        sentence, capitalised)."""
+        said = self._why(step)
+        return said[:1].upper() + said[1:]
+
+    def _why(self, step: str) -> str:
+        if step == "b_claims":
+            return ("claim adds one to attempts and hands the new value out as the token; the "
+                    "reaper never touched attempts.")
+        if step == BRANCH[0]:
+            return ("the token still equals attempts, so the course's complete retired the job "
+                    "A no longer held, and left its id in pending with no row behind it.")
+        if step == LAB_BRANCH[0]:
+            return ("the lab's complete also asks that the id be in active (a lease still held), "
+                    f"and the reaper took it out. {LAB_ADDITION}")
+        if step == "a_completes" and self.fence:
+            return "complete compares A's token with the row's attempts; they differ."
+        if step == "a_completes":
+            return "this complete reads no token: the row and B's lease are deleted under B."
+        return ""
 
     def step(self, name: str, *, wait: bool = True) -> StepResult:
-        """Run step ``name``, the next one, its prediction made (ValueError otherwise). With
-        ``wait=False`` ``a_stalls`` raises :class:`NotYet` while A's lease has time left."""
+        """Run step ``name``, the next one, if it asks for no prediction (ValueError otherwise:
+        :meth:`predict` takes it). With ``wait=False`` ``a_stalls`` raises :class:`NotYet`
+        while A's lease has time left."""
         self._must_be_next(name)
         if (ask := self.waiting_for) is not None:
             raise ValueError(f"predict first: {ask.question} ({' / '.join(ask.choices)})")
-        result = StepResult(name, TITLES[name], *self._take(name, wait),
-                            self.predicted.get(name, ""), server_now_ms(self.conn))
+        result = StepResult(name, TITLES[name], *self._take(name, wait), "",
+                            server_now_ms(self.conn))
         self.done.append(result)
         return result
 
-    def run_through(self) -> str:
-        """Play the whole story on a fresh job with :data:`PROGRAM_GUESSES`; return its log."""
+    def settle(self, name: str, first: str) -> StepResult:
+        """Answer ``name``'s prediction as a program would: ``first``, then each other choice
+        in order until one is right; the step taken."""
+        ask = PREDICTIONS[name]
+        self.predict(name, first)
+        for choice in ask.choices:
+            if self.held is None:
+                break
+            if choice != first and choice not in self.tries:
+                self.predict(name, choice)
+        return self.done[-1]
+
+    def run_through(self, *, branch: bool = False) -> str:
+        """Play the whole story (``branch``: A wakes first) on a fresh job, picking
+        :data:`PROGRAM_GUESSES` first; return its log."""
         self.start()
-        for name in STEP_NAMES:
-            if name in PROGRAM_GUESSES:
-                self.predict(name, PROGRAM_GUESSES[name])
-            self.step(name)
+        for name in BRANCHED_NAMES if branch and self.fence else STEP_NAMES:
+            if name in PREDICTIONS and self.asks:
+                self.settle(name, PROGRAM_GUESSES[name])
+            else:
+                self.step(name)
         return self.log_text()
 
     def replay(self) -> str:
         """Play the whole story on a fresh job, asking for no prediction; return its log."""
         self.asks = False
-        self.start()
-        for name in STEP_NAMES:
-            self.step(name)
-        return self.log_text()
+        return self.run_through()
 
     def server_view(self) -> tuple[Row | None, int | None, int]:
-        """The story's row, its lease deadline and the server's now (no job yet: no row)."""
+        """The story's row, its lease deadline and the server's now (no job yet: no row; a held
+        step: the row and deadline as they were before it)."""
         now = server_now_ms(self.conn)
         if not self.job_id:
             return None, None, now
+        if self.held is not None:
+            return (*self.held_view, now)
         row = row_of(self.conn, self.queue, self.job_id)
         return row, lease_deadline(self.conn, self.queue, self.job_id), now
 
@@ -209,15 +336,17 @@ class TwoWorkersStory:
 
     def believes(self, who: str) -> str:
         """What worker ``who`` ("A" or "B") believes, in one line."""
+        taken = {r.step: r for r in self.done}
+        claimed = "a_claims" if who == "A" else "b_claims"
         token = self.token_a if who == "A" else self.token_b
-        settle = [r for r in self.done
-                  if r.step == f"{who.lower()}_completes" or (who == "A" and r.step == BRANCH[0])]
-        if token is None:
+        settle = [r for r in self.done if r.step == f"{who.lower()}_completes"
+                  or (who == "A" and r.step in (BRANCH[0], LAB_BRANCH[0]))]
+        if claimed not in taken or token is None:
             return f"{who} has not claimed the job"
         if not settle:
             return f"{who} holds the job with token {token} and is working on it"
-        if settle[0].refused:
-            return f"{who} was told its work does not count ({settle[0].outcome})"
+        if settle[-1].refused:
+            return f"{who} was told its work does not count ({settle[-1].outcome})"
         return f"{who} thinks its work counted: the job is done"
 
     def _take(self, name: str, wait: bool) -> tuple[str, bool, str]:
@@ -238,9 +367,12 @@ class TwoWorkersStory:
             row = self.server_view()[0]
             state = row.shown(b"state", "?") if row else RETIRED
             attempts = row.shown(b"attempts", "?") if row else "?"
-            return (f"reap returned {count} job to pending; state={state}, attempts={attempts} "
-                    "(untouched)", False, "")
+            noun = "job" if count == 1 else "jobs"
+            return (f"reap returned {count} {noun} to pending; state={state}, "
+                    f"attempts={attempts} (untouched)", False, "")
         if name == BRANCH[0]:
+            return self._complete_on_copy()
+        if name == LAB_BRANCH[0]:
             return self._complete_reaped()
         if name == "b_claims":
             self.token_b = self._claim("B", HOLD_MS)
@@ -263,15 +395,46 @@ class TwoWorkersStory:
         raise errors.SomeoneElse(f"{who}'s claim took {claimed.id}, not {ours}: someone else "
                                  f"uses queue {self.queue!r}; start again")
 
+    @property
+    def copy_queue(self) -> str:
+        """The queue of the copy the course's complete runs on."""
+        return self.queue + COPY_SUFFIX
+
+    def _complete_on_copy(self) -> tuple[str, bool, str]:
+        """A's early complete through the course's complete (the token only), on a copy of the
+        job brought by real transitions to the story's point (claimed once, its lease run out,
+        reaped); then the next claim on the copy's queue, to show what was left behind."""
+        assert self.token_a is not None
+        queue = self.copy_queue
+        copy_id = new_job(self.conn, queue, fresh=True)
+        for _ in range(self.token_a):
+            claim_expected(self.conn, queue, copy_id, 1)
+            wait_out_lease(self.conn, queue, copy_id)
+            jobs.reap(self.conn, queue)
+        try:
+            unfenced.complete_token_only(self.conn, queue, copy_id, self.token_a)
+        except errors.StaleToken as exc:
+            return f"A refused: {exc} (on the copy; the row is untouched)", True, STALE
+        except errors.JobGone as exc:
+            return f"A refused: {exc}", True, GONE
+        pending = self.conn.zscore(keyspace.queue_key(queue, "pending"), copy_id) is not None
+        claimed, dropped = jobs.claim_dropping(self.conn, queue, HOLD_MS)
+        took = (f"the next claim took that id, found no row behind it and handed out "
+                f"{'nothing' if claimed is None else claimed.id}"
+                if copy_id.encode() in dropped.orphans else "the next claim found nothing")
+        self.copy_left = (f"the row was deleted while the id {'stayed' if pending else 'was not'}"
+                          f" in pending; {took}")
+        return (f"A's complete with token {self.token_a} was accepted by the course's "
+                f"complete, on a copy of the job: {self.copy_left}", False, ACCEPTED)
+
     def _complete_reaped(self) -> tuple[str, bool, str]:
-        """A completes on its reaped lease (always the fenced complete): its token still equals
+        """A completes on its reaped lease through the lab's complete: its token still equals
         the row's attempts, but the id is no longer in active, so the lease is gone."""
         assert self.token_a is not None
         try:
             jobs.complete(self.conn, self.queue, self.job_id, self.token_a)
         except errors.StaleToken as exc:
-            return (f"A refused: {exc} (the token matches attempts, but the reaper took the id "
-                    "out of active; the row is untouched)", True, STALE)
+            return f"A refused: {exc} (the row is untouched)", True, STALE
         except errors.JobGone as exc:
             return f"A refused: {exc}", True, GONE
         return f"A completed with token {self.token_a}: the row is gone", False, ACCEPTED
@@ -299,18 +462,19 @@ class TwoWorkersStory:
 
     def heading(self) -> str:
         """Which complete A's late call goes through, in one line."""
-        return ("fence on: complete checks the token and the lease" if self.fence
+        return ("fence on: complete compares the token with the row's attempts" if self.fence
                 else f"fence off: A's late complete goes through the {unfenced.LABEL}")
 
     def log_text(self) -> str:
         """The story as plain text: each step taken with its outcome, preceded by the
-        prediction it asked for and whether the server bore it out."""
+        prediction it asked for, the picks made and whether the first was right."""
         out = [self.heading()]
         for i, result in enumerate(self.done):
             if result.predicted:
                 verdict = "as predicted" if result.prediction_right else "not as predicted"
-                out.append(f"   predict: {PREDICTIONS[result.step].question} -> "
-                           f"{result.predicted!r}; the server: {result.outcome!r} ({verdict})")
+                picks = " then ".join(repr(p) for p in (*result.tries, result.outcome))
+                out.append(f"   predict: {PREDICTIONS[result.step].question} -> {picks}; "
+                           f"the server: {result.outcome!r} ({verdict})")
             mark = "refused" if result.refused else "done"
             out.append(f"{i + 1}. {result.title} [{mark}] {result.message}")
         nxt = self.next_step
@@ -321,12 +485,14 @@ class TwoWorkersStory:
         """What the finished story comes to, in one line (empty while it is not over)."""
         if self.next_step is not None or not self.done:
             return ""
-        a = next(r for r in self.done if r.step in ("a_completes", BRANCH[0]))
+        by = {r.step: r for r in self.done}
         b = self.done[-1]
-        if a.step == BRANCH[0]:
-            return (f"in the end: A, waking after the reaper, {a.outcome} (its lease was gone); "
-                    "B's work counts")
-        first = f"A's late complete {'accepted' if a.outcome == ACCEPTED else a.outcome}"
+        if LAB_BRANCH[0] in by:
+            return ("in the end: the course's complete let A retire a job it no longer held, "
+                    f"leaving its id in pending with no row; the lab's {by[LAB_BRANCH[0]].outcome}"
+                    ", and B's work counts")
+        a = by["a_completes"]
+        first = f"A's late complete {a.outcome}"
         if b.outcome == GONE:
             return f"in the end: {first}; B found the job gone and its work is lost"
         return f"in the end: B's work counts; {first}"
@@ -339,10 +505,12 @@ class TwoWorkersStory:
         by = {r.step: r for r in self.done}
         lease = f"{self.lease_ms / 1000:g} s"
         happened = [f"A claimed with token {self.token_a} and stalled; its {lease} lease ran out"]
-        if BRANCH[0] in by:
+        if LAB_BRANCH[0] in by:
             happened += ["the reaper returned the job to pending",
-                         f"A woke before anyone claimed again: its complete with token "
-                         f"{self.token_a} was refused EMQSTALE, the id no longer in active",
+                         f"A woke before anyone claimed again. The course's complete, on a copy "
+                         f"of the job, accepted token {self.token_a}: {self.copy_left}",
+                         f"the lab's complete with token {self.token_a}: "
+                         f"{by[LAB_BRANCH[0]].outcome}, the id no longer in active",
                          f"B claimed with token {self.token_b}, and its complete retired the job"]
             return happened, ["the job is done, finished by B, the worker that held its lease",
                               "A was told at once that its work does not count"]

@@ -1,6 +1,7 @@
-"""Two scripts with a guard taken out, shipped only to show what the guard prevents (nothing in
-:mod:`echomq_lab.jobs` reaches them): a complete that ignores the token, and an enqueue that
-writes a fresh row for an id whose row was lost while the queue still held it."""
+"""Scripts with a guard taken out, shipped only to show what the guard prevents (nothing in
+:mod:`echomq_lab.jobs` reaches them): a complete that ignores the token, the course's complete
+that checks the token and nothing else, and an enqueue that writes a fresh row for an id whose
+row was lost while the queue still held it."""
 
 from __future__ import annotations
 
@@ -24,6 +25,23 @@ def complete_unfenced(
     the row and the active member are deleted. :class:`errors.JobGone` when there is no row."""
     keys = [keyspace.queue_key(queue, "active"), keyspace.job_key(queue, job_id)]
     if load("unfenced_complete")(conn, keys, [job_id, check_token(token)]) == 0:
+        raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
+    return "completed"
+
+
+#: How the course's complete is named wherever its work shows: the token against attempts only.
+COURSE_LABEL = "course's complete (the token against attempts only)"
+
+
+def complete_token_only(
+    conn: redis.Redis, queue: str, job_id: str, token: int
+) -> Literal["completed"]:
+    """Complete as the course states it (``token_only_complete.lua``): refused
+    :class:`errors.StaleToken` when ``token`` is not the row's attempts, else the row and the
+    active member are deleted, whether or not the id still held a lease.
+    :class:`errors.JobGone` when there is no row."""
+    keys = [keyspace.queue_key(queue, "active"), keyspace.job_key(queue, job_id)]
+    if load("token_only_complete")(conn, keys, [job_id, check_token(token)]) == 0:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return "completed"
 

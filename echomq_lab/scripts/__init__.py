@@ -35,7 +35,8 @@ Arg = str | bytes | int
 #: :data:`echomq_lab.transitions.TRANSITIONS`.
 VIEWS: tuple[str, ...] = ("view",)
 #: Scripts shipped only to demonstrate a failure (never run by a handle of ``jobs``).
-DEMOS: tuple[str, ...] = ("unfenced_complete", "unguarded_enqueue", "evict")
+DEMOS: tuple[str, ...] = ("unfenced_complete", "unguarded_enqueue", "evict",
+                          "token_only_complete")
 _NAME = re.compile(r"[a-z_]{1,40}")
 #: A line that asks for an include; group 1 is the include's name.
 DIRECTIVE = re.compile(r"--@include ([a-z_]{1,40})\s*$")

@@ -81,7 +81,8 @@ Window = tuple[float, float]
 #: The most jobs offered to follow.
 MOST_JOBS = 30
 #: The order and the words of :func:`tally_text`.
-_TALLY = {"claims": "claims", "completed": "completed", "retried": "retried", "dead": "dead",
+_TALLY = {"claims": "claims", "completed": "completed", "retried": "retried",
+          "dead": "sent to dead",
           "reaped": "leases reaped", "EMQSTALE": "refused EMQSTALE",
           "job gone": "turned away, job gone"}
 

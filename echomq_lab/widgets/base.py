@@ -4,13 +4,21 @@ one line on the panel, never a traceback (ipywidgets would only log it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
 from echomq_lab import errors
-from echomq_lab.widgets.look import PANEL_CLASS, STYLESHEET, message_html, one_line
+from echomq_lab.widgets.look import (
+    BUSY_CLASS,
+    PANEL_CLASS,
+    STYLESHEET,
+    message_html,
+    one_line,
+    running_html,
+)
 
 
 class Panel:
@@ -74,8 +82,51 @@ class Panel:
         return run
 
     def _on(self, button: W.Button, action: Callable[[], object]) -> None:
-        """Run ``action`` when ``button`` is clicked, guarded (see :meth:`_guarded`)."""
-        button.on_click(self._guarded(lambda _button: action()))
+        """Run ``action`` when ``button`` is clicked, guarded (see :meth:`_guarded`), with the
+        cue of :meth:`_pressing` on the panel's ``message`` line while it runs."""
+        self._wire(button, action, None)
+
+    def _wire(self, button: W.Button, action: Callable[[], object],
+              line: W.HTML | None) -> None:
+        """:meth:`_on`, the cue said on ``line`` (None: the panel's ``message``)."""
+        run = self._guarded(lambda _button: action())
+
+        def pressed(_button: W.Button) -> None:
+            said = line if line is not None else getattr(self, "message", None)
+            with self._pressing(button, said if isinstance(said, W.HTML) else None):
+                run(button)
+
+        button.on_click(pressed)
+
+    #: True while a press runs (the cue of :meth:`_pressing` is on screen).
+    busy: bool = False
+
+    @contextlib.contextmanager
+    def _pressing(self, button: W.Button, line: W.HTML | None) -> Iterator[None]:
+        """The cue that a press was taken, sent before the work starts: ``button`` disabled,
+        the panel's buttons closed to clicks (:data:`BUSY_CLASS`), "running…" on ``line``.
+        Afterwards the button is enabled again unless the work disabled it itself, and the
+        line keeps what the work said (or what it said before, if the work said nothing)."""
+        was, said, root = button.disabled, line.value if line is not None else "", self.widget
+        cue = running_html()
+        self.busy = True
+        root.add_class(BUSY_CLASS)
+        button.disabled = True
+        if line is not None:
+            line.value = cue
+        try:
+            yield
+        finally:
+            self.busy = False
+            root.remove_class(BUSY_CLASS)
+            if line is not None and line.value == cue:
+                line.value = said
+            button.disabled = was
+            self._settle_controls()
+
+    def _settle_controls(self) -> None:
+        """Set each control's enabled state as the panel's state asks, after a press (a panel
+        that disables controls by its state overrides this)."""
 
     def _safely(self, line: W.HTML, action: Callable[[], str]) -> bool:
         """Run a step's ``action`` guarded and say the account it returns (or why it was

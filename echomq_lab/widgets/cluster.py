@@ -40,7 +40,7 @@ class ClusterPanel(Panel):
                               self.message], layout=W.Layout(min_width="560px"))
         self.widget.add_class("emq-cluster-panel")
         self.queue.observe(self._look_up, names="value")
-        self.run.on_click(lambda _button: self._safely(self.message, self._run_action))
+        self._on(self.run, lambda: self._safely(self.message, self._run_action))
         self._look_up()
 
     def _look_up(self, _change: object = None) -> None:

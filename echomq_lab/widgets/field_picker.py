@@ -50,7 +50,7 @@ class FieldPicker(Panel):
         self.widget = W.VBox(children, layout=W.Layout(min_width="420px"))
         self.widget.add_class("emq-field-picker")
         self.picker.observe(self._guarded(lambda _change: self._render()), names="value")
-        self.reread.on_click(self._guarded(lambda _button: self.refresh()))
+        self._on(self.reread, self.refresh)
         self._render()
         if sample:
             self.refresh()

@@ -105,10 +105,12 @@ class LabPanel(Panel):
         return f"enqueue {job_id}: {outcome}"
 
     def _reap(self) -> str:
-        return f"the reaper returned {jobs.reap(self.conn, self.queue)} expired lease(s) to pending"
+        reaped = style.counted(jobs.reap(self.conn, self.queue), "expired lease")
+        return f"the reaper returned {reaped} to pending"
 
     def _promote(self) -> str:
-        return f"the promoter moved {jobs.promote(self.conn, self.queue)} due job(s) to pending"
+        moved = style.counted(jobs.promote(self.conn, self.queue), "due job")
+        return f"the promoter moved {moved} to pending"
 
     def _press(self, card: WorkerCard, action: str) -> str:
         """Run a worker's ``action``; the row view follows the job it held, or the one it took."""
@@ -130,6 +132,10 @@ class LabPanel(Panel):
             self._draw()
             if self.sets.timed():
                 self.ticker.start()
+
+    def _settle_controls(self) -> None:
+        for card in self.cards.values():
+            card.draw()
 
     def _draw(self) -> None:
         for card in self.cards.values():

@@ -46,8 +46,26 @@ PANEL_CLASS = "emq-panel"
 _TOGGLE = f".{PANEL_CLASS} .widget-toggle-buttons .widget-toggle-button"
 STYLESHEET = (
     f"<style>{_TOGGLE} {{background-color: {TOGGLE_OFF_BG}}}\n"
-    f"{_TOGGLE}.mod-active {{background-color: {TOGGLE_ON_BG}; color: {TOGGLE_ON_TEXT}}}</style>"
+    f"{_TOGGLE}.mod-active {{background-color: {TOGGLE_ON_BG}; color: {TOGGLE_ON_TEXT}}}\n"
+    f".{PANEL_CLASS}.emq-busy button {{pointer-events: none; cursor: progress; opacity: .6}}"
+    "</style>"
 )
+#: The class a panel's root carries while a press runs (its buttons then take no click).
+BUSY_CLASS = "emq-busy"
+#: What a panel says at once when a press is taken, until the server's answer replaces it.
+RUNNING = "running…"
+
+
+def running_html() -> str:
+    """The short cue a press shows at once: a polite status saying the press was taken."""
+    return (f'<div class="emq-message emq-running" role="status" aria-live="polite" '
+            f'style="color:{on_page(MUTED)};font-family:monospace">⏳ {RUNNING}</div>')
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, the noun's last word made plural unless ``n`` is 1: "1 due job",
+    "2 expired leases"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def td(content: str, *styles: str) -> str:

@@ -30,7 +30,8 @@ class SelfCheck(Panel):
         self.graded: checks.Graded | None = None
         self.prompt = W.HTML(
             f"<b>{html.escape(self.question)}</b> "
-            f'<span style="color:{style.SOFT}">Pick one: the server decides.</span>'
+            f'<span style="color:{style.SOFT}">Asked of {html.escape(self.rule)}. Pick one: '
+            "the server decides.</span>"
         )
         self.buttons = [self._button(i, c) for i, c in enumerate(self.choices)]
         self.message = W.HTML(layout=W.Layout(margin="4px 0 0 0"))
@@ -52,12 +53,21 @@ class SelfCheck(Panel):
             tooltip=f"Answer “{choice}”: the server runs the transitions and grades it",
             layout=W.Layout(width="auto", max_width="100%"),
         )
-        button.on_click(lambda _b: self._clicked(choice))
+        def pressed(_button: W.Button) -> None:
+            with self._pressing(button, self.message):
+                self._clicked(choice)
+
+        button.on_click(pressed)
         return button
 
     @property
     def question(self) -> str:
         return self.check.question
+
+    @property
+    def rule(self) -> str:
+        """Whose rule the question asks about, in words."""
+        return checks.RULES[self.check.rule]
 
     @property
     def choices(self) -> list[str]:
@@ -91,7 +101,7 @@ class SelfCheck(Panel):
 
     def text(self) -> str:
         """The question and the choices; once answered, the choice and the verdict too."""
-        lines = [f"Question: {self.question}"]
+        lines = [f"Question: {self.question} (asked of {self.rule})"]
         lines += [f"  ({_LETTERS[i]}) {c}" for i, c in enumerate(self.choices)]
         if self.graded is not None:
             word = "right" if self.graded.right else "not right"

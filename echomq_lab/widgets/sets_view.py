@@ -75,13 +75,14 @@ class SetsView(Panel):
         self.highlight = highlight
         self.report: drift.Report | None = None
         self.full_check = W.Button(description="full check", icon="search")
-        self.full_check.on_click(lambda _b: self.check_all())
+
         self.snap: Snapshot | None = None
         #: The server's clock the time left is drawn against (the snapshot's, then each tick's).
         self.now_ms = 0
         self.drift: list[Drift] = []
         self.columns = {name: W.HTML() for name in SET_NAMES}
         self.check_line = W.HTML()
+        self._wire(self.full_check, self.check_all, self.check_line)
         row = W.HBox(list(self.columns.values()),
                      layout=W.Layout(flex_flow="row wrap", grid_gap="8px"))
         self.widget = W.VBox([row, self.check_line])
@@ -124,8 +125,9 @@ class SetsView(Panel):
 
     def _verdict_line(self, snap: Snapshot) -> str:
         if not _deep(snap):
-            return f"check(): {verdict(self.drift)}"
-        return f"check() of the jobs shown: {verdict(self.drift)} · the full check reads them all"
+            return f"drift check: {verdict(self.drift)}"
+        return (f"drift check of the jobs shown: {verdict(self.drift)} · the full check reads "
+                "them all")
 
     def check_all(self) -> drift.Report | None:
         """Run the whole-queue check in short steps and show its summary and first drifts on

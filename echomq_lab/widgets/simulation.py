@@ -24,6 +24,10 @@ from echomq_lab.widgets.look import one_line
 
 #: How often (s) the panel reads the run's progress while it goes.
 POLL_S = 0.1
+#: Why Stop is greyed, said beside it: while nothing runs, and while a run takes its turns here.
+STOP_IDLE = "Stop works while a run goes on a real server."
+STOP_IN_TURN = ("Stop is greyed: on the embedded server the run takes its turns inside this "
+                "page and ends on its own in a moment.")
 #: The window (s) a worker's timeline opens with: a few leases, not the whole run.
 WORKER_WINDOW_S = 0.5
 
@@ -72,6 +76,8 @@ class SimulationPanel(Panel):
         self.buttons = {"run": run, "stop": stop}
         self.progress = W.IntProgress(value=0, min=0, max=jobs, description="finished",
                                       tooltip="Jobs completed or dead so far")
+        #: Why Stop is greyed, in words (a greyed button says nothing by itself).
+        self.stop_note = W.HTML(STOP_IDLE)
         self.status, self.tally, self.verdicts, self.story = W.HTML(), W.HTML(), W.HTML(), W.HTML()
         self.follow = W.Dropdown(options=[("(run first)", "")], value="", description="follow",
                                  tooltip="A job or a worker whose leases the timeline draws",
@@ -89,7 +95,9 @@ class SimulationPanel(Panel):
         self.widget = W.VBox([
             W.HTML("<b>The fence under load</b>: set the run, press Run."),
             self.jobs, self.workers, self.stall, self.fail, self.lease, self.fence,
-            W.HBox([run, stop, self.progress]), self.status, self.tally, self.verdicts,
+            W.HBox([run, stop, self.progress, self.stop_note],
+                   layout=W.Layout(flex_flow="row wrap", align_items="center")),
+            self.status, self.tally, self.verdicts,
             W.HBox([self.follow, self.window, self.length]), self.picture, self.story,
         ])  # fmt: skip
         self.widget.add_class("emq-simulation")
@@ -127,10 +135,12 @@ class SimulationPanel(Panel):
         self._say(self.status, f"running {sim.settings.jobs} jobs on {sim.backend}", None)
         if not sim.threaded:  # taken in turn here: the bar moves at each look at the progress
             self.buttons["stop"].disabled = True
+            self.stop_note.value = STOP_IN_TURN
             sim.on_turn = self._throttled_tick
             self._body(sim)
             self._watch()
             return self.result
+        self.stop_note.value = ""
         self._thread = threading.Thread(target=self._body, args=(sim,), daemon=True)
         self._thread.start()
         if not wait:
@@ -160,6 +170,7 @@ class SimulationPanel(Panel):
         if self._thread is not None:
             self._thread.join()
         self.buttons["run"].disabled, self.buttons["stop"].disabled = False, True
+        self.stop_note.value = STOP_IDLE
         self._attempt(self.status, self._finish)
 
     def _tick(self) -> None:
@@ -179,8 +190,13 @@ class SimulationPanel(Panel):
             self._say(self.status, f"the run did not finish: {self.error or 'stopped'}", False)
             return
         held = all(r.verdicts.values())
-        said = (f"done: {r.completed} completed, {r.dead} dead, {r.refusals} settles turned away, "
-                f"in {r.elapsed_s:.2f} s; {'every verdict holds' if held else 'a verdict failed'}")
+        sent = charts.tally(list(self._sim.ledger.calls)).get("dead", 0) if self._sim else 0
+        said = (f"done: {r.completed} completed, {r.dead} still dead at the end, {r.refusals} "
+                f"settles turned away, in {r.elapsed_s:.2f} s; "
+                f"{'every verdict holds' if held else 'a verdict failed'}")
+        if sent > r.dead:  # the tally counts retries that answered dead
+            said += (f"; {sent - r.dead} of the {sent} sent to dead were deleted afterwards by "
+                     "a late complete")
         if not r.settings.fence:
             said += (f"; without the fence, {r.stale_completes_accepted} stale completes were "
                      f"accepted and {r.settled_after_lease_lost} jobs were settled by a worker "

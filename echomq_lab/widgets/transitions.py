@@ -8,7 +8,8 @@ import ipywidgets as W  # type: ignore[import-untyped]
 import redis
 
 from echomq_lab import queues, transitions
-from echomq_lab.lessons.stories import DEFAULT_LEASE_MS, Taken, Transitions
+from echomq_lab.lessons.stories import DEFAULT_LEASE_MS, Taken, Transitions, row_of
+from echomq_lab.row import Row
 from echomq_lab.transitions import RETIRED
 from echomq_lab.widgets import look as style
 from echomq_lab.widgets.base import Panel
@@ -17,12 +18,26 @@ from echomq_lab.widgets.record_view import RecordView
 from echomq_lab.widgets.sets_view import SetsView
 from echomq_lab.widgets.ticker import Ticker
 
+#: What a reader may predict a transition leaves in the row: its state, and its attempts.
+STATE_GUESSES: tuple[str, ...] = ("pending", "active", "scheduled", "dead", "no row")
+ATTEMPTS_GUESSES: tuple[str, ...] = ("as it was", "one up", "no row")
+
+
+def written(before: Row | None, after: Row | None) -> tuple[str, str]:
+    """What a run left, in the words of :data:`STATE_GUESSES` and :data:`ATTEMPTS_GUESSES`."""
+    if after is None:
+        return "no row", "no row"
+    state = after.shown(b"state", "?")
+    was = before.attempts if before is not None else None
+    return state, "one up" if after.attempts == (was or 0) + 1 else "as it was"
+
 
 class TransitionPanel(Panel):
     """``buttons["run"]`` runs the ``picker``'s transition on the job the panel follows
     (:class:`echomq_lab.lessons.stories.Transitions`), then redraws the row, the sets (a live
     clock) and the diagram from one snapshot; ``buttons["empty"]`` empties the queue for a fresh
-    start."""
+    start. Ticking ``predict`` asks for the state and attempts the run will leave first
+    (``guess_state``, ``guess_attempts``), and the run's message says how the guess fared."""
 
     def __init__(
         self, conn: redis.Redis, queue: str, *, lease_ms: int = DEFAULT_LEASE_MS,
@@ -44,6 +59,17 @@ class TransitionPanel(Panel):
             description="empty the queue", icon="trash", layout=W.Layout(width="auto"),
             tooltip="delete every key of this queue and follow no job: a fresh start")
         self._on(self.buttons["empty"], self._empty)
+        self.predict = W.Checkbox(value=False, description="predict first", indent=False,
+                                  layout=W.Layout(width="auto"))
+        self.guess_state = W.ToggleButtons(options=[(g, g) for g in STATE_GUESSES], value=None,
+                                           description="state after", style={"button_width":
+                                                                             "auto"})
+        self.guess_attempts = W.ToggleButtons(options=[(g, g) for g in ATTEMPTS_GUESSES],
+                                              value=None, description="attempts",
+                                              style={"button_width": "auto"})
+        self.guesses = W.VBox([self.guess_state, self.guess_attempts],
+                              layout=W.Layout(display="none"))
+        self.predict.observe(self._guarded(lambda _c: self._show_guesses()), names="value")
         self.ticker = Ticker(self._tick)
         self.following = W.HTML()
         self.message = W.HTML()
@@ -52,6 +78,7 @@ class TransitionPanel(Panel):
         self.diagram = StateDiagram()
         self.widget = W.VBox([
             self.picker,
+            W.HBox([self.predict], layout=W.Layout(align_items="center")), self.guesses,
             W.HBox([self.lease, self.delay, self.max_attempts, self.buttons["run"],
                     self.buttons["empty"], self.ticker.widget],
                    layout=W.Layout(flex_flow="row wrap", align_items="center")),
@@ -70,8 +97,18 @@ class TransitionPanel(Panel):
         self.buttons["run"].click()
         return self.last_message
 
+    def _show_guesses(self) -> None:
+        self.guesses.layout.display = "flex" if self.predict.value else "none"
+        self.guess_state.value = self.guess_attempts.value = None
+
     def _run(self) -> None:
         name = str(self.picker.value)
+        guess = (self.guess_state.value, self.guess_attempts.value)
+        if self.predict.value and None in guess:
+            self._say(self.message, f"predict first: pick the state and the attempts {name} "
+                      "will leave, then press Run", ok=False)
+            return
+        before = row_of(self.conn, self.queue, self.runner.job_id) if self.predict.value else None
         self.runner.lease_ms = self.lease.value
         self.runner.delay_ms = self.delay.value
         self.runner.max_attempts = self.max_attempts.value
@@ -79,7 +116,12 @@ class TransitionPanel(Panel):
         self.last_error = None
         _, taken = self._attempt(self.message, lambda: self.runner.run(name))
         if isinstance(taken, Taken):
-            self._say(self.message, taken.message, ok=True)
+            said, ok = taken.message, True
+            if self.predict.value:  # a guess missed in part: no tick leads the line
+                got = written(before, row_of(self.conn, self.queue, taken.job_id))
+                said += ". " + self._verdict(guess, got)
+                ok = guess == got
+            self._say(self.message, said, ok=ok or None)
             self._draw((taken.name, taken.before, taken.after))
             if taken.name == "claim" and followed not in (None, taken.job_id):
                 self.record.mark({b"state", b"attempts"})  # what the claim wrote on that job
@@ -87,6 +129,14 @@ class TransitionPanel(Panel):
             self._draw()
         if self.sets.timed():
             self.ticker.start()
+
+    def _verdict(self, guess: tuple[str, str], got: tuple[str, str]) -> str:
+        """How the guess fared, part by part (a mark only beside a part that was right), and
+        the guesses cleared for the next run."""
+        parts = [f"you said {kind} {said} ({'✓' if said == real else f'✗: it is {real}'})"
+                 for kind, said, real in zip(("state", "attempts"), guess, got, strict=True)]
+        self.guess_state.value = self.guess_attempts.value = None
+        return "; ".join(parts)
 
     def _empty(self) -> None:
         def act() -> str:

@@ -27,7 +27,7 @@ from echomq_lab.widgets.ticker import Ticker
 BUTTON_LABELS: dict[str, str] = {
     "a_claims": "A claims", "a_stalls": "A stalls", "reaper_returns": "run the reaper",
     "b_claims": "B claims", "a_completes": "A completes", "b_completes": "B completes",
-    tw.BRANCH[0]: "A completes now"}
+    tw.BRANCH[0]: "A completes (course's)", tw.LAB_BRANCH[0]: "A completes (lab's)"}
 #: The prompt beside the next step: what to do or watch, never what will happen.
 PROMPTS: dict[str, str] = {
     "a_claims": "One job is pending. A takes it with a short lease.",
@@ -37,23 +37,19 @@ PROMPTS: dict[str, str] = {
     "b_claims": "B is free and asks for work.",
     "a_completes": "A wakes up, unaware of all this, and reports its work done.",
     "b_completes": "B finishes its work.",
-    tw.BRANCH[0]: "A wakes before anyone has claimed the job again, and reports its work done.",
+    tw.BRANCH[0]: "A wakes before anyone has claimed the job again, and reports its work done. "
+                  "First through the course's complete, on a copy of the job brought to this "
+                  "same point, so that the story's job is left as it is.",
+    tw.LAB_BRANCH[0]: "Look at what the course's complete left on the copy: the row, and the id "
+                      "in pending.",
 }
 #: The fork's offer, shown beside B's prediction right after the reaper (fence on).
 FORK_OFFER = "Or see what happens if A wakes first, before anyone claims again:"
-#: Why the server answered as it did, shown once the step is taken.
-WHY: dict[str, str] = {
-    "b_claims": "claim adds one to attempts and hands the new value out as the token; the "
-                "reaper never touched attempts.",
-    tw.STALE: "complete compares A's token with the row's attempts; they differ, so nothing "
-              "was written.",
-    tw.BRANCH[0]: "the token still equals attempts, but complete also asks that the id be in "
-                  "active (a lease still held); the reaper took it out, so A is refused as stale.",
-    tw.ACCEPTED: "this complete reads no token: the row and B's lease are deleted under B.",
-}
 #: How a lane names a complete's outcome.
 COMPLETE_SAID = {tw.ACCEPTED: "complete accepted", tw.STALE: "complete refused EMQSTALE",
                  tw.GONE: "complete: the job is gone"}
+#: How a lane names which complete A's early call went through (the branch).
+WHICH_COMPLETE = {tw.BRANCH[0]: "course's ", tw.LAB_BRANCH[0]: "lab's "}
 #: The fence's picture: its size in px (never scaled, so its words keep their size).
 FENCE_W, FENCE_H = 264, 58
 
@@ -145,15 +141,18 @@ def lane_parts(story: tw.TwoWorkersStory, now: int,
             b_left = None if deadline is None else deadline - now
             lanes["B"] += [_chip(f"claims, token {story.token_b}{at}"),
                            _bar(b_left, HOLD_MS, gone="its lease is gone")]
-        elif result.step.endswith("_completes") or result.step == tw.BRANCH[0]:
-            what = COMPLETE_SAID.get(result.outcome, "complete")
+        elif result.step.endswith("_completes") or result.step in WHICH_COMPLETE:
+            what = WHICH_COMPLETE.get(result.step, "") + COMPLETE_SAID.get(result.outcome,
+                                                                           "complete")
             who = "B" if result.step == "b_completes" else "A"
             lanes[who].append(_chip(f"{what}{at}", ok=not result.refused))
+            if result.step == tw.BRANCH[0] and story.copy_left:
+                lanes["A"].append(_chip(f"on the copy: {story.copy_left}"))
             if who == "A" and story.token_a is not None:
-                early = result.step == tw.BRANCH[0]
+                early = result.step in WHICH_COMPLETE
                 lanes["A"].append(fence_svg(
                     story.token_a, story.token_a if early else story.token_b,
-                    fenced=story.fence or early, leased=not early))
+                    fenced=story.fence or early, leased=result.step != tw.LAB_BRANCH[0]))
     return lanes
 
 
@@ -240,11 +239,20 @@ class TwoWorkersStory(Panel):
 
     def _restart(self) -> None:
         self.story.fence = bool(self.fence.value)
+        for button in (b for row in self.choices.values() for b in row):
+            button.button_style, button.icon, button.disabled = "", "", False
         self._safely(self.message, lambda: f"the story's job {self.story.start()} is pending")
         self._draw()
 
     def _predict(self, step: str, choice: str) -> None:
-        self._safely(self.message, lambda: self.story.predict(step, choice))
+        """A pick: the server takes the step on the first one; a wrong pick is told why beside
+        the question, its button marked and closed, and the question stays until a right one."""
+        if self._safely(self.message, lambda: self.story.predict(step, choice)):
+            button = next(b for b in self.choices[step] if b.description == choice)
+            right = not self.story.missed
+            button.button_style, button.icon = ("success", "check") if right else ("danger",
+                                                                                   "times")
+            self._say(self.message, self.last_message, ok=right)
         self._draw()
 
     def _fork(self) -> None:
@@ -261,16 +269,17 @@ class TwoWorkersStory(Panel):
         self._draw()
 
     def press(self, step: str, choice: str | None = None) -> str:
-        """Take ``step`` as a reader would: if it awaits a prediction, click ``choice`` (by
-        default :data:`~echomq_lab.lessons.two_workers.PROGRAM_GUESSES`) first; return the
-        message. The branch's step takes the fork first."""
+        """Take ``step`` as a reader would: a step that asks for a prediction is taken by
+        clicking ``choice`` (by default the right one, the outcome the rules give); any other
+        by its button. Return the message. The branch's step takes the fork first."""
         if step == self.story.fork:
             self.buttons["fork"].click()
         if self.story.waiting_for is not None and self.story.next_step == step:
-            wanted = tw.PROGRAM_GUESSES[step] if choice is None else choice
+            wanted = self.story.expected(step) if choice is None else choice
             for button in (b for b in self.choices[step] if b.description == wanted):
                 button.click()
-        self.buttons[step].click()
+        else:
+            self.buttons[step].click()
         return self.last_message
 
     def _play_other(self) -> None:
@@ -333,8 +342,10 @@ class TwoWorkersStory(Panel):
                                  "play again, or start again." if story.done else "")
             self.next_box.children = ()
         elif ask is not None:
-            self.prompt.value = (f"{html.escape(PROMPTS[nxt])} <b>Predict first:</b> "
-                                 f"{html.escape(ask.question)}")
+            again = " <b>Pick again:</b>" if self.story.missed else " <b>Predict first:</b>"
+            self.prompt.value = (f"{html.escape(PROMPTS[nxt])}{again} "
+                                 f"{html.escape(ask.question)} <i>Your pick runs the step; "
+                                 "the server decides.</i>")
             self.next_box.children = tuple(self.choices[nxt])
         else:
             self.prompt.value = html.escape(PROMPTS[nxt])
@@ -344,14 +355,23 @@ class TwoWorkersStory(Panel):
                                      f"server's clock is running{paused}</i>")
             self.next_box.children = (self.clock_note if nxt == "a_stalls" else self.buttons[nxt],)
         self.fork_box.layout.display = "flex" if story.fork else "none"
-        self.buttons["fork"].disabled = story.fork is None
-        for step in tw.TITLES:
-            self.buttons[step].disabled = step != nxt or ask is not None
+        self._settle_controls()
         if story.done and nxt is None:
             self._keep(story)
         self.log.value = self._log_html()
         self._draw_live()
         self._draw_side_by_side()
+
+    def _settle_controls(self) -> None:
+        """Only the next step's button is open (none while a prediction is owed), and the fork's
+        while it may be taken."""
+        nxt, ask = self.story.next_step, self.story.waiting_for
+        self.buttons["fork"].disabled = self.story.fork is None
+        for step in tw.TITLES:
+            self.buttons[step].disabled = step != nxt or ask is not None
+        for step, row in self.choices.items():  # a pick already refuted stays closed
+            for button in row:
+                button.disabled = step != nxt or button.description in self.story.tries
 
     def _draw_live(self) -> None:
         """The lanes and what each side holds, against the server's clock read now."""
@@ -386,10 +406,10 @@ class TwoWorkersStory(Panel):
                             else (style.OK_TEXT, "✓"))
             said = ""
             if result.predicted:
-                right = "as you said" if result.prediction_right else "not what you said"
-                why = WHY.get(result.step) or WHY.get(result.outcome, "")
-                said = (f"<br>you said <b>{html.escape(result.predicted)}</b>; the server: "
-                        f"<b>{html.escape(result.outcome)}</b> ({right}). {html.escape(why)}")
+                picks = [f"{html.escape(p)} ✗" for p in result.tries]
+                picks.append(f"<b>{html.escape(result.outcome)}</b> ✓")
+                said = (f"<br>your picks: {', '.join(picks)}. "
+                        f"{html.escape(self.story.why(result.step))}")
             items.append(f"<li>{html.escape(result.title)} <span style='color:{colour}'>{mark}"
                          f"</span> <span style='font-family:monospace'>"
                          f"{html.escape(result.message)}</span>{said}</li>")
@@ -423,6 +443,8 @@ class TwoWorkersStory(Panel):
         todo = (f"predict: {ask.question} ({' / '.join(ask.choices)})" if ask else
                 f"to do: {PROMPTS[nxt]}" if nxt else "")
         fork = f"or: {FORK_OFFER} (A wakes first)" if self.story.fork else ""
+        if ask is not None and self.story.missed:
+            todo = f"pick again: {ask.question} (tried: {', '.join(self.story.tries)})"
         runs = [f"finished run, fence {'on' if on else 'off'}:\n{self.runs_text[on]}"
                 for on in (True, False) if on in self.runs_text]
         lines = [

@@ -7,9 +7,9 @@ last cell, ``<page>.ipynb::the reader's probe``, run in that same kernel before 
 
 - every :class:`~echomq_lab.widgets.SelfCheck` alive in the kernel (found with
   ``gc.get_objects()``, since a page displays them without naming them), answered with each of
-  its choices in turn: the page must make every check ``questions.toml`` gives it, and every
-  choice gets a verdict and an explanation (that exactly one is right is
-  tests/test_selfcheck.py's);
+  its choices in turn: the page must make every check ``questions.toml`` gives it, every
+  choice gets a verdict and an explanation, exactly one is right, and no wrong choice's
+  explanation names the right one (answered in the page's own kernel, as a reader would);
 - the text of every panel the page invites the reader to use, read after the whole page ran: it
   must be what the panel showed when it was displayed (ids and times sanitized as nbval does),
   so no cell pressed it afterwards, and the two-worker story waits at its first step.
@@ -107,6 +107,11 @@ def judge(slug: str, cells: list[Any], report: dict[str, Any]) -> None:
             assert isinstance(a["right"], bool)
             assert a["explanation"].strip(), f"{check['question']!r} / {a['choice']!r}: no why"
         assert "Your answer" not in check["after_reset"], "reset left the verdict standing"
+        rights = [a["choice"] for a in answers if a["right"]]
+        assert len(rights) == 1, f"{check['question']!r}: right choices {rights}"
+        for a in (a for a in answers if not a["right"]):
+            assert not checks.gives_away(a["explanation"], rights[0]), (
+                f"{check['question']!r}: the verdict on {a['choice']!r} names the answer")
     for name in READER_PANELS.get(slug, ()):
         shown = sanitized(displayed_text(cells, name))
         now = sanitized(report["panels"][name])

@@ -498,3 +498,20 @@ def test_the_tally_names_every_learner_even_one_without_a_call(valkey_tools: tup
         counted = tally(admin, "quiet")
     assert list(counted) == ["learner-1", "learner-2", "learner-3"]
     assert all(c == dict.fromkeys(TALLY_KEYS, 0) for c in counted.values())
+
+
+def test_a_learner_press_shows_at_once_that_it_was_taken() -> None:
+    """In the practice room, a press says "running…" with its button closed before the call
+    runs, and the cue is gone once the call has answered."""
+    from echomq_lab.widgets.classroom import LearnerPanel
+
+    panel = LearnerPanel()
+    claim = panel.buttons["claim"]
+    seen: list[tuple[bool, str, bool]] = []
+    panel.message.observe(lambda change: seen.append(
+        (claim.disabled, str(change["new"]), panel.busy)), names="value")
+    claim.click()
+    first = seen[0]
+    assert first[0] and first[2] and "running…" in first[1]
+    assert not panel.busy and "emq-busy" not in panel.widget._dom_classes
+    assert "running…" not in panel.message.value and "claimed" in panel.last_message

@@ -35,13 +35,17 @@ import redis.asyncio as aredis
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from echomq_lab import branded, keyspace, scripts
+from echomq_lab import branded, keyspace, scripts, transitions
 from echomq_lab.classroom.record import RECORD_LEN, log_key, record_key
 from echomq_lab.classroom.resp import Err, Malformed, Replies, Requests, TooLarge, command, error
 
 LOG = logging.getLogger("echomq_lab.classroom.gateway")
-#: The scripts a learner's desk runs (the demonstrations, enqueue and the reaper's are not).
-LEARNER_SCRIPTS: tuple[str, ...] = ("claim", "complete", "retry", "extend", "view")
+#: The fenced transitions by script: a learner settles or extends the job they claimed.
+SETTLING: dict[str, transitions.Transition] = {t.script: t for t in transitions.TRANSITIONS
+                                               if t.fenced}
+#: The scripts a learner's desk runs: claim, the fenced ones and the view (the demonstrations,
+#: enqueue and the reaper's are not).
+LEARNER_SCRIPTS: tuple[str, ...] = ("claim", *SETTLING, "view")
 #: The reads the pages make, each with where its keys are (None: every argument).
 READS: dict[bytes, slice | None] = {
     b"HGET": slice(1, 2), b"HMGET": slice(1, 2), b"HGETALL": slice(1, 2), b"EXISTS": None,
@@ -135,7 +139,7 @@ def _script_call(room: str, shas: dict[str, str], words: list[bytes]) -> Call:
     args = [_text(a) for a in words[3 + numkeys:]]
     k = keyspace.keys(room)
     try:
-        job = branded.check(args[0]) if script in ("complete", "retry", "extend") else ""
+        job = branded.check(args[0]) if script in SETTLING else ""
         expected: list[str]
         if script == "claim":
             expected, ok = [k.pending, k.active], len(args) == 2 and args[0] == k.rows
@@ -146,8 +150,8 @@ def _script_call(room: str, shas: dict[str, str], words: list[bytes]) -> Call:
         else:
             middle = [k.schedule, k.dead] if script == "retry" else []
             expected = [k.active, *middle, k.row(job)]
-            ok = len(args) == {"complete": 2, "retry": 5, "extend": 3}[script]
-        token = int(args[1]) if script in ("complete", "retry", "extend") else 0
+            ok = len(args) == len(SETTLING[script].call.takes)
+        token = int(args[1]) if script in SETTLING else 0
         lease = int(args[1] if script == "claim" else args[2]) if script in ("claim",
                                                                             "extend") else 0
     except (IndexError, ValueError, TypeError):

@@ -5,6 +5,7 @@ refusals by name, the drift check, the room's controls). The logic is in
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import json
@@ -35,8 +36,15 @@ from echomq_lab.widgets.ticker import Ticker
 ACTIONS: tuple[str, ...] = ("claim", "work", "stall", *reversed(transitions.FENCED))
 #: How long the ``work`` button works (a short piece of the lease).
 WORK_S = 0.2
-#: A settle's verb in the past tense, for the board's lines.
-_PAST: dict[str, str] = {"complete": "completed", "retry": "retried", "extend": "extended"}
+
+
+def _past(verb: str) -> str:
+    """A transition's name in the past tense, for the board's lines: "completed", "retried"."""
+    if verb.endswith("e"):
+        return verb + "d"
+    return verb[:-1] + "ied" if verb.endswith("y") else verb + "ed"
+
+
 _CELL = re.compile(r"</?(td|tr|div|table|br)\b[^>]*>")
 _TAG = re.compile(r"<[^>]+>")
 
@@ -63,8 +71,8 @@ class LearnerPanel(Panel):
         self.buttons = {a: W.Button(description=a, layout=W.Layout(width="auto")) for a in ACTIONS}
         for action, button in self.buttons.items():
             self._on(button, functools.partial(self.press, action))
-        self.join_button.on_click(lambda _b: in_turn(
-            lambda: self._safely(self.message, lambda: self.join(self.link.value))))
+        self._on(self.join_button,
+                 lambda: self._safely(self.message, lambda: self.join(self.link.value)))
         self.widget = W.VBox([
             W.HBox([self.link, self.join_button], layout=W.Layout(flex_flow="row wrap")),
             self.where, self.holding,
@@ -78,9 +86,21 @@ class LearnerPanel(Panel):
 
     def _on(self, button: W.Button, action: Callable[[], object]) -> None:
         """Run ``action`` when ``button`` is clicked, guarded; in the browser as a task of its
-        own, after the clicks before it (a call to the room waits on the network there)."""
+        own, after the clicks before it (a call to the room waits on the network there). The
+        cue that the press was taken shows at once and stays until the action has run."""
         guarded = self._guarded(action)
-        button.on_click(lambda _b: in_turn(guarded))
+
+        def pressed(_button: W.Button) -> None:
+            cue = contextlib.ExitStack()
+            cue.enter_context(self._pressing(button, self.message))
+
+            def turn() -> None:
+                with cue:
+                    guarded()
+
+            in_turn(turn)
+
+        button.on_click(pressed)
 
     def _practise(self) -> None:
         self.practice = practice()
@@ -230,7 +250,7 @@ class BoardPanel(Panel):
             for user, what in sorted(r.acl.items())) + "".join(
             f"<div>{html.escape(actor)}'s log holds {n} line(s) that are not calls</div>"
             for actor, n in sorted(r.unreadable.items())) + "".join(
-            f"<div>{html.escape(who)} {html.escape(_PAST.get(verb, verb))} a job "
+            f"<div>{html.escape(who)} {html.escape(_past(verb))} a job "
             f"{html.escape(holder)} held ({html.escape(job)}): the token was read from the "
             "job's row, and the fence let it through</div>"
             for who, verb, job, holder in r.crossed[-20:])

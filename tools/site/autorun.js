@@ -15,9 +15,22 @@
     if (cue) cue.remove();
     return;
   }
+  // The address stays the page's own: JupyterLab drops ``?path=`` once it has opened the page,
+  // and a reload (F5, back, forward) of what is left would open no page to run.
+  const asked = window.location.href;
+  const keepAddress = () => {
+    if (!new URLSearchParams(window.location.search).get("path")
+        && /\/lab\/(index\.html)?$/.test(window.location.pathname)) {
+      window.history.replaceState(window.history.state, "", asked);
+    }
+  };
+  setInterval(keepAddress, 250);
+  window.addEventListener("pagehide", keepAddress);
   const title = cue.querySelector(".emq-cue-title");
   const detail = cue.querySelector(".emq-cue-detail");
   const bar = cue.querySelector(".emq-cue-bar > span");
+  const retry = cue.querySelector(".emq-cue-retry");
+  retry.addEventListener("click", () => window.location.reload());
   const started = performance.now();
   let stage = { state: "loading", text: "Opening the page…", done: 0.05 };
   let timer = null;
@@ -37,6 +50,7 @@
     cue.hidden = false;
     cue.classList.remove("emq-cue-gone");
     title.textContent = text;
+    retry.hidden = state !== "error";
     bar.style.width = `${Math.round(Math.min(1, Math.max(0, done)) * 100)}%`;
     tick();
     if (!timer) timer = setInterval(tick, 500);
@@ -151,7 +165,10 @@
       mark("lab_imported");
       state.step = "Almost there";
     })();
-    state.ready.catch((error) => console.warn("echomq lab: early start failed", error));
+    state.ready.catch((error) => {
+      console.warn("echomq lab: early start failed", error);
+      state.failed = error;
+    });
 
     // what the kernel's own start still does, with its real settings
     async function handOver(real) {
@@ -435,8 +452,27 @@
     }
   }
 
+  // The cue never hangs: Python that failed to start, or that has not answered after
+  // STALLED_S seconds with nothing moving, ends in one plain line and a way to try again.
+  const STALLED_S = 120;
+  let lastMove = { key: "", at: performance.now() };
+  const watchdog = setInterval(() => {
+    if (!["loading", "starting"].includes(stage.state)) {
+      if (stage.state !== "restarting") clearInterval(watchdog);
+      return;
+    }
+    const key = `${stage.text}|${early ? early.step : ""}|${Object.keys(times).length}`;
+    if (key !== lastMove.key) lastMove = { key, at: performance.now() };
+    const stalled = performance.now() - lastMove.at > STALLED_S * 1000;
+    if ((early && early.failed && !early.taken) || stalled) {
+      clearInterval(watchdog);
+      show("error", navigator.onLine ? "Python could not start in this tab."
+        : "Python could not start: this tab is offline and the page is not stored yet.", 1);
+    }
+  }, 1000);
+
   main().catch((error) => {
     console.error("echomq lab: could not run the page", error);
-    show("error", "The page could not run by itself: Run ▸ Run All Cells runs it.", 1);
+    show("error", "The page could not run by itself.", 1);
   });
 })();

@@ -310,6 +310,12 @@ def lite_config(lite: Path) -> None:
         "jupyter-config-data": {
             "appName": "echomq lab",
             "exposeAppInBrowser": "true",
+            # a page always opens as the site holds it: the reader's edits and the layout live
+            # in the tab's memory only, so a reload never meets an older copy marked modified
+            # (what the reader answered is kept by tools/site/autorun.js, in localStorage)
+            "enableMemoryStorage": "true",
+            "contentsStorageDrivers": ["memoryStorageDriver"],
+            "workspacesStorageDrivers": ["memoryStorageDriver"],
             "litePluginSettings": {
                 "@jupyterlite/pyodide-kernel-extension:kernel": {
                     "disablePyPIFallback": True,
@@ -323,6 +329,8 @@ def lite_config(lite: Path) -> None:
         "@jupyterlab/apputils-extension:notification": {
             "fetchNews": "false", "checkForUpdates": False
         },
+        # nothing saved behind the reader's back (the tab's memory holds the page anyway)
+        "@jupyterlab/docmanager-extension:plugin": {"autosave": False},
         # every cell drawn, not only those in view: the panels are live widgets
         "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
     }

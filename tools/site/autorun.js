@@ -26,6 +26,8 @@
   };
   setInterval(keepAddress, 250);
   window.addEventListener("pagehide", keepAddress);
+  const statusSlot = document.querySelector("#emq-bar .emq-bar-status");
+  if (statusSlot) statusSlot.appendChild(cue); // the cue is a line of the bar, over nothing
   const title = cue.querySelector(".emq-cue-title");
   const detail = cue.querySelector(".emq-cue-detail");
   const bar = cue.querySelector(".emq-cue-bar > span");
@@ -221,6 +223,225 @@
       window.Worker = NativeWorker;
     };
     return state;
+  }
+
+  // ------------------------------------------------------------------ the reader's view
+  // Opened to read (body.emq-reading, tools/site/reader.html): one document, no menus, no
+  // file browser, no status bar, code folded; "Full JupyterLab" gives JupyterLab back, "Show
+  // the code" unfolds the code. Both choices, and the theme's darkness, are remembered in
+  // localStorage ("emq-view"); what the reader answered and where they were, per page.
+  const store = {
+    get(key, fallback) {
+      try { return JSON.parse(localStorage.getItem(key)) || fallback; } catch (e) { return fallback; }
+    },
+    set(key, value) {
+      try { localStorage.setItem(key, JSON.stringify(value)); } catch (e) { /* storage off */ }
+    },
+  };
+  const VIEW = "emq-view";
+  const ANSWERS = `emq-answers:${path}`;
+  const PLACE = `emq-place:${path}`;
+  const reader = document.getElementById("emq-reader");
+  const words = document.getElementById("emq-words");
+  let appRef = null;
+
+  function remember(change) {
+    store.set(VIEW, { ...store.get(VIEW, {}), ...change });
+  }
+
+  function reading() {
+    return document.body.classList.contains("emq-reading");
+  }
+
+  /** The shell as the view wants it: the reader's (one document, nothing around it) or
+   *  JupyterLab's own. */
+  function arrange(app) {
+    const shell = app.shell;
+    const lab = !reading();
+    app.commands.execute("application:set-mode",
+      { mode: lab ? "multiple-document" : "single-document" });
+    if (!lab) {
+      shell.collapseLeft();
+      shell.collapseRight();
+    }
+    for (const side of ["left", "right"]) {
+      if (shell.isSideTabBarVisible && shell.isSideTabBarVisible(side) === !lab) {
+        shell.toggleSideTabBarVisibility(side);
+      }
+    }
+    // the menus and the status bar: hidden as the shell's own parts, so the page takes their room
+    for (const part of shell.layout.widgets || []) {
+      if (["jp-top-panel", "jp-menu-panel", "jp-bottom-panel"].includes(part.node.id)) {
+        part.setHidden(!lab);
+      }
+    }
+    for (const widget of shell.widgets("main")) {
+      if (widget.toolbar) widget.toolbar.setHidden(!lab);
+      widget.fit();
+    }
+    window.dispatchEvent(new Event("resize"));
+    requestAnimationFrame(() => window.dispatchEvent(new Event("resize")));
+  }
+
+  const fullLab = document.getElementById("emq-full-lab");
+  const showCode = document.getElementById("emq-show-code");
+  const startOver = document.getElementById("emq-start-over");
+  function labels() {
+    if (fullLab) fullLab.textContent = reading() ? "Full JupyterLab" : "Reader's view";
+    if (showCode) {
+      const shown = document.body.classList.contains("emq-code-shown");
+      showCode.setAttribute("aria-pressed", String(shown));
+      showCode.hidden = !reading();
+    }
+  }
+  labels();
+  if (fullLab) {
+    fullLab.addEventListener("click", () => {
+      const lab = reading();
+      document.body.classList.toggle("emq-reading", !lab);
+      document.body.classList.toggle("emq-full", lab);
+      remember({ lab });
+      labels();
+      if (appRef) arrange(appRef);
+    });
+  }
+  if (showCode) {
+    showCode.addEventListener("click", () => {
+      const code = !document.body.classList.contains("emq-code-shown");
+      document.body.classList.toggle("emq-code-shown", code);
+      remember({ code });
+      labels();
+    });
+  }
+  if (startOver) {
+    startOver.addEventListener("click", () => {
+      localStorage.removeItem(ANSWERS);
+      localStorage.removeItem(PLACE);
+      window.location.reload();
+    });
+  }
+
+  /** JupyterLab's theme, followed: the bar and the words take its darkness from the next
+   *  opening's first paint on. */
+  function followTheme() {
+    const note = () => {
+      const light = document.body.dataset.jpThemeLight;
+      if (light === undefined) return;
+      const dark = light === "false";
+      document.documentElement.classList.toggle("emq-dark", dark);
+      remember({ dark });
+    };
+    note();
+    new MutationObserver(note).observe(document.body,
+      { attributes: true, attributeFilter: ["data-jp-theme-light"] });
+  }
+
+  /** The cells of the words (reader/<page>.html), in page order. */
+  function wordCells() {
+    return words ? [...words.children].filter((el) => el.classList.contains("cell")) : [];
+  }
+
+  /** The cell at the top of the words' view, and how far its top sits below the view's. */
+  function wordsPlace() {
+    const top = reader.getBoundingClientRect().top;
+    const cells = wordCells();
+    for (let i = 0; i < cells.length; i++) {
+      const box = cells[i].getBoundingClientRect();
+      if (box.bottom > top + 1) return { index: i, offset: box.top - top };
+    }
+    return { index: 0, offset: 0 };
+  }
+
+  /** Where the reader was, put back in the words as soon as they show. */
+  function restorePlace() {
+    const place = store.get(PLACE, null);
+    if (!place || !reader) return;
+    const at = () => {
+      const cell = wordCells()[place.index];
+      if (!cell) return false;
+      reader.scrollTop += cell.getBoundingClientRect().top - reader.getBoundingClientRect().top
+        - (place.offset || 0);
+      return true;
+    };
+    until(at, 50);
+  }
+  restorePlace();
+
+  /** The live page takes the words' place: scrolled so the cell at the top of the words is
+   *  at the same height, then the words fade out. */
+  function handOverToLive(panel) {
+    if (!reader || !reader.isConnected) return;
+    const { index, offset } = wordsPlace();
+    const scroller = panel.content.node.querySelector(".jp-WindowedPanel-outer")
+      || panel.content.node;
+    const cell = panel.content.widgets[index];
+    if (cell && index > 0) {
+      scroller.scrollTop += cell.node.getBoundingClientRect().top
+        - scroller.getBoundingClientRect().top - offset;
+      view.top = scroller.scrollTop;
+    }
+    reader.classList.add("emq-gone");
+    reader.setAttribute("aria-busy", "false");
+    mark("live_shown");
+    setTimeout(() => reader.remove(), 400);
+    keepPlace(panel, scroller);
+  }
+
+  /** Where the reader is, kept (per page) as they scroll the live page. */
+  function keepPlace(panel, scroller) {
+    let pending = null;
+    scroller.addEventListener("scroll", () => {
+      clearTimeout(pending);
+      pending = setTimeout(() => {
+        const top = scroller.getBoundingClientRect().top;
+        const cells = panel.content.widgets;
+        for (let i = 0; i < cells.length; i++) {
+          const box = cells[i].node.getBoundingClientRect();
+          if (box.bottom > top + 1) {
+            store.set(PLACE, { index: i, offset: box.top - top });
+            return;
+          }
+        }
+      }, 300);
+    }, { passive: true });
+  }
+
+  // ------------------------------------------------------------------ the reader's answers
+  // A self-check answered is noted (its question, the choice pressed); once the page is live
+  // again (a reload, a return), each is pressed again, so the server grades it again.
+  let replaying = false;
+  function questionOf(check) {
+    const prompt = check.querySelector("b");
+    return prompt ? prompt.textContent.trim() : "";
+  }
+  document.addEventListener("click", (event) => {
+    if (replaying) return;
+    const button = event.target.closest && event.target.closest(".emq-selfcheck button");
+    if (!button) return;
+    const check = button.closest(".emq-selfcheck");
+    const question = questionOf(check);
+    if (!question) return;
+    store.set(ANSWERS, { ...store.get(ANSWERS, {}), [question]: button.textContent.trim() });
+  }, true);
+
+  async function replayAnswers(panel) {
+    const answers = store.get(ANSWERS, {});
+    replaying = true;
+    try {
+      for (const check of panel.node.querySelectorAll(".emq-selfcheck")) {
+        const choice = answers[questionOf(check)];
+        if (!choice) continue;
+        const button = [...check.querySelectorAll("button")]
+          .find((b) => b.textContent.trim() === choice);
+        if (!button) continue;
+        await until(() => kernelOf(panel) && kernelOf(panel).status === "idle");
+        button.click();
+        await delay(200);
+      }
+    } finally {
+      replaying = false;
+    }
+    mark("answers_replayed");
   }
 
   // ------------------------------------------------------------------ the page and its kernel
@@ -421,7 +642,11 @@
   async function main() {
     const app = await until(() => window.jupyterapp, 50);
     await app.restored;
+    appRef = app;
+    arrange(app);
+    followTheme();
     const panel = await until(() => pagePanel(app), 100);
+    arrange(app);
     mark("app_shown");
     keepEarlyRuns(app, panel);
     followRestarts(panel);
@@ -438,6 +663,7 @@
     panel.context.model.dirty = false; // the page's own run is not an edit
     ownRunDone = true;
     mark("run_done");
+    handOverToLive(panel);
     if (ok) {
       const seconds = Math.round((performance.now() - started) / 1000);
       show("ready", "Ready: the panels are live.", 1, `${seconds} s`);
@@ -446,6 +672,7 @@
       show("error", "A cell stopped with an error: its message is on the page.", 1);
     }
     await doKept(panel);
+    await replayAnswers(panel);
     if (early && early.taken) {
       await until(() => answering(panel) && kernelOf(panel).status === "idle");
       early.loadLater().catch((error) => console.warn("echomq lab: jedi not loaded", error));

@@ -105,6 +105,7 @@ import pyodide_kernel
 pyodide_kernel.ipython_shell.Completer.use_jedi = True
 del pyodide_kernel
 """
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 #: The wheels that come from the kernel extension's own pypi/ folder.
 FROM_KERNEL = ("piplite", "pyodide-kernel", "ipykernel")
 #: Stands in for matplotlib, which the site does not carry (its charts are on the pages left
@@ -302,6 +303,42 @@ def stage_pages(files: Path) -> None:
         (files / page).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
+#: What a panel shows in the reader's view until Python is up (a stored panel's own text is
+#: only its fallback: dead text that looks live).
+ASLEEP = ('<div class="emq-asleep" role="note">A panel of the page: it comes alive once Python '
+          "has started in this tab.</div>")
+
+
+def _for_reading(nb: dict[str, object]) -> dict[str, object]:
+    """A page as the reader's view shows it before Python is up: each stored panel (a widget
+    output) stands as a note that it wakes up; no widget state (nothing fetched for it)."""
+    meta = nb.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("widgets", None)
+    for cell in nb["cells"]:  # type: ignore[attr-defined]
+        outputs = cell.get("outputs", [])
+        for i, output in enumerate(outputs):
+            if WIDGET_MIME in output.get("data", {}):
+                outputs[i] = {"output_type": "display_data", "metadata": {},
+                              "data": {"text/html": ASLEEP}}
+    return nb
+
+
+def reader_pages(files: Path, out: Path, jupyter: Path) -> None:
+    """``reader/<page>.html``: each page's words as the site stores them (headings, prose,
+    code, stored outputs), rendered once here (nbconvert's basic template), which the reader's
+    view (tools/site/reader.html) shows at once while Python starts behind it."""
+    out.mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for page in PAGES:
+            nb = _for_reading(json.loads((files / page).read_text(encoding="utf-8")))
+            (Path(tmp) / page).write_text(json.dumps(nb), encoding="utf-8")
+        subprocess.run(
+            [str(jupyter), "nbconvert", "--to", "html", "--template", "basic", "--log-level",
+             "ERROR", "--output-dir", str(out), *(str(Path(tmp) / p) for p in PAGES)],
+            check=True)
+
+
 def lite_config(lite: Path) -> None:
     """PyPI fallback off; no news or update check (both would ask another origin); the app
     reachable from the page's own script (``window.jupyterapp``, for tools/site/autorun.js)."""
@@ -398,6 +435,10 @@ def page_runs_itself(out: Path) -> None:
     if "</body>" not in text:
         raise SystemExit(f"{index}: no </body> to put the cue before")
     text = text.replace("Loading JupyterLite...", "Opening the page…")
+    text = text.replace("<title>JupyterLite</title>", "<title>echomq lab</title>", 1)
+    text = text.replace("<html>", '<html lang="en">', 1)
+    reader = (HERE / "reader.html").read_text(encoding="utf-8")
+    text = re.sub(r"<body([^>]*)>", lambda m: m.group(0) + "\n" + reader, text, count=1)
     text = text.replace("</body>", cue + "</body>", 1)
     index.write_text(text, encoding="utf-8")
     shutil.copy2(HERE / "autorun.js", out / "lab" / "autorun.js")
@@ -427,6 +468,7 @@ def build(out: Path, work: Path, jupyter: Path) -> None:
         check=True, cwd=lite, env=env,
     )
     page_runs_itself(out)
+    reader_pages(lite / "files", out / "reader", jupyter)
     landing_page(out)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     centre = course.file_of("the-state-and-attempts")

@@ -406,6 +406,15 @@
     }, { passive: true });
   }
 
+  /** Once a page is live: the whole site kept for offline reading (tools/site/offline.js, in
+   *  the service worker JupyterLite registers). */
+  function keepSite() {
+    if (!navigator.serviceWorker) return;
+    navigator.serviceWorker.ready.then((registration) => {
+      if (registration.active) registration.active.postMessage({ type: "emq-keep-site" });
+    }).catch(() => undefined);
+  }
+
   // ------------------------------------------------------------------ the reader's answers
   // A self-check answered is noted (its question, the choice pressed); once the page is live
   // again (a reload, a return), each is pressed again, so the server grades it again.
@@ -673,6 +682,7 @@
     }
     await doKept(panel);
     await replayAnswers(panel);
+    keepSite();
     if (early && early.taken) {
       await until(() => answering(panel) && kernelOf(panel).status === "idle");
       early.loadLater().catch((error) => console.warn("echomq lab: jedi not loaded", error));

@@ -444,6 +444,30 @@ def page_runs_itself(out: Path) -> None:
     shutil.copy2(HERE / "autorun.js", out / "lab" / "autorun.js")
 
 
+#: Not kept for offline reading: what no page asks for.
+NOT_KEPT = ("doc/", "rspack.config", "package.json", "jupyterlite.schema", "jupyter-lite.ipynb")
+
+
+def keep_offline(out: Path) -> None:
+    """The service worker JupyterLite registers (``service-worker.js``), with
+    tools/site/offline.js before its own code: the site kept in the browser's cache, so every
+    page opens and runs offline once one page has been opened. The cache is named after a hash
+    of every file kept, so a rebuilt site replaces it."""
+    worker = out / "service-worker.js"
+    kept = sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
+                  if p.is_file() and p != worker
+                  and not p.relative_to(out).as_posix().startswith(NOT_KEPT))
+    digest = hashlib.sha256()
+    for rel in kept:
+        digest.update(rel.encode() + b"\0" + hashlib.sha256((out / rel).read_bytes()).digest())
+    code = (HERE / "offline.js").read_text(encoding="utf-8")
+    code = code.replace("__EMQ_VERSION__", digest.hexdigest()[:16])
+    first = ("index.html", "lab/", "reader/", "files/", "api/")  # what opens a page: kept first
+    kept.sort(key=lambda rel: (not rel.startswith(first), rel))
+    code = code.replace("__EMQ_FILES__", json.dumps(["./", *kept]))
+    worker.write_text(code + worker.read_text(encoding="utf-8"), encoding="utf-8")
+
+
 def build(out: Path, work: Path, jupyter: Path) -> None:
     lite = work / "lite"
     for stale in (lite, out):
@@ -470,6 +494,7 @@ def build(out: Path, work: Path, jupyter: Path) -> None:
     page_runs_itself(out)
     reader_pages(lite / "files", out / "reader", jupyter)
     landing_page(out)
+    keep_offline(out)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     centre = course.file_of("the-state-and-attempts")
     print(f"site: {out} ({size / 1e6:.1f} MB); open index.html, or lab/index.html?path={centre}")

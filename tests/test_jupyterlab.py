@@ -12,9 +12,10 @@ come before those that press it:
 
 - on the site: no uncaught page error and no request to another origin, the page not marked
   modified by its own run; a Run All pressed before the page's own run ends (page 01) is that
-  run, every cell numbered once in order; pages 00-03 hold no serious or critical violation
-  axe-core finds in the notebook (WCAG 2 A/AA); lab 05 draws its simulation, its leases and the
-  fence on and off side by side;
+  run, every cell numbered once in order; pages 00-03, in the reader's view the site opens
+  them in, hold no serious or critical violation axe-core finds in the document (WCAG 2 A/AA);
+  on 02 at 1200 x 800 "A claims" is in the first screen; lab 05 draws its simulation, its
+  leases and the fence on and off side by side;
 - 02: the two-worker story waits at step 1 (only *A claims* is on the page);
 - every page: no cell raises, no widget fails to render, each widget the stored notebook
   shows is live again, a full screenshot is saved, and one safe button (see ``CLICKS``) changes
@@ -63,6 +64,7 @@ from tests.support import axe, front_ends, site
 from tests.support.backends import backends_required
 from tests.support.story import play
 from tools.browser import (
+    NOTEBOOK_SCROLLER,
     STDERR_OUTPUT,
     change_theme,
     find_button,
@@ -211,16 +213,6 @@ def no_widget_errors(page: Page, name: str) -> None:
 
 # -- on the site, as each page's own run left it -------------------------------------------------
 
-#: What axe reads: the notebook, not JupyterLab's menus, sidebars and file browser around it.
-NOTEBOOK = ".jp-NotebookPanel"
-#: JupyterLab's own elements inside the notebook, each excused from one rule only.
-JUPYTERLAB_OWN = (
-    ("aria-input-field-name", ".jp-InputArea-editor .cm-content"),
-    ("aria-required-children", ".jp-WindowedPanel-viewport"),
-    ("button-name", ".jp-collapseHeadingButton"),
-)
-
-
 @pytest.mark.parametrize("name", ON_SITE)
 def test_on_the_site_a_page_runs_alone_and_asks_no_other_origin(
     name: str, ran: Callable[[str], Page], site_seen: dict[str, site.Opened]
@@ -257,27 +249,15 @@ def test_a_run_all_pressed_before_the_pages_run_ends_is_that_run(
 def test_no_serious_or_critical_violation_on_the_site(
     name: str, ran: Callable[[str], Page]
 ) -> None:
-    """The page as its own run left it: axe-core (WCAG 2 A and AA) finds no serious or
-    critical violation in the notebook.
-
-    axe reads the notebook panel (``.jp-NotebookPanel``: the cells, their outputs, our widgets),
-    not the document. On the whole document it also finds, outside the panel, one rule on
-    JupyterLab's chrome: ``aria-allowed-attr`` (critical) on the file browser's toolbar buttons
-    "Upload Files" and "Toggle File Filter" (``jp-button`` elements given ``aria-pressed``).
-    Inside the panel, three rules on JupyterLab's own elements are excused there and only
-    there (:data:`JUPYTERLAB_OWN`): ``aria-input-field-name`` (serious) on each code cell's
-    editor (CodeMirror's ``.cm-content``, a ``role="textbox"`` with no name),
-    ``aria-required-children`` (critical) on the cell list (``.jp-WindowedPanel-viewport``, a
-    ``role="feed"`` whose cells are not ``article``s), and ``button-name`` (critical) on the
-    collapse button beside a markdown heading (``.jp-collapseHeadingButton``, no text).
-    Every other rule, and these rules on any other element, still fails the test.
-    """
+    """The page as its own run left it, in the site's reader's view (what a reader opening it
+    sees): axe-core (WCAG 2 A and AA) finds no serious or critical violation in the whole
+    document, the site's bar and cue included, excusing nothing."""
     why = axe.missing()
     if why is not None:
         if backends_required():
             pytest.fail(why, pytrace=False)
         pytest.skip(why)
-    found = axe.violations(ran(name), within=NOTEBOOK, ignore=JUPYTERLAB_OWN)
+    found = axe.violations(ran(name))
     assert not found, f"{name}:\n{axe.said(found)}"
 
 
@@ -303,6 +283,29 @@ def test_the_story_waits_at_step_one_after_its_run(ran: Callable[[str], Page]) -
     for step, _ in STEPS[1:]:  # later steps are not on the page yet
         expect(find_button(story, BUTTON_LABELS[step]), f"{step} is hidden").to_have_count(0)
     expect(story).to_contain_text("state pending, attempts 0, no lease")
+
+
+def test_on_the_site_the_story_s_first_button_is_in_the_first_screen(
+    ran: Callable[[str], Page]
+) -> None:
+    """02 in the site's reader's view, at 1200 x 800, scrolled to its top: "A claims" (a
+    ``<button>``) is in the first screen, and the page's first heading is its title."""
+    page = ran(CENTRE)
+    size = page.viewport_size
+    page.set_viewport_size(site.READER_VIEWPORT)
+    try:
+        page.locator(NOTEBOOK_SCROLLER).evaluate("el => { el.scrollTop = 0; }")
+        expect(page.locator(f"{ON_SHOW} h1").first).to_have_text(re.compile(
+            r"^The state and attempts"))
+        claim = page.get_by_role("button", name="A claims", exact=True)
+        expect(claim).to_be_visible()
+        assert claim.evaluate("el => el.tagName") == "BUTTON"
+        box = claim.bounding_box()
+        assert box is not None
+        assert box["y"] >= 0 and box["y"] + box["height"] <= site.READER_VIEWPORT["height"], box
+    finally:
+        if size:
+            page.set_viewport_size(size)
 
 
 # -- every notebook ----------------------------------------------------------------------------

@@ -244,6 +244,7 @@
   const reader = document.getElementById("emq-reader");
   const words = document.getElementById("emq-words");
   let appRef = null;
+  let shownPanel = null; // the page, once JupyterLab shows it
 
   function remember(change) {
     store.set(VIEW, { ...store.get(VIEW, {}), ...change });
@@ -255,6 +256,7 @@
 
   /** The shell as the view wants it: the reader's (one document, nothing around it) or
    *  JupyterLab's own. */
+  let shellParts = null;
   function arrange(app) {
     const shell = app.shell;
     const lab = !reading();
@@ -270,11 +272,10 @@
       }
     }
     // the menus and the status bar: hidden as the shell's own parts, so the page takes their room
-    for (const part of shell.layout.widgets || []) {
-      if (["jp-top-panel", "jp-menu-panel", "jp-bottom-panel"].includes(part.node.id)) {
-        part.setHidden(!lab);
-      }
-    }
+    // (found once: in the full JupyterLab the menu's panel moves into the top one)
+    shellParts = shellParts || [...(shell.layout.widgets || [])].filter(
+      (part) => ["jp-top-panel", "jp-menu-panel", "jp-bottom-panel"].includes(part.node.id));
+    for (const part of shellParts) part.setHidden(!lab);
     for (const widget of shell.widgets("main")) {
       if (widget.toolbar) widget.toolbar.setHidden(!lab);
       widget.fit();
@@ -303,6 +304,7 @@
       remember({ lab });
       labels();
       if (appRef) arrange(appRef);
+      if (lab && shownPanel) handOverToLive(shownPanel);
     });
   }
   if (showCode) {
@@ -451,6 +453,22 @@
       replaying = false;
     }
     mark("answers_replayed");
+  }
+
+  /** The notebook's cell list is a feed (role="feed"): each cell in it is an article, as a
+   *  feed's items must be, including cells added later. */
+  function cellsAsArticles(panel) {
+    const viewport = panel.content.node.querySelector("[role='feed']");
+    if (!viewport) return;
+    const mark = () => {
+      for (const cell of viewport.children) {
+        if (cell.classList.contains("jp-Cell") && !cell.getAttribute("role")) {
+          cell.setAttribute("role", "article");
+        }
+      }
+    };
+    mark();
+    new MutationObserver(mark).observe(viewport, { childList: true });
   }
 
   // ------------------------------------------------------------------ the page and its kernel
@@ -656,7 +674,11 @@
     followTheme();
     const panel = await until(() => pagePanel(app), 100);
     arrange(app);
+    cellsAsArticles(panel);
     mark("app_shown");
+    shownPanel = panel;
+    // JupyterLab itself, asked for: it takes the words' place as soon as it shows the page
+    if (!reading()) handOverToLive(panel);
     keepEarlyRuns(app, panel);
     followRestarts(panel);
     await panel.context.ready;

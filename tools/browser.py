@@ -381,6 +381,16 @@ def full_lab(page: object) -> None:
         page.locator(".lm-MenuBar").first.wait_for(state="visible", timeout=30_000)
 
 
+def reader_view(page: object) -> None:
+    """On the static site, in its full JupyterLab: press "Reader's view" and wait until the menu
+    bar has gone. Anywhere else, nothing."""
+    page = _page(page)
+    button = page.locator(FULL_LAB)
+    if button.count() and button.is_visible() and button.inner_text() == "Reader's view":
+        button.click()
+        page.locator(".lm-MenuBar").first.wait_for(state="hidden", timeout=30_000)
+
+
 def menu(page: object, label: str, command: str) -> None:
     """Open the menu-bar menu ``label`` and click its item for ``command`` (on the static site,
     from its full JupyterLab)."""

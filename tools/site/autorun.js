@@ -239,7 +239,6 @@
     },
   };
   const VIEW = "emq-view";
-  const ANSWERS = `emq-answers:${path}`;
   const PLACE = `emq-place:${path}`;
   const reader = document.getElementById("emq-reader");
   const words = document.getElementById("emq-words");
@@ -317,7 +316,7 @@
   }
   if (startOver) {
     startOver.addEventListener("click", () => {
-      localStorage.removeItem(ANSWERS);
+      if (answers) answers.clear(path);
       localStorage.removeItem(PLACE);
       window.location.reload();
     });
@@ -418,39 +417,14 @@
   }
 
   // ------------------------------------------------------------------ the reader's answers
-  // A self-check answered is noted (its question, the choice pressed); once the page is live
-  // again (a reload, a return), each is pressed again, so the server grades it again.
-  let replaying = false;
-  function questionOf(check) {
-    const prompt = check.querySelector("b");
-    return prompt ? prompt.textContent.trim() : "";
-  }
-  document.addEventListener("click", (event) => {
-    if (replaying) return;
-    const button = event.target.closest && event.target.closest(".emq-selfcheck button");
-    if (!button) return;
-    const check = button.closest(".emq-selfcheck");
-    const question = questionOf(check);
-    if (!question) return;
-    store.set(ANSWERS, { ...store.get(ANSWERS, {}), [question]: button.textContent.trim() });
-  }, true);
+  // (echomq_lab/widgets/answers.js, loaded before this script: shared with the app)
+  const answers = window.emqAnswers;
+  if (answers) answers.record(path);
 
   async function replayAnswers(panel) {
-    const answers = store.get(ANSWERS, {});
-    replaying = true;
-    try {
-      for (const check of panel.node.querySelectorAll(".emq-selfcheck")) {
-        const choice = answers[questionOf(check)];
-        if (!choice) continue;
-        const button = [...check.querySelectorAll("button")]
-          .find((b) => b.textContent.trim() === choice);
-        if (!button) continue;
-        await until(() => kernelOf(panel) && kernelOf(panel).status === "idle");
-        button.click();
-        await delay(200);
-      }
-    } finally {
-      replaying = false;
+    if (answers) {
+      await answers.replay(path, panel.node,
+        () => until(() => kernelOf(panel) && kernelOf(panel).status === "idle"));
     }
     mark("answers_replayed");
   }

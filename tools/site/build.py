@@ -41,6 +41,8 @@ from tools import course  # noqa: E402  (the reading order, tools/pages.toml)
 
 PYODIDE = HERE / "node_modules" / "pyodide"
 FENGARI = HERE / "node_modules" / "fengari-web" / "dist" / "fengari-web.js"
+#: The reader's self-check answers kept in the browser (shared with the app).
+ANSWERS_JS = ROOT / "echomq_lab" / "widgets" / "answers.js"
 #: The runtime files the site serves from the npm package (no source maps, no console pages).
 RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
 #: The browser's Python's tag for byte-compiled files (``sys.implementation.cache_tag``).
@@ -442,6 +444,7 @@ def page_runs_itself(out: Path) -> None:
     text = text.replace("</body>", cue + "</body>", 1)
     index.write_text(text, encoding="utf-8")
     shutil.copy2(HERE / "autorun.js", out / "lab" / "autorun.js")
+    shutil.copy2(ANSWERS_JS, out / "lab" / "answers.js")
 
 
 #: Not kept for offline reading: what no page asks for.

@@ -70,7 +70,9 @@ from tools.browser import (
     find_button,
     hide_sidebar,
     menu,
+    full_lab,
     notebook_screenshot,
+    reader_view,
     stored_stderr,
     stored_widgets,
 )
@@ -257,7 +259,9 @@ def test_no_serious_or_critical_violation_on_the_site(
         if backends_required():
             pytest.fail(why, pytrace=False)
         pytest.skip(why)
-    found = axe.violations(ran(name))
+    page = ran(name)
+    reader_view(page)  # (page 01's early Run All was pressed from the full JupyterLab)
+    found = axe.violations(page)
     assert not found, f"{name}:\n{axe.said(found)}"
 
 
@@ -641,6 +645,7 @@ print("token", second.token, jobs.complete(c, q, job, second.token))
 
 def test_the_table_of_contents_lists_the_headings(ran: Callable[[str], Page]) -> None:
     page = ran(CENTRE)
+    full_lab(page)  # (on the site: its sidebar is JupyterLab's, one click off the reader's view)
     page.locator(".jp-SideBar .lm-TabBar-tab[data-id='table-of-contents']").click()
     toc = page.locator(".jp-TableOfContents-content")
     toc.get_by_text("Two workers, one job").first.wait_for(timeout=UPDATE_MS)
@@ -649,8 +654,10 @@ def test_the_table_of_contents_lists_the_headings(ran: Callable[[str], Page]) ->
 
 
 def test_a_typed_cell_meets_the_fence(ran: Callable[[str], Page]) -> None:
-    """Enqueue, claim (short lease), reap, claim again, complete old then new token."""
+    """Enqueue, claim (short lease), reap, claim again, complete old then new token (on the
+    site, from its full JupyterLab: the reader's view folds the code)."""
     page = ran(CENTRE)
+    full_lab(page)
     page.locator(".jp-Notebook .jp-Cell").last.click()
     page.keyboard.press("Escape")
     page.keyboard.press("b")
@@ -689,6 +696,7 @@ def log_console_text(page: Page) -> str:
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_every_visible_button_clicks_cleanly(name: str, ran: Callable[[str], Page]) -> None:
     page = ran(name)
+    full_lab(page)  # (on the site: the kernel's state shows in JupyterLab's status bar)
     buttons = page.locator(BUTTONS)
     count = buttons.count()
     assert count > 0, f"{name}: no live widget button after Run All"

@@ -370,8 +370,10 @@
 
   /** The live page takes the words' place: scrolled so the cell at the top of the words is
    *  at the same height, then the words fade out. */
+  let handedOver = false;
   function handOverToLive(panel) {
-    if (!reader || !reader.isConnected) return;
+    if (handedOver || !reader || !reader.isConnected) return;
+    handedOver = true;
     const { index, offset } = wordsPlace();
     const scroller = panel.content.node.querySelector(".jp-WindowedPanel-outer")
       || panel.content.node;
@@ -529,6 +531,7 @@
 
   async function runEach(notebook, cells, next, status) {
     for (; next < cells.length; next++) {
+      cells[next].node.classList.remove(NOT_YET);
       if (!cells[next].model.sharedModel.getSource().trim()) continue; // nothing to send
       const before = status.ran;
       notebook.activeCellIndex = notebook.widgets.indexOf(cells[next]);
@@ -577,6 +580,8 @@
    *  dropped). */
   async function runPage(app, panel) {
     const cells = codeCells(panel);
+    // a stored output is not shown until its cell has run: a stored panel is only its text
+    for (const cell of cells) cell.node.classList.add(NOT_YET);
     const total = cells.length;
     const status = { ran: 0, failed: false };
     let next = 0;
@@ -587,7 +592,12 @@
         const type = msg.header.msg_type;
         if (type === "execute_input") {
           status.ran += 1;
-          if (livePanels(panel)) mark("first_panel_drawn");
+          if (livePanels(panel)) {
+            mark("first_panel_drawn");
+            // the first panel is live: the live page takes the words' place (what has not run
+            // yet keeps its room, blank, until its cell runs)
+            if (reading()) handOverToLive(panel);
+          }
           show("running", `Running the page: cell ${status.ran} of ${total}`,
                0.4 + 0.6 * status.ran / total,
                livePanels(panel) ? "the first panels are live" : "");
@@ -609,6 +619,7 @@
         kernel.iopubMessage.disconnect(count);
       }
       if (next >= total) {
+        for (const cell of cells) cell.node.classList.remove(NOT_YET);
         lastCellActive(panel);
         view.hold();
         return { ok: !status.failed, ran: status.ran };
@@ -617,6 +628,9 @@
     }
     return { ok: false, ran: status.ran };
   }
+
+  /** The class of a code cell whose stored outputs wait, unseen, for its cell to run. */
+  const NOT_YET = "emq-not-run-yet";
 
   function livePanels(panel) {
     return panel.node.querySelectorAll(

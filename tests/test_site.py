@@ -147,6 +147,20 @@ def test_a_reload_runs_the_page_again_and_keeps_the_answer(
     expect(_verdict(page)).to_have_text("")
 
 
+def test_back_and_forward_run_the_page_again(reading: tuple[BrowserContext, Page]) -> None:
+    """From the list of pages to page 00, Back returns to the list in one step (JupyterLab's
+    own addresses take no step of their own), and Forward runs the page again by itself."""
+    _, page = reading
+    page.goto(page.url.split("/lab/", 1)[0] + "/index.html")
+    page.locator(f"li a[href$='{READ}']").click()
+    site.wait_until_live(page)
+    page.go_back()
+    assert page.url.endswith("/index.html"), page.url
+    page.go_forward()
+    site.wait_until_live(page)
+    assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() > 0
+
+
 def test_offline_a_reload_and_a_new_tab_run_their_pages(
     reading: tuple[BrowserContext, Page]
 ) -> None:

@@ -25,6 +25,16 @@
     }
   };
   setInterval(keepAddress, 250);
+  // ... and it pushes each address it gives itself (without the page, with its mode) as a step
+  // of its own, which Back would return to: within the page, it replaces the page's step.
+  const pushState = window.history.pushState.bind(window.history);
+  window.history.pushState = (state, unused, url) => {
+    const next = new URL(url || window.location.href, window.location.href);
+    if (next.pathname === window.location.pathname) {
+      return window.history.replaceState(state, unused, url);
+    }
+    return pushState(state, unused, url);
+  };
   window.addEventListener("pagehide", keepAddress);
   const statusSlot = document.querySelector("#emq-bar .emq-bar-status");
   if (statusSlot) statusSlot.appendChild(cue); // the cue is a line of the bar, over nothing

@@ -12,9 +12,10 @@ come before those that press it:
 
 - on the site: no uncaught page error and no request to another origin, the page not marked
   modified by its own run; a Run All pressed before the page's own run ends (page 01) is that
-  run, every cell numbered once in order; pages 00-03 hold no serious or critical violation
-  axe-core finds in the notebook (WCAG 2 A/AA); lab 05 draws its simulation, its leases and the
-  fence on and off side by side;
+  run, every cell numbered once in order; pages 00-03, in the reader's view the site opens
+  them in, hold no serious or critical violation axe-core finds in the document (WCAG 2 A/AA);
+  on 02 at 1200 x 800 "A claims" is in the first screen; lab 05 draws its simulation, its
+  leases and the fence on and off side by side;
 - 02: the two-worker story waits at step 1 (only *A claims* is on the page);
 - every page: no cell raises, no widget fails to render, each widget the stored notebook
   shows is live again, a full screenshot is saved, and one safe button (see ``CLICKS``) changes
@@ -63,12 +64,15 @@ from tests.support import axe, front_ends, site
 from tests.support.backends import backends_required
 from tests.support.story import play
 from tools.browser import (
+    NOTEBOOK_SCROLLER,
     STDERR_OUTPUT,
     change_theme,
     find_button,
+    full_lab,
     hide_sidebar,
     menu,
     notebook_screenshot,
+    reader_view,
     stored_stderr,
     stored_widgets,
 )
@@ -211,16 +215,6 @@ def no_widget_errors(page: Page, name: str) -> None:
 
 # -- on the site, as each page's own run left it -------------------------------------------------
 
-#: What axe reads: the notebook, not JupyterLab's menus, sidebars and file browser around it.
-NOTEBOOK = ".jp-NotebookPanel"
-#: JupyterLab's own elements inside the notebook, each excused from one rule only.
-JUPYTERLAB_OWN = (
-    ("aria-input-field-name", ".jp-InputArea-editor .cm-content"),
-    ("aria-required-children", ".jp-WindowedPanel-viewport"),
-    ("button-name", ".jp-collapseHeadingButton"),
-)
-
-
 @pytest.mark.parametrize("name", ON_SITE)
 def test_on_the_site_a_page_runs_alone_and_asks_no_other_origin(
     name: str, ran: Callable[[str], Page], site_seen: dict[str, site.Opened]
@@ -257,27 +251,17 @@ def test_a_run_all_pressed_before_the_pages_run_ends_is_that_run(
 def test_no_serious_or_critical_violation_on_the_site(
     name: str, ran: Callable[[str], Page]
 ) -> None:
-    """The page as its own run left it: axe-core (WCAG 2 A and AA) finds no serious or
-    critical violation in the notebook.
-
-    axe reads the notebook panel (``.jp-NotebookPanel``: the cells, their outputs, our widgets),
-    not the document. On the whole document it also finds, outside the panel, one rule on
-    JupyterLab's chrome: ``aria-allowed-attr`` (critical) on the file browser's toolbar buttons
-    "Upload Files" and "Toggle File Filter" (``jp-button`` elements given ``aria-pressed``).
-    Inside the panel, three rules on JupyterLab's own elements are excused there and only
-    there (:data:`JUPYTERLAB_OWN`): ``aria-input-field-name`` (serious) on each code cell's
-    editor (CodeMirror's ``.cm-content``, a ``role="textbox"`` with no name),
-    ``aria-required-children`` (critical) on the cell list (``.jp-WindowedPanel-viewport``, a
-    ``role="feed"`` whose cells are not ``article``s), and ``button-name`` (critical) on the
-    collapse button beside a markdown heading (``.jp-collapseHeadingButton``, no text).
-    Every other rule, and these rules on any other element, still fails the test.
-    """
+    """The page as its own run left it, in the site's reader's view (what a reader opening it
+    sees): axe-core (WCAG 2 A and AA) finds no serious or critical violation in the whole
+    document, the site's bar and cue included, excusing nothing."""
     why = axe.missing()
     if why is not None:
         if backends_required():
             pytest.fail(why, pytrace=False)
         pytest.skip(why)
-    found = axe.violations(ran(name), within=NOTEBOOK, ignore=JUPYTERLAB_OWN)
+    page = ran(name)
+    reader_view(page)  # (page 01's early Run All was pressed from the full JupyterLab)
+    found = axe.violations(page)
     assert not found, f"{name}:\n{axe.said(found)}"
 
 
@@ -303,6 +287,29 @@ def test_the_story_waits_at_step_one_after_its_run(ran: Callable[[str], Page]) -
     for step, _ in STEPS[1:]:  # later steps are not on the page yet
         expect(find_button(story, BUTTON_LABELS[step]), f"{step} is hidden").to_have_count(0)
     expect(story).to_contain_text("state pending, attempts 0, no lease")
+
+
+def test_on_the_site_the_story_s_first_button_is_in_the_first_screen(
+    ran: Callable[[str], Page]
+) -> None:
+    """02 in the site's reader's view, at 1200 x 800, scrolled to its top: "A claims" (a
+    ``<button>``) is in the first screen, and the page's first heading is its title."""
+    page = ran(CENTRE)
+    size = page.viewport_size
+    page.set_viewport_size(site.READER_VIEWPORT)
+    try:
+        page.locator(NOTEBOOK_SCROLLER).evaluate("el => { el.scrollTop = 0; }")
+        expect(page.locator(f"{ON_SHOW} h1").first).to_have_text(re.compile(
+            r"^The state and attempts"))
+        claim = page.get_by_role("button", name="A claims", exact=True)
+        expect(claim).to_be_visible()
+        assert claim.evaluate("el => el.tagName") == "BUTTON"
+        box = claim.bounding_box()
+        assert box is not None
+        assert box["y"] >= 0 and box["y"] + box["height"] <= site.READER_VIEWPORT["height"], box
+    finally:
+        if size:
+            page.set_viewport_size(size)
 
 
 # -- every notebook ----------------------------------------------------------------------------
@@ -638,6 +645,7 @@ print("token", second.token, jobs.complete(c, q, job, second.token))
 
 def test_the_table_of_contents_lists_the_headings(ran: Callable[[str], Page]) -> None:
     page = ran(CENTRE)
+    full_lab(page)  # (on the site: its sidebar is JupyterLab's, one click off the reader's view)
     page.locator(".jp-SideBar .lm-TabBar-tab[data-id='table-of-contents']").click()
     toc = page.locator(".jp-TableOfContents-content")
     toc.get_by_text("Two workers, one job").first.wait_for(timeout=UPDATE_MS)
@@ -646,8 +654,10 @@ def test_the_table_of_contents_lists_the_headings(ran: Callable[[str], Page]) ->
 
 
 def test_a_typed_cell_meets_the_fence(ran: Callable[[str], Page]) -> None:
-    """Enqueue, claim (short lease), reap, claim again, complete old then new token."""
+    """Enqueue, claim (short lease), reap, claim again, complete old then new token (on the
+    site, from its full JupyterLab: the reader's view folds the code)."""
     page = ran(CENTRE)
+    full_lab(page)
     page.locator(".jp-Notebook .jp-Cell").last.click()
     page.keyboard.press("Escape")
     page.keyboard.press("b")
@@ -686,6 +696,7 @@ def log_console_text(page: Page) -> str:
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_every_visible_button_clicks_cleanly(name: str, ran: Callable[[str], Page]) -> None:
     page = ran(name)
+    full_lab(page)  # (on the site: the kernel's state shows in JupyterLab's status bar)
     buttons = page.locator(BUTTONS)
     count = buttons.count()
     assert count > 0, f"{name}: no live widget button after Run All"

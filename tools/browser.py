@@ -366,9 +366,36 @@ def run_all(page: object, cells: int, timeout_ms: int = 120_000) -> None:
     page.get_by_text("| Idle").first.wait_for(timeout=timeout_ms)
 
 
-def menu(page: object, label: str, command: str) -> None:
-    """Open the menu-bar menu ``label`` and click its item for ``command``."""
+#: The static site's button that leaves its reader's view for the full JupyterLab
+#: (tools/site/reader.html).
+FULL_LAB = "#emq-full-lab"
+
+
+def full_lab(page: object) -> None:
+    """On the static site, opened in its reader's view: press "Full JupyterLab" (menus, file
+    browser, code shown) and wait for the menu bar. Anywhere else, nothing."""
     page = _page(page)
+    button = page.locator(FULL_LAB)
+    if button.count() and button.is_visible() and button.inner_text() == "Full JupyterLab":
+        button.click()
+        page.locator(".lm-MenuBar").first.wait_for(state="visible", timeout=30_000)
+
+
+def reader_view(page: object) -> None:
+    """On the static site, in its full JupyterLab: press "Reader's view" and wait until the menu
+    bar has gone. Anywhere else, nothing."""
+    page = _page(page)
+    button = page.locator(FULL_LAB)
+    if button.count() and button.is_visible() and button.inner_text() == "Reader's view":
+        button.click()
+        page.locator(".lm-MenuBar").first.wait_for(state="hidden", timeout=30_000)
+
+
+def menu(page: object, label: str, command: str) -> None:
+    """Open the menu-bar menu ``label`` and click its item for ``command`` (on the static site,
+    from its full JupyterLab)."""
+    page = _page(page)
+    full_lab(page)
     page.locator(".lm-MenuBar-itemLabel", has_text=label).first.click()
     page.locator(f".lm-Menu-item[data-command='{command}']").click()
 
@@ -377,6 +404,7 @@ def change_theme(page: object, theme: str, timeout_ms: int = 30_000) -> None:
     """Switch JupyterLab to ``theme`` ("JupyterLab Dark", say) as a reader does, from the
     Settings menu's Theme submenu (``apputils:change-theme``), and wait until the page wears it."""
     page = _page(page)
+    full_lab(page)
     page.locator(".lm-MenuBar-itemLabel", has_text="Settings").first.click()
     page.locator(".lm-Menu-item", has=page.get_by_text("Theme", exact=True)).first.click()
     item = page.locator(".lm-Menu-item[data-command='apputils:change-theme']").filter(

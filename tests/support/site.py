@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING
 from tools.browser import VIEWPORT, menu, only_from
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Page, ViewportSize
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "site"
 #: Pyodide's start, the wheels, then every cell: well under this on 2 busy cores.
 RUN_MS = 300_000
+#: The window the reader's view is held to: "A claims" on 02 in the first screen.
+READER_VIEWPORT: ViewportSize = {"width": 1200, "height": 800}
 #: The cue the page shows until its panels are live (tools/site/cue.html).
 CUE = "#emq-cue"
 #: The page whose Run All is pressed as soon as the menu shows, before the page's own run ends:
@@ -42,10 +44,11 @@ class Opened:
     pressed_while: str = ""
 
 
-def open_page(browser: Browser, site_url: str, name: str, seen: Opened) -> Page:
+def open_page(browser: Browser, site_url: str, name: str, seen: Opened,
+              viewport: ViewportSize = VIEWPORT) -> Page:
     """A fresh tab on page ``name`` of the site, every other origin refused (noted in
     ``seen``), its console errors and uncaught page errors noted in ``seen``."""
-    context = browser.new_context(viewport=VIEWPORT)
+    context = browser.new_context(viewport=viewport)
     only_from(context, site_url, seen.refused)
     page = context.new_page()
     page.on("console", lambda m: seen.errors.append(m.text) if m.type == "error" else None)

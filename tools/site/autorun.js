@@ -15,9 +15,34 @@
     if (cue) cue.remove();
     return;
   }
+  // The address stays the page's own: JupyterLab drops ``?path=`` once it has opened the page,
+  // and a reload (F5, back, forward) of what is left would open no page to run.
+  const asked = window.location.href;
+  const keepAddress = () => {
+    if (!new URLSearchParams(window.location.search).get("path")
+        && /\/lab\/(index\.html)?$/.test(window.location.pathname)) {
+      window.history.replaceState(window.history.state, "", asked);
+    }
+  };
+  setInterval(keepAddress, 250);
+  // ... and it pushes each address it gives itself (without the page, with its mode) as a step
+  // of its own, which Back would return to: within the page, it replaces the page's step.
+  const pushState = window.history.pushState.bind(window.history);
+  window.history.pushState = (state, unused, url) => {
+    const next = new URL(url || window.location.href, window.location.href);
+    if (next.pathname === window.location.pathname) {
+      return window.history.replaceState(state, unused, url);
+    }
+    return pushState(state, unused, url);
+  };
+  window.addEventListener("pagehide", keepAddress);
+  const statusSlot = document.querySelector("#emq-bar .emq-bar-status");
+  if (statusSlot) statusSlot.appendChild(cue); // the cue is a line of the bar, over nothing
   const title = cue.querySelector(".emq-cue-title");
   const detail = cue.querySelector(".emq-cue-detail");
   const bar = cue.querySelector(".emq-cue-bar > span");
+  const retry = cue.querySelector(".emq-cue-retry");
+  retry.addEventListener("click", () => window.location.reload());
   const started = performance.now();
   let stage = { state: "loading", text: "Opening the page…", done: 0.05 };
   let timer = null;
@@ -37,6 +62,7 @@
     cue.hidden = false;
     cue.classList.remove("emq-cue-gone");
     title.textContent = text;
+    retry.hidden = state !== "error";
     bar.style.width = `${Math.round(Math.min(1, Math.max(0, done)) * 100)}%`;
     tick();
     if (!timer) timer = setInterval(tick, 500);
@@ -151,7 +177,10 @@
       mark("lab_imported");
       state.step = "Almost there";
     })();
-    state.ready.catch((error) => console.warn("echomq lab: early start failed", error));
+    state.ready.catch((error) => {
+      console.warn("echomq lab: early start failed", error);
+      state.failed = error;
+    });
 
     // what the kernel's own start still does, with its real settings
     async function handOver(real) {
@@ -204,6 +233,228 @@
       window.Worker = NativeWorker;
     };
     return state;
+  }
+
+  // ------------------------------------------------------------------ the reader's view
+  // Opened to read (body.emq-reading, tools/site/reader.html): one document, no menus, no
+  // file browser, no status bar, code folded; "Full JupyterLab" gives JupyterLab back, "Show
+  // the code" unfolds the code. Both choices, and the theme's darkness, are remembered in
+  // localStorage ("emq-view"); what the reader answered and where they were, per page.
+  const store = {
+    get(key, fallback) {
+      try { return JSON.parse(localStorage.getItem(key)) || fallback; } catch (e) { return fallback; }
+    },
+    set(key, value) {
+      try { localStorage.setItem(key, JSON.stringify(value)); } catch (e) { /* storage off */ }
+    },
+  };
+  const VIEW = "emq-view";
+  const PLACE = `emq-place:${path}`;
+  const reader = document.getElementById("emq-reader");
+  const words = document.getElementById("emq-words");
+  let appRef = null;
+  let shownPanel = null; // the page, once JupyterLab shows it
+
+  function remember(change) {
+    store.set(VIEW, { ...store.get(VIEW, {}), ...change });
+  }
+
+  function reading() {
+    return document.body.classList.contains("emq-reading");
+  }
+
+  /** The shell as the view wants it: the reader's (one document, nothing around it) or
+   *  JupyterLab's own. */
+  let shellParts = null;
+  function arrange(app) {
+    const shell = app.shell;
+    const lab = !reading();
+    app.commands.execute("application:set-mode",
+      { mode: lab ? "multiple-document" : "single-document" });
+    if (!lab) {
+      shell.collapseLeft();
+      shell.collapseRight();
+    }
+    for (const side of ["left", "right"]) {
+      if (shell.isSideTabBarVisible && shell.isSideTabBarVisible(side) === !lab) {
+        shell.toggleSideTabBarVisibility(side);
+      }
+    }
+    // the menus and the status bar: hidden as the shell's own parts, so the page takes their room
+    // (found once: in the full JupyterLab the menu's panel moves into the top one)
+    shellParts = shellParts || [...(shell.layout.widgets || [])].filter(
+      (part) => ["jp-top-panel", "jp-menu-panel", "jp-bottom-panel"].includes(part.node.id));
+    for (const part of shellParts) part.setHidden(!lab);
+    for (const widget of shell.widgets("main")) {
+      if (widget.toolbar) widget.toolbar.setHidden(!lab);
+      widget.fit();
+    }
+    window.dispatchEvent(new Event("resize"));
+    requestAnimationFrame(() => window.dispatchEvent(new Event("resize")));
+  }
+
+  const fullLab = document.getElementById("emq-full-lab");
+  const showCode = document.getElementById("emq-show-code");
+  const startOver = document.getElementById("emq-start-over");
+  function labels() {
+    if (fullLab) fullLab.textContent = reading() ? "Full JupyterLab" : "Reader's view";
+    if (showCode) {
+      const shown = document.body.classList.contains("emq-code-shown");
+      showCode.setAttribute("aria-pressed", String(shown));
+      showCode.hidden = !reading();
+    }
+  }
+  labels();
+  if (fullLab) {
+    fullLab.addEventListener("click", () => {
+      const lab = reading();
+      document.body.classList.toggle("emq-reading", !lab);
+      document.body.classList.toggle("emq-full", lab);
+      remember({ lab });
+      labels();
+      if (appRef) arrange(appRef);
+      if (lab && shownPanel) handOverToLive(shownPanel);
+    });
+  }
+  if (showCode) {
+    showCode.addEventListener("click", () => {
+      const code = !document.body.classList.contains("emq-code-shown");
+      document.body.classList.toggle("emq-code-shown", code);
+      remember({ code });
+      labels();
+    });
+  }
+  if (startOver) {
+    startOver.addEventListener("click", () => {
+      if (answers) answers.clear(path);
+      localStorage.removeItem(PLACE);
+      window.location.reload();
+    });
+  }
+
+  /** JupyterLab's theme, followed: the bar and the words take its darkness from the next
+   *  opening's first paint on. */
+  function followTheme() {
+    const note = () => {
+      const light = document.body.dataset.jpThemeLight;
+      if (light === undefined) return;
+      const dark = light === "false";
+      document.documentElement.classList.toggle("emq-dark", dark);
+      remember({ dark });
+    };
+    note();
+    new MutationObserver(note).observe(document.body,
+      { attributes: true, attributeFilter: ["data-jp-theme-light"] });
+  }
+
+  /** The cells of the words (reader/<page>.html), in page order. */
+  function wordCells() {
+    return words ? [...words.children].filter((el) => el.classList.contains("cell")) : [];
+  }
+
+  /** The cell at the top of the words' view, and how far its top sits below the view's. */
+  function wordsPlace() {
+    const top = reader.getBoundingClientRect().top;
+    const cells = wordCells();
+    for (let i = 0; i < cells.length; i++) {
+      const box = cells[i].getBoundingClientRect();
+      if (box.bottom > top + 1) return { index: i, offset: box.top - top };
+    }
+    return { index: 0, offset: 0 };
+  }
+
+  /** Where the reader was, put back in the words as soon as they show. */
+  function restorePlace() {
+    const place = store.get(PLACE, null);
+    if (!place || !reader) return;
+    const at = () => {
+      const cell = wordCells()[place.index];
+      if (!cell) return false;
+      reader.scrollTop += cell.getBoundingClientRect().top - reader.getBoundingClientRect().top
+        - (place.offset || 0);
+      return true;
+    };
+    until(at, 50);
+  }
+  restorePlace();
+
+  /** The live page takes the words' place: scrolled so the cell at the top of the words is
+   *  at the same height, then the words fade out. */
+  let handedOver = false;
+  function handOverToLive(panel) {
+    if (handedOver || !reader || !reader.isConnected) return;
+    handedOver = true;
+    const { index, offset } = wordsPlace();
+    const scroller = panel.content.node.querySelector(".jp-WindowedPanel-outer")
+      || panel.content.node;
+    const cell = panel.content.widgets[index];
+    if (cell && index > 0) {
+      scroller.scrollTop += cell.node.getBoundingClientRect().top
+        - scroller.getBoundingClientRect().top - offset;
+      view.top = scroller.scrollTop;
+    }
+    reader.classList.add("emq-gone");
+    reader.setAttribute("aria-busy", "false");
+    mark("live_shown");
+    setTimeout(() => reader.remove(), 400);
+    keepPlace(panel, scroller);
+  }
+
+  /** Where the reader is, kept (per page) as they scroll the live page. */
+  function keepPlace(panel, scroller) {
+    let pending = null;
+    scroller.addEventListener("scroll", () => {
+      clearTimeout(pending);
+      pending = setTimeout(() => {
+        const top = scroller.getBoundingClientRect().top;
+        const cells = panel.content.widgets;
+        for (let i = 0; i < cells.length; i++) {
+          const box = cells[i].node.getBoundingClientRect();
+          if (box.bottom > top + 1) {
+            store.set(PLACE, { index: i, offset: box.top - top });
+            return;
+          }
+        }
+      }, 300);
+    }, { passive: true });
+  }
+
+  /** Once a page is live: the whole site kept for offline reading (tools/site/offline.js, in
+   *  the service worker JupyterLite registers). */
+  function keepSite() {
+    if (!navigator.serviceWorker) return;
+    navigator.serviceWorker.ready.then((registration) => {
+      if (registration.active) registration.active.postMessage({ type: "emq-keep-site" });
+    }).catch(() => undefined);
+  }
+
+  // ------------------------------------------------------------------ the reader's answers
+  // (echomq_lab/widgets/answers.js, loaded before this script: shared with the app)
+  const answers = window.emqAnswers;
+  if (answers) answers.record(path);
+
+  async function replayAnswers(panel) {
+    if (answers) {
+      await answers.replay(path, panel.node,
+        () => until(() => kernelOf(panel) && kernelOf(panel).status === "idle"));
+    }
+    mark("answers_replayed");
+  }
+
+  /** The notebook's cell list is a feed (role="feed"): each cell in it is an article, as a
+   *  feed's items must be, including cells added later. */
+  function cellsAsArticles(panel) {
+    const viewport = panel.content.node.querySelector("[role='feed']");
+    if (!viewport) return;
+    const mark = () => {
+      for (const cell of viewport.children) {
+        if (cell.classList.contains("jp-Cell") && !cell.getAttribute("role")) {
+          cell.setAttribute("role", "article");
+        }
+      }
+    };
+    mark();
+    new MutationObserver(mark).observe(viewport, { childList: true });
   }
 
   // ------------------------------------------------------------------ the page and its kernel
@@ -290,6 +541,7 @@
 
   async function runEach(notebook, cells, next, status) {
     for (; next < cells.length; next++) {
+      cells[next].node.classList.remove(NOT_YET);
       if (!cells[next].model.sharedModel.getSource().trim()) continue; // nothing to send
       const before = status.ran;
       notebook.activeCellIndex = notebook.widgets.indexOf(cells[next]);
@@ -338,6 +590,8 @@
    *  dropped). */
   async function runPage(app, panel) {
     const cells = codeCells(panel);
+    // a stored output is not shown until its cell has run: a stored panel is only its text
+    for (const cell of cells) cell.node.classList.add(NOT_YET);
     const total = cells.length;
     const status = { ran: 0, failed: false };
     let next = 0;
@@ -348,7 +602,12 @@
         const type = msg.header.msg_type;
         if (type === "execute_input") {
           status.ran += 1;
-          if (livePanels(panel)) mark("first_panel_drawn");
+          if (livePanels(panel)) {
+            mark("first_panel_drawn");
+            // the first panel is live: the live page takes the words' place (what has not run
+            // yet keeps its room, blank, until its cell runs)
+            if (reading()) handOverToLive(panel);
+          }
           show("running", `Running the page: cell ${status.ran} of ${total}`,
                0.4 + 0.6 * status.ran / total,
                livePanels(panel) ? "the first panels are live" : "");
@@ -370,6 +629,7 @@
         kernel.iopubMessage.disconnect(count);
       }
       if (next >= total) {
+        for (const cell of cells) cell.node.classList.remove(NOT_YET);
         lastCellActive(panel);
         view.hold();
         return { ok: !status.failed, ran: status.ran };
@@ -378,6 +638,9 @@
     }
     return { ok: false, ran: status.ran };
   }
+
+  /** The class of a code cell whose stored outputs wait, unseen, for its cell to run. */
+  const NOT_YET = "emq-not-run-yet";
 
   function livePanels(panel) {
     return panel.node.querySelectorAll(
@@ -404,8 +667,16 @@
   async function main() {
     const app = await until(() => window.jupyterapp, 50);
     await app.restored;
+    appRef = app;
+    arrange(app);
+    followTheme();
     const panel = await until(() => pagePanel(app), 100);
+    arrange(app);
+    cellsAsArticles(panel);
     mark("app_shown");
+    shownPanel = panel;
+    // JupyterLab itself, asked for: it takes the words' place as soon as it shows the page
+    if (!reading()) handOverToLive(panel);
     keepEarlyRuns(app, panel);
     followRestarts(panel);
     await panel.context.ready;
@@ -421,6 +692,7 @@
     panel.context.model.dirty = false; // the page's own run is not an edit
     ownRunDone = true;
     mark("run_done");
+    handOverToLive(panel);
     if (ok) {
       const seconds = Math.round((performance.now() - started) / 1000);
       show("ready", "Ready: the panels are live.", 1, `${seconds} s`);
@@ -429,14 +701,35 @@
       show("error", "A cell stopped with an error: its message is on the page.", 1);
     }
     await doKept(panel);
+    await replayAnswers(panel);
+    keepSite();
     if (early && early.taken) {
       await until(() => answering(panel) && kernelOf(panel).status === "idle");
       early.loadLater().catch((error) => console.warn("echomq lab: jedi not loaded", error));
     }
   }
 
+  // The cue never hangs: Python that failed to start, or that has not answered after
+  // STALLED_S seconds with nothing moving, ends in one plain line and a way to try again.
+  const STALLED_S = 120;
+  let lastMove = { key: "", at: performance.now() };
+  const watchdog = setInterval(() => {
+    if (!["loading", "starting"].includes(stage.state)) {
+      if (stage.state !== "restarting") clearInterval(watchdog);
+      return;
+    }
+    const key = `${stage.text}|${early ? early.step : ""}|${Object.keys(times).length}`;
+    if (key !== lastMove.key) lastMove = { key, at: performance.now() };
+    const stalled = performance.now() - lastMove.at > STALLED_S * 1000;
+    if ((early && early.failed && !early.taken) || stalled) {
+      clearInterval(watchdog);
+      show("error", navigator.onLine ? "Python could not start in this tab."
+        : "Python could not start: this tab is offline and the page is not stored yet.", 1);
+    }
+  }, 1000);
+
   main().catch((error) => {
     console.error("echomq lab: could not run the page", error);
-    show("error", "The page could not run by itself: Run ▸ Run All Cells runs it.", 1);
+    show("error", "The page could not run by itself.", 1);
   });
 })();

@@ -41,6 +41,8 @@ from tools import course  # noqa: E402  (the reading order, tools/pages.toml)
 
 PYODIDE = HERE / "node_modules" / "pyodide"
 FENGARI = HERE / "node_modules" / "fengari-web" / "dist" / "fengari-web.js"
+#: The reader's self-check answers kept in the browser (shared with the app).
+ANSWERS_JS = ROOT / "echomq_lab" / "widgets" / "answers.js"
 #: The runtime files the site serves from the npm package (no source maps, no console pages).
 RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
 #: The browser's Python's tag for byte-compiled files (``sys.implementation.cache_tag``).
@@ -105,6 +107,7 @@ import pyodide_kernel
 pyodide_kernel.ipython_shell.Completer.use_jedi = True
 del pyodide_kernel
 """
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 #: The wheels that come from the kernel extension's own pypi/ folder.
 FROM_KERNEL = ("piplite", "pyodide-kernel", "ipykernel")
 #: Stands in for matplotlib, which the site does not carry (its charts are on the pages left
@@ -302,6 +305,42 @@ def stage_pages(files: Path) -> None:
         (files / page).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
+#: What a panel shows in the reader's view until Python is up (a stored panel's own text is
+#: only its fallback: dead text that looks live).
+ASLEEP = ('<div class="emq-asleep" role="note">A panel of the page: it comes alive once Python '
+          "has started in this tab.</div>")
+
+
+def _for_reading(nb: dict[str, object]) -> dict[str, object]:
+    """A page as the reader's view shows it before Python is up: each stored panel (a widget
+    output) stands as a note that it wakes up; no widget state (nothing fetched for it)."""
+    meta = nb.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("widgets", None)
+    for cell in nb["cells"]:  # type: ignore[attr-defined]
+        outputs = cell.get("outputs", [])
+        for i, output in enumerate(outputs):
+            if WIDGET_MIME in output.get("data", {}):
+                outputs[i] = {"output_type": "display_data", "metadata": {},
+                              "data": {"text/html": ASLEEP}}
+    return nb
+
+
+def reader_pages(files: Path, out: Path, jupyter: Path) -> None:
+    """``reader/<page>.html``: each page's words as the site stores them (headings, prose,
+    code, stored outputs), rendered once here (nbconvert's basic template), which the reader's
+    view (tools/site/reader.html) shows at once while Python starts behind it."""
+    out.mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for page in PAGES:
+            nb = _for_reading(json.loads((files / page).read_text(encoding="utf-8")))
+            (Path(tmp) / page).write_text(json.dumps(nb), encoding="utf-8")
+        subprocess.run(
+            [str(jupyter), "nbconvert", "--to", "html", "--template", "basic", "--log-level",
+             "ERROR", "--output-dir", str(out), *(str(Path(tmp) / p) for p in PAGES)],
+            check=True)
+
+
 def lite_config(lite: Path) -> None:
     """PyPI fallback off; no news or update check (both would ask another origin); the app
     reachable from the page's own script (``window.jupyterapp``, for tools/site/autorun.js)."""
@@ -310,6 +349,12 @@ def lite_config(lite: Path) -> None:
         "jupyter-config-data": {
             "appName": "echomq lab",
             "exposeAppInBrowser": "true",
+            # a page always opens as the site holds it: the reader's edits and the layout live
+            # in the tab's memory only, so a reload never meets an older copy marked modified
+            # (what the reader answered is kept by tools/site/autorun.js, in localStorage)
+            "enableMemoryStorage": "true",
+            "contentsStorageDrivers": ["memoryStorageDriver"],
+            "workspacesStorageDrivers": ["memoryStorageDriver"],
             "litePluginSettings": {
                 "@jupyterlite/pyodide-kernel-extension:kernel": {
                     "disablePyPIFallback": True,
@@ -323,6 +368,8 @@ def lite_config(lite: Path) -> None:
         "@jupyterlab/apputils-extension:notification": {
             "fetchNews": "false", "checkForUpdates": False
         },
+        # nothing saved behind the reader's back (the tab's memory holds the page anyway)
+        "@jupyterlab/docmanager-extension:plugin": {"autosave": False},
         # every cell drawn, not only those in view: the panels are live widgets
         "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
     }
@@ -390,9 +437,38 @@ def page_runs_itself(out: Path) -> None:
     if "</body>" not in text:
         raise SystemExit(f"{index}: no </body> to put the cue before")
     text = text.replace("Loading JupyterLite...", "Opening the page…")
+    text = text.replace("<title>JupyterLite</title>", "<title>echomq lab</title>", 1)
+    text = text.replace("<html>", '<html lang="en">', 1)
+    reader = (HERE / "reader.html").read_text(encoding="utf-8")
+    text = re.sub(r"<body([^>]*)>", lambda m: m.group(0) + "\n" + reader, text, count=1)
     text = text.replace("</body>", cue + "</body>", 1)
     index.write_text(text, encoding="utf-8")
     shutil.copy2(HERE / "autorun.js", out / "lab" / "autorun.js")
+    shutil.copy2(ANSWERS_JS, out / "lab" / "answers.js")
+
+
+#: Not kept for offline reading: what no page asks for.
+NOT_KEPT = ("doc/", "rspack.config", "package.json", "jupyterlite.schema", "jupyter-lite.ipynb")
+
+
+def keep_offline(out: Path) -> None:
+    """The service worker JupyterLite registers (``service-worker.js``), with
+    tools/site/offline.js before its own code: the site kept in the browser's cache, so every
+    page opens and runs offline once one page has been opened. The cache is named after a hash
+    of every file kept, so a rebuilt site replaces it."""
+    worker = out / "service-worker.js"
+    kept = sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
+                  if p.is_file() and p != worker
+                  and not p.relative_to(out).as_posix().startswith(NOT_KEPT))
+    digest = hashlib.sha256()
+    for rel in kept:
+        digest.update(rel.encode() + b"\0" + hashlib.sha256((out / rel).read_bytes()).digest())
+    code = (HERE / "offline.js").read_text(encoding="utf-8")
+    code = code.replace("__EMQ_VERSION__", digest.hexdigest()[:16])
+    first = ("index.html", "lab/", "reader/", "files/", "api/")  # what opens a page: kept first
+    kept.sort(key=lambda rel: (not rel.startswith(first), rel))
+    code = code.replace("__EMQ_FILES__", json.dumps(["./", *kept]))
+    worker.write_text(code + worker.read_text(encoding="utf-8"), encoding="utf-8")
 
 
 def build(out: Path, work: Path, jupyter: Path) -> None:
@@ -419,7 +495,9 @@ def build(out: Path, work: Path, jupyter: Path) -> None:
         check=True, cwd=lite, env=env,
     )
     page_runs_itself(out)
+    reader_pages(lite / "files", out / "reader", jupyter)
     landing_page(out)
+    keep_offline(out)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     centre = course.file_of("the-state-and-attempts")
     print(f"site: {out} ({size / 1e6:.1f} MB); open index.html, or lab/index.html?path={centre}")

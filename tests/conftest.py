@@ -223,9 +223,11 @@ def binder_install(tmp_path_factory: pytest.TempPathFactory) -> binder.Install:
 
 @pytest.fixture(scope="session")
 def valkey_tools() -> tuple[str, str]:
-    """The paths of ``valkey-server`` and ``valkey-cli``, for a test that starts a cluster of
-    its own; without them it skips, saying why (fails where the wheel exists and backends are
-    required)."""
+    """The paths of ``valkey-server`` and ``valkey-cli``, for a test that starts a cluster or a
+    room of its own; without them it skips, saying why (fails where the wheel exists and
+    backends are required). A run that names its backends without Valkey skips it too."""
+    if not asked("valkey"):
+        pytest.skip(not_asked("valkey"))
     try:
         return servers.valkey_tools()
     except ServerStartError as exc:

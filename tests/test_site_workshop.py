@@ -106,7 +106,8 @@ def test_the_page_runs_by_itself_with_every_widget_live(tab: Tab) -> None:
 
 
 def _join(tab: Tab, link: str) -> float:
-    """Paste ``link`` into the panel and press join; seconds until the panel's line changed."""
+    """Paste ``link`` into the panel and press join; seconds until the panel's line changed
+    to what the join came to (past the "running…" cue the press shows at once)."""
     message = tab.panel.locator(".emq-message").first
     before = message.inner_text() if message.count() else ""
     tab.panel.locator("input[placeholder^='echomq://']").fill(link)
@@ -114,7 +115,8 @@ def _join(tab: Tab, link: str) -> float:
     find_button(tab.panel, "join the room").click()
     tab.page.wait_for_function(
         "([sel, before]) => { const m = document.querySelector(sel + ' .emq-message');"
-        " return m && m.innerText.trim() && m.innerText !== before; }",
+        " return m && !m.classList.contains('emq-running') && m.innerText.trim()"
+        " && m.innerText !== before; }",
         arg=[PANEL, before], timeout=ANSWER_MS)
     return time.monotonic() - began
 

@@ -134,13 +134,15 @@ page: $(LAB_STAMP)
 		$(PY) tools/nav.py && $(STORE) "$$nb" && echo "make page: wrote $$nb"
 
 # A new transition: its script (a stub that refuses, "NAME is not written yet"), its handle, its
-# registry entry and a conformance test (README, "Adding a transition"):
+# registry entry and a conformance test (README, "Adding a transition"); then every page is
+# stored again, since pages print what the registry lists (the field picker, lab 06's walk):
 #   make transition NAME=cancel [FROM="pending scheduled"] [TO=completed] [TAKES=job] [LABEL="..."]
 transition: $(LAB_STAMP)
 	@test -n "$$NAME" || \
 		{ echo 'usage: make transition NAME=cancel [FROM="pending scheduled"] [TO=completed] [TAKES=job] [LABEL="..."]' >&2; exit 2; }
 	@$(PY) tools/transition.py --name "$$NAME" --from "$${FROM:-pending}" --to "$${TO:-completed}" \
 		--takes "$${TAKES:-job}" --label "$$LABEL"
+	@$(MAKE) --no-print-directory notebooks PAGE=
 
 # A workshop: one Valkey for a class (README, "Run a workshop"); room/room.json holds every
 # learner's join link. HOST=0.0.0.0 ADVERTISE=<address> opens it to a room's network; PORT=P

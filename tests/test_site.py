@@ -90,6 +90,22 @@ def test_the_words_show_before_python_answers(reading: tuple[BrowserContext, Pag
     expect(page.locator("#emq-reader")).to_have_count(0)
 
 
+def test_the_page_runs_on_the_one_kernel_started_with_the_tab(
+    reading: tuple[BrowserContext, Page]
+) -> None:
+    """The page's session is started as the app opens, on the worker Python was started in at
+    once, and the page connects to it: one session, the page's, and one kernel run."""
+    _, page = reading
+    site.wait_until_live(page)
+    running = page.evaluate("""() => {
+        const services = window.jupyterapp.serviceManager;
+        return {sessions: [...services.sessions.running()].map((s) => s.path),
+                kernels: [...services.kernels.running()].length,
+                handed: "kernel_handed" in window.emqLab.times};
+    }""")
+    assert running == {"sessions": [READ], "kernels": 1, "handed": True}
+
+
 def test_the_reader_s_view_folds_the_code_and_hides_the_menus(
     reading: tuple[BrowserContext, Page]
 ) -> None:

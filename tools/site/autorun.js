@@ -184,6 +184,7 @@
 
     // what the kernel's own start still does, with its real settings
     async function handOver(real) {
+      mark("kernel_asked");
       await state.ready;
       const [drive, local] = real.location.includes(":") ? real.location.split(":")
         : ["", real.location];
@@ -195,6 +196,7 @@
       await call("initKernel", real);
       await call("initGlobals", real);
       await call("_initializer.resolve");
+      mark("kernel_handed");
     }
 
     worker.postMessage = (message, transfer) => {
@@ -664,8 +666,40 @@
     });
   }
 
+  /** The page's session, and with it the kernel that takes the early worker, is started as soon
+   *  as the app exists, not once JupyterLab has opened and drawn the page: the page then finds
+   *  it running and connects to it. The list of running sessions the page reads first waits
+   *  for this start while it does not list the page, so the page never starts a second one. */
+  function startSessionAtOnce(app) {
+    const sessions = app.serviceManager.sessions;
+    const specs = app.serviceManager.kernelspecs;
+    const refresh = sessions.refreshRunning.bind(sessions);
+    const start = (async () => {
+      await Promise.all([sessions.ready, specs.ready]);
+      const name = await until(() => specs.specs && specs.specs.default, 50);
+      const session = await sessions.startNew({
+        path, name: path.split("/").pop(), type: "notebook", kernel: { name },
+      });
+      session.dispose(); // this connection only; the session and its kernel stay
+    })();
+    // at most a few seconds: then the page starts its session itself
+    const started = Promise.race([start, delay(5000)]).catch(
+      (error) => console.warn("echomq lab: the page starts its own session", error));
+    // (the start itself reads the list once its session exists: that read does not wait)
+    const listed = () => [...sessions.running()].some((model) => model.path === path);
+    sessions.refreshRunning = async () => {
+      await refresh();
+      if (!listed()) {
+        await started;
+        await refresh();
+      }
+      sessions.refreshRunning = refresh;
+    };
+  }
+
   async function main() {
     const app = await until(() => window.jupyterapp, 50);
+    if (early) startSessionAtOnce(app);
     await app.restored;
     appRef = app;
     arrange(app);

@@ -178,6 +178,8 @@ GIVEAWAYS = {
 }
 #: The most words of prose (markdown, the navigation cell left out) a lab may hold.
 LAB_WORDS = 1400
+#: The most a page of the course's module may hold (the course's own run to about 1,000).
+PAGE_WORDS = 1300
 
 
 def _markdown_before(slug: str, key: str) -> list[str]:
@@ -223,3 +225,8 @@ def _prose_words(slug: str) -> int:
                                   if p.kind == "lab" and 4 <= p.number <= 7])
 def test_a_lab_is_as_short_as_a_course_page(slug: str) -> None:
     assert _prose_words(slug) <= LAB_WORDS, f"{slug}: {_prose_words(slug)} words of prose"
+
+
+@pytest.mark.parametrize("slug", [p.slug for p in course_pages() if p.kind != "lab"])
+def test_a_page_stays_within_a_course_pages_length(slug: str) -> None:
+    assert _prose_words(slug) <= PAGE_WORDS, f"{slug}: {_prose_words(slug)} words of prose"

@@ -107,6 +107,28 @@ import pyodide_kernel
 pyodide_kernel.ipython_shell.Completer.use_jedi = True
 del pyodide_kernel
 """
+#: JupyterLab's parts that do nothing on this site, not started: it has no language servers,
+#: terminals, saved workspaces, files to share, CSV, audio, video, PDF, Vega or Mermaid to show,
+#: nothing to edit in cell metadata or tags, and its help links lead to other origins. Starting
+#: them cost the tab about a second of processor time before the first panel is live, time the
+#: page's Python then waited for on a two-core machine.
+NOT_STARTED = (
+    "@jupyterlab/lsp-extension", "@jupyterlab/fileeditor-extension:language-server",
+    "@jupyterlab/notebook-extension:language-server",
+    "@jupyterlite/application-extension:lsp-connection-manager",
+    "@jupyterlab/completer-extension:inline-history",
+    "@jupyterlab/completer-extension:inline-completer",
+    "@jupyterlab/completer-extension:inline-completer-factory",
+    "@jupyterlab/help-extension", "@jupyterlab/terminal-extension",
+    "@jupyterlab/workspaces-extension", "@jupyterlite/application-extension:share-file",
+    "@jupyterlab/mermaid-extension", "@jupyterlab/csvviewer-extension",
+    "@jupyterlab/audio-extension", "@jupyterlab/video-extension", "@jupyterlab/pdf-extension",
+    "@jupyterlab/vega5-extension", "@jupyterlab/json-lines-extension",
+    "@jupyterlab/metadataform-extension", "@jupyterlab/notebook-extension:metadata-editor",
+    "@jupyterlab/notebook-extension:update-raw-mimetype",
+    "@jupyterlab/celltags-extension", "@jupyterlab/cell-toolbar-extension",
+    "@jupyterlab/logconsole-extension", "@jupyterlab/notebook-extension:log-output",
+)
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 #: The wheels that come from the kernel extension's own pypi/ folder.
 FROM_KERNEL = ("piplite", "pyodide-kernel", "ipykernel")
@@ -343,12 +365,14 @@ def reader_pages(files: Path, out: Path, jupyter: Path) -> None:
 
 def lite_config(lite: Path) -> None:
     """PyPI fallback off; no news or update check (both would ask another origin); the app
-    reachable from the page's own script (``window.jupyterapp``, for tools/site/autorun.js)."""
+    reachable from the page's own script (``window.jupyterapp``, for tools/site/autorun.js);
+    JupyterLab's parts that serve nothing here not started (:data:`NOT_STARTED`)."""
     config = {
         "jupyter-lite-schema-version": 0,
         "jupyter-config-data": {
             "appName": "echomq lab",
             "exposeAppInBrowser": "true",
+            "disabledExtensions": list(NOT_STARTED),
             # a page always opens as the site holds it: the reader's edits and the layout live
             # in the tab's memory only, so a reload never meets an older copy marked modified
             # (what the reader answered is kept by tools/site/autorun.js, in localStorage)

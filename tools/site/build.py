@@ -310,10 +310,15 @@ def stage_pages(files: Path) -> None:
 
     Every multi-line text is written as one string, as a Jupyter server hands notebooks out:
     JupyterLite serves the file as it is, and the table of contents reads cells' sources and
-    markdown outputs as strings (a list of lines stopped it)."""
+    markdown outputs as strings (a list of lines stopped it).
+
+    No page keeps its stored widget state (0.3 MB on the story's page): the page's own run
+    draws every panel anew, and JupyterLab read that state, copied it as a checkpoint and made
+    a dead model of each stored widget before it joined the page to Python."""
     files.mkdir(parents=True)
     for page in PAGES:
         nb = json.loads((ROOT / "notebooks" / page).read_text())
+        nb["metadata"].pop("widgets", None)
         for cell in nb["cells"]:
             source = "".join(cell["source"])
             if cell["cell_type"] == "markdown":

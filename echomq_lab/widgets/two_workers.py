@@ -187,6 +187,9 @@ class TwoWorkersStory(Panel):
     def __init__(self, conn: redis.Redis, queue: str, *, lease_ms: int = DEFAULT_LEASE_MS,
                  fence: bool = True) -> None:
         self.story = tw.TwoWorkersStory(conn, queue, lease_ms=lease_ms, fence=fence)
+        #: One layout and one style for every button of the panel (each is a model the page
+        #: must receive before it draws the panel).
+        self._layout, self._style = W.Layout(width="auto"), W.ButtonStyle()
         #: Each fence setting's last finished run: its lanes and aftermath as HTML, and as text.
         self.runs: dict[bool, str] = {}
         self.runs_text: dict[bool, str] = {}
@@ -233,7 +236,8 @@ class TwoWorkersStory(Panel):
         self._restart()
 
     def _button(self, description: str, action: Callable[[], object], **look: str) -> W.Button:
-        button = W.Button(description=description, layout=W.Layout(width="auto"), **look)
+        button = W.Button(description=description, layout=self._layout, style=self._style,
+                          **look)
         self._on(button, action)
         return button
 

@@ -166,8 +166,7 @@
       await call("initRuntime", runtime);
       mark("python_and_packages_loaded");
       state.step = "Setting up the package manager";
-      await set("_options", options);
-      await call("initPackageManager", options);
+      await Promise.all([set("_options", options), call("initPackageManager", options)]);
       state.step = "Starting the kernel";
       mark("package_manager_ready");
       await call("initKernel", options);
@@ -188,14 +187,14 @@
       await state.ready;
       const [drive, local] = real.location.includes(":") ? real.location.split(":")
         : ["", real.location];
-      await set("_options", real);
-      await set("_driveName", drive);
-      await set("_localPath", local);
-      await call("initFilesystem", real);
+      // Steps whose work ends before the worker reads its next message are posted together:
+      // each reply passes through this page, busy drawing JupyterLab meanwhile. (A step that
+      // runs Python is awaited: its code may still be running when the next message is read.)
+      await Promise.all([set("_options", real), set("_driveName", drive),
+        set("_localPath", local), call("initFilesystem", real)]);
       await call("initPackageManager", real);
       await call("initKernel", real);
-      await call("initGlobals", real);
-      await call("_initializer.resolve");
+      await Promise.all([call("initGlobals", real), call("_initializer.resolve")]);
       mark("kernel_handed");
     }
 

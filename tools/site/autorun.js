@@ -668,8 +668,13 @@
   /** The page's session, and with it the kernel that takes the early worker, is started as soon
    *  as the app exists, not once JupyterLab has opened and drawn the page: the page then finds
    *  it running and connects to it. The list of running sessions the page reads first waits
-   *  for this start while it does not list the page, so the page never starts a second one. */
+   *  for this start while it does not list the page, so the page never starts a second one.
+   *  The page's checkpoint is made at once too: JupyterLab makes one when it opens a page that
+   *  has none, and joins the page to its kernel only after (a few tenths of a second, while the
+   *  kernel was ready). */
   function startSessionAtOnce(app) {
+    app.serviceManager.contents.createCheckpoint(path).catch(
+      (error) => console.warn("echomq lab: JupyterLab makes the page's checkpoint", error));
     const sessions = app.serviceManager.sessions;
     const specs = app.serviceManager.kernelspecs;
     const refresh = sessions.refreshRunning.bind(sessions);

@@ -181,20 +181,32 @@
       state.failed = error;
     });
 
-    // what the kernel's own start still does, with its real settings
+    // What the kernel's own start (the worker's initialize) still has to do, with its real
+    // settings: set them, mount the drive, take the kernel's globals, and say it is up. The
+    // package manager is set up again only if its settings differ from the early start's, and
+    // the kernel's modules step runs again only if it must enter a folder of the drive: both
+    // run Python, and each step's reply waits on this page, busy drawing JupyterLab meanwhile.
+    const pipliteOf = (o) => JSON.stringify([o.pipliteUrls, o.disablePyPIFallback,
+      (o.loadPyodideOptions || {}).packages]);
     async function handOver(real) {
       mark("kernel_asked");
       await state.ready;
       const [drive, local] = real.location.includes(":") ? real.location.split(":")
         : ["", real.location];
-      // Steps whose work ends before the worker reads its next message are posted together:
-      // each reply passes through this page, busy drawing JupyterLab meanwhile. (A step that
-      // runs Python is awaited: its code may still be running when the next message is read.)
-      await Promise.all([set("_options", real), set("_driveName", drive),
-        set("_localPath", local), call("initFilesystem", real)]);
-      await call("initPackageManager", real);
-      await call("initKernel", real);
-      await Promise.all([call("initGlobals", real), call("_initializer.resolve")]);
+      const first = [set("_options", real), set("_driveName", drive), set("_localPath", local),
+        call("initFilesystem", real)];
+      const last = () => [call("initGlobals", real), call("_initializer.resolve")];
+      const again = [];
+      if (pipliteOf(real) !== pipliteOf(options)) again.push("initPackageManager");
+      if (real.mountDrive && local) again.push("initKernel");
+      if (!again.length) {
+        // each of these ends its work before the worker reads its next message: posted at once
+        await Promise.all([...first, ...last()]);
+      } else {
+        await Promise.all(first);
+        for (const step of again) await call(step, real); // Python: awaited one by one
+        await Promise.all(last());
+      }
       mark("kernel_handed");
     }
 

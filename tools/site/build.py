@@ -94,6 +94,7 @@ def _emq_warm():
     try:
         import ipywidgets  # noqa: F401
         import echomq_lab  # noqa: F401  (the embedded server: fakeredis, redis)
+        import echomq_lab.widgets  # noqa: F401  (the panels)
         from echomq_lab.browser import lua
         lua._fengari()
     except Exception:  # the page imports them itself

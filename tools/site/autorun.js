@@ -732,7 +732,7 @@
     await panel.context.ready;
     show("starting", "Starting Python in your browser…", 0.15);
     await panel.sessionContext.ready;
-    await until(() => answering(panel));
+    await until(() => answering(panel), 20); // the page's run waits on this: looked at often
     mark("python_answers");
     if (early) early.drop();
     // The page is what was asked for: the file browser beside it is folded away once the page

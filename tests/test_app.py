@@ -32,6 +32,7 @@ or axe-core the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they 
 
 from __future__ import annotations
 
+import json
 import os
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -317,6 +318,73 @@ def test_in_the_app_as_lease_runs_out_with_no_further_click(
     expect(story).to_contain_text("unfenced complete (a demonstration, not the protocol)",
                                   timeout=LEASE_OUT_MS)
     expect(find_button(story, BUTTON_LABELS["a_claims"])).to_be_enabled(timeout=LEASE_OUT_MS)
+
+
+# -- the reader's place and "Start over" (reloads of the story's page) -------------------------
+
+#: How the app's page script (echomq_lab/widgets/app_page.js) finds the reader's place.
+PLACE_JS = """() => {
+  const scroller = document.querySelector('#rendered_cells');
+  const cells = [...scroller.querySelectorAll('.jp-Cell')];
+  const top = scroller.getBoundingClientRect().top;
+  const index = cells.findIndex((c) => c.getBoundingClientRect().bottom > top + 1);
+  return {scrollTop: scroller.scrollTop, index, cells: cells.length};
+}"""
+
+
+def _ready(page: Page) -> None:
+    """The page's panels are up and its script has given back what was kept (it waits for
+    the page to hold still for two seconds first)."""
+    want = stored_widgets(NOTEBOOKS_DIR / STORY)
+    page.wait_for_function(
+        f"document.querySelectorAll('{TOP_WIDGET}').length >= {want}", timeout=RENDER_MS)
+    page.wait_for_timeout(4_000)
+
+
+def test_a_reload_keeps_the_place_and_start_over_forgets_it(app: str, browser: Browser) -> None:
+    """The reader scrolls the story's page down and reloads it: it opens where they were. An
+    answer kept for the page and that place are both forgotten by "Start over" (a button,
+    reached by Tab), which opens the page again at its top. (The reloads are what is tested
+    here, not new runs of the notebook, and are not counted as such.)"""
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        page.goto(f"{app}/voila/render/{STORY}", timeout=RENDER_MS)
+        _ready(page)
+        path = page.evaluate("location.pathname")
+        page.evaluate("""() => {
+          const scroller = document.querySelector('#rendered_cells');
+          const cell = scroller.querySelectorAll('.jp-Cell')[8];
+          scroller.scrollTop += cell.getBoundingClientRect().top
+            - scroller.getBoundingClientRect().top;
+          scroller.dispatchEvent(new Event('scroll'));
+        }""")
+        page.wait_for_timeout(1_000)
+        before = page.evaluate(PLACE_JS)
+        assert before["index"] == 8 and before["scrollTop"] > 0, before
+        kept = page.evaluate(f"localStorage.getItem('emq-place:{path}')")
+        assert kept and json.loads(kept)["index"] == 8, kept
+
+        page.reload(timeout=RENDER_MS)
+        _ready(page)
+        after = page.evaluate(PLACE_JS)
+        assert after["index"] == 8, f"after a reload the view is at cell {after}, not 8"
+
+        page.evaluate(f"localStorage.setItem('emq-answers:{path}', '{{\"q\": \"a\"}}')")
+        start_over = page.get_by_role("button", name="Start over", exact=True)
+        expect(start_over).to_have_count(1)
+        assert start_over.evaluate("b => b.tagName") == "BUTTON"
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        page.locator("#rendered_cells").evaluate("s => { s.scrollTop = 0; }")
+        page.keyboard.press("Tab")
+        expect(start_over).to_be_focused()
+        with page.expect_navigation(timeout=RENDER_MS):
+            page.keyboard.press("Enter")
+        _ready(page)
+        assert page.evaluate(f"localStorage.getItem('emq-answers:{path}')") is None
+        again = page.evaluate(PLACE_JS)
+        assert again["scrollTop"] == 0 and again["index"] == 0, again
+    finally:
+        page.close()
 
 
 # -- last: the page's links, followed from its tab -------------------------------------

@@ -6,7 +6,7 @@ run by itself, once: :mod:`tests.support.front_ends`). Here, ``index.html`` list
 the site carries, each with its title, each link opening the page in the mode that runs it;
 and page 00, opened in the reader's view at 1200 x 800, shows its words before Python answers,
 folds its code and hides the menus, runs again by itself at each reload (twice) with its
-self-check's answer kept (and cleared by "Start over"), and, offline, runs again in a reload
+self-check's answer and the reader's place kept (both cleared by "Start over"), and, offline, runs again in a reload
 while another page runs in a new tab. Those reloads run page 00 again in the same tab: they are
 what is tested, not new runs of the notebook, and are not counted as such.
 The site must have been built first (``make site``; ``make test`` does).
@@ -139,12 +139,37 @@ def _verdict(page: Page) -> Locator:
     return page.locator(CHECK).first.locator(".widget-html").last
 
 
-def test_a_reload_runs_the_page_again_and_keeps_the_answer(
+#: The live page's cell at the top of its view (the place the page keeps), and its scroll.
+LIVE_PLACE = """() => {
+  const scroller = document.querySelector('.jp-Notebook.jp-WindowedPanel-outer')
+    || document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer');
+  const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-Cell')];
+  const top = scroller.getBoundingClientRect().top;
+  return {index: cells.findIndex((c) => c.getBoundingClientRect().bottom > top + 1),
+          scrollTop: scroller.scrollTop};
+}"""
+#: The cell scrolled to the top before the reloads.
+PLACE_CELL = 6
+
+
+def _scroll_to_cell(page: Page, index: int) -> None:
+    """Scroll the live page as a reader would until cell ``index`` is at the top of the view."""
+    page.locator(".jp-NotebookPanel .jp-Cell").nth(index).hover()
+    for _ in range(40):
+        if page.evaluate(LIVE_PLACE)["index"] >= index:
+            break
+        page.mouse.wheel(0, 120)
+        page.wait_for_timeout(50)
+    page.wait_for_timeout(800)  # the place is noted a moment after the scrolling stops
+
+
+def test_a_reload_runs_the_page_again_and_keeps_the_answer_and_the_place(
     reading: tuple[BrowserContext, Page]
 ) -> None:
-    """A self-check answered, then two reloads: each time the page runs again by itself (the
-    cue ends live, the panels are live again, the tab not marked modified) and the check shows
-    its verdict again; "Start over" clears it."""
+    """A self-check answered and the page scrolled down, then two reloads: each time the page
+    runs again by itself (the cue ends live, the panels are live again, the tab not marked
+    modified), the check shows its verdict again and the view is where the reader left it;
+    "Start over" clears both: no verdict, the page at its top."""
     _, page = reading
     site.wait_until_live(page)
     check = page.locator(CHECK).first
@@ -152,6 +177,9 @@ def test_a_reload_runs_the_page_again_and_keeps_the_answer(
     # the verdict, not the "running…" cue that comes before it: ✓ or ✗ opens it
     expect(_verdict(page)).to_contain_text(re.compile("[✓✗]"), timeout=30_000)
     said = _verdict(page).inner_text()[:12]  # its opening words (the rest may name a job id)
+    _scroll_to_cell(page, PLACE_CELL)
+    left = page.evaluate(LIVE_PLACE)["index"]
+    assert left >= PLACE_CELL, f"scrolled to cell {left}"
     for _ in range(2):
         page.reload()
         site.wait_until_live(page)
@@ -159,10 +187,13 @@ def test_a_reload_runs_the_page_again_and_keeps_the_answer(
         assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() > 0
         assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0
         expect(_verdict(page)).to_contain_text(said, timeout=30_000)
+        back = page.evaluate(LIVE_PLACE)["index"]
+        assert abs(back - left) <= 1, f"after a reload the view is at cell {back}, not {left}"
     page.locator("#emq-start-over").click()
     site.wait_until_live(page)
     page.wait_for_function("() => window.emqLab.times.answers_replayed", timeout=60_000)
     expect(_verdict(page)).to_have_text("")
+    assert page.evaluate(LIVE_PLACE) == {"index": 0, "scrollTop": 0}
 
 
 def test_back_and_forward_run_the_page_again(reading: tuple[BrowserContext, Page]) -> None:

@@ -1,16 +1,29 @@
-// The reader's self-check answers, kept in this browser: each press on a self-check's choice
-// is noted in localStorage ("emq-answers:<page>": question -> the choice's text), nothing sent
-// anywhere; once the page's panels are live again (a reload, a return), each noted choice is
-// pressed again, so the server grades it again. Shared by the static site
-// (tools/site/autorun.js) and the app (echomq_lab/widgets/app.py's page template).
+// The reader's own state of a page, kept in this browser and sent nowhere: the self-check
+// answers and the place on the page. Shared by the static site (tools/site/autorun.js) and the
+// app (echomq_lab/widgets/app_page.js).
+//
+// Answers: each press on a self-check's choice is noted in localStorage
+// ("emq-answers:<page>": question -> the choice's text); once the page's panels are live again
+// (a reload, a return), each noted choice is pressed again, so the server grades it again.
+// Place: the block at the top of the page's view and how far below the view's top it sits
+// ("emq-place:<page>": {index, offset}), noted as the reader scrolls. "Start over" clears both.
 window.emqAnswers = (function () {
   "use strict";
   const CHECK = ".emq-selfcheck";
   const keyOf = (page) => `emq-answers:${page}`;
+  const placeKey = (page) => `emq-place:${page}`;
   let replaying = false;
 
+  function load(key, fallback) {
+    try { return JSON.parse(localStorage.getItem(key)) || fallback; } catch (e) { return fallback; }
+  }
+
+  function save(key, value) {
+    try { localStorage.setItem(key, JSON.stringify(value)); } catch (e) { /* storage off */ }
+  }
+
   function read(page) {
-    try { return JSON.parse(localStorage.getItem(keyOf(page))) || {}; } catch (e) { return {}; }
+    return load(keyOf(page), {});
   }
 
   /** A check's question: the bold line above its choices. */
@@ -26,11 +39,7 @@ window.emqAnswers = (function () {
         && event.target.closest(`${CHECK} button`);
       if (!button) return;
       const question = questionOf(button.closest(CHECK));
-      if (!question) return;
-      try {
-        localStorage.setItem(keyOf(page), JSON.stringify(
-          { ...read(page), [question]: button.textContent.trim() }));
-      } catch (e) { /* storage off: nothing kept */ }
+      if (question) save(keyOf(page), { ...read(page), [question]: button.textContent.trim() });
     }, true);
   }
 
@@ -57,9 +66,48 @@ window.emqAnswers = (function () {
     return pressed;
   }
 
-  function clear(page) {
-    try { localStorage.removeItem(keyOf(page)); } catch (e) { /* storage off */ }
+  /** Where the reader is in ``scroller``: the first of ``blocks`` (elements in page order) not
+   *  yet scrolled past, and how far its top sits below the scroller's. */
+  function placeIn(scroller, blocks) {
+    const top = scroller.getBoundingClientRect().top;
+    for (let i = 0; i < blocks.length; i++) {
+      const box = blocks[i].getBoundingClientRect();
+      if (box.bottom > top + 1) return { index: i, offset: box.top - top };
+    }
+    return { index: 0, offset: 0 };
   }
 
-  return { record, replay, clear };
+  /** Scroll ``scroller`` so that ``place`` is where it was; false if its block is not there. */
+  function goTo(scroller, blocks, place) {
+    const block = place && blocks[place.index];
+    if (!block) return false;
+    scroller.scrollTop += block.getBoundingClientRect().top
+      - scroller.getBoundingClientRect().top - (place.offset || 0);
+    return true;
+  }
+
+  /** The place noted on ``page`` (null if none). */
+  function place(page) {
+    return load(placeKey(page), null);
+  }
+
+  /** Note the reader's place on ``page`` as they scroll ``scroller`` (``blocks()`` gives the
+   *  page's blocks in order), a moment after the scrolling stops. */
+  function keepPlace(page, scroller, blocks) {
+    let pending = null;
+    scroller.addEventListener("scroll", () => {
+      clearTimeout(pending);
+      pending = setTimeout(() => save(placeKey(page), placeIn(scroller, blocks())), 300);
+    }, { passive: true });
+  }
+
+  /** Forget what was kept of ``page``: its answers and its place. */
+  function clear(page) {
+    try {
+      localStorage.removeItem(keyOf(page));
+      localStorage.removeItem(placeKey(page));
+    } catch (e) { /* storage off: nothing kept */ }
+  }
+
+  return { record, replay, placeIn, goTo, place, keepPlace, clear };
 })();

@@ -3,8 +3,10 @@
 options passed through), except that the browser opens the hub page rather than the file list,
 and that every page asks nothing of another origin: Voilà's page template links two Font Awesome
 stylesheets from a CDN, which the app leaves out (its own bundle carries the same icons and
-fonts, served by the app itself); and that each page keeps the reader's self-check answers in the
-browser (``answers.js``, as the static site does) and presses them again once the page is live.
+fonts, served by the app itself); and that each page keeps the reader's self-check answers and
+place in the browser (``answers.js``, as the static site does), presses the answers again and
+scrolls back to the place once the page is live, and has a "Start over" button that forgets both
+(``app_page.js``).
 """
 
 from __future__ import annotations
@@ -28,36 +30,19 @@ CDN_LINKS = (
     '<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/@fortawesome/fontawesome-free@^5'
     '/css/v4-shims.min.css" type="text/css" />',
 )
-#: The reader's self-check answers, kept in the browser (shared with the static site).
+#: The reader's answers and place on a page, kept in the browser (shared with the static site).
 ANSWERS_JS = Path(__file__).with_name("answers.js")
-#: Once the page's self-checks are drawn (their number steady for two seconds), the answers
-#: noted on this page are pressed again.
-_REPLAY_JS = """
-(function () {
-  const page = window.location.pathname;
-  window.emqAnswers.record(page);
-  let seen = -1, steady = 0, waited = 0;
-  const wait = setInterval(() => {
-    const count = document.querySelectorAll(".emq-selfcheck button").length;
-    steady = count > 0 && count === seen ? steady + 1 : 0;
-    seen = count;
-    waited += 1;
-    if (steady >= 4 || waited > 600) {
-      clearInterval(wait);
-      if (steady >= 4) window.emqAnswers.replay(page, document, () => Promise.resolve());
-    }
-  }, 500);
-})();
-"""
+#: The app's page script: answers and place kept and given back, and a "Start over" button.
+PAGE_JS = Path(__file__).with_name("app_page.js")
 #: The page template: Voilà's own ``lab`` template, less the CDN links, with the reader's
-#: answers kept.
+#: answers and place kept.
 _OWN_TEMPLATE = (
     "{%- extends 'voila/templates/lab/index.html.j2' -%}\n"
     "{%- block notebook_css -%}{%- autoescape false -%}\n"
     "{{ super()" + "".join(f" | replace({link!r}, '')" for link in CDN_LINKS) + " }}\n"
     "{%- endautoescape -%}{%- endblock notebook_css -%}\n"
     "{% block footer_js %}{{ super() }}{% raw %}<script>\n"
-    + ANSWERS_JS.read_text(encoding="utf-8") + _REPLAY_JS
+    + ANSWERS_JS.read_text(encoding="utf-8") + PAGE_JS.read_text(encoding="utf-8")
     + "</script>{% endraw %}{% endblock footer_js %}\n"
 )
 

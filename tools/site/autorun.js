@@ -262,7 +262,8 @@
     },
   };
   const VIEW = "emq-view";
-  const PLACE = `emq-place:${path}`;
+  // the reader's answers and place: echomq_lab/widgets/answers.js, loaded before this script
+  const answers = window.emqAnswers || null;
   const reader = document.getElementById("emq-reader");
   const words = document.getElementById("emq-words");
   let appRef = null;
@@ -340,7 +341,6 @@
   if (startOver) {
     startOver.addEventListener("click", () => {
       if (answers) answers.clear(path);
-      localStorage.removeItem(PLACE);
       window.location.reload();
     });
   }
@@ -367,27 +367,13 @@
 
   /** The cell at the top of the words' view, and how far its top sits below the view's. */
   function wordsPlace() {
-    const top = reader.getBoundingClientRect().top;
-    const cells = wordCells();
-    for (let i = 0; i < cells.length; i++) {
-      const box = cells[i].getBoundingClientRect();
-      if (box.bottom > top + 1) return { index: i, offset: box.top - top };
-    }
-    return { index: 0, offset: 0 };
+    return answers ? answers.placeIn(reader, wordCells()) : { index: 0, offset: 0 };
   }
 
   /** Where the reader was, put back in the words as soon as they show. */
   function restorePlace() {
-    const place = store.get(PLACE, null);
-    if (!place || !reader) return;
-    const at = () => {
-      const cell = wordCells()[place.index];
-      if (!cell) return false;
-      reader.scrollTop += cell.getBoundingClientRect().top - reader.getBoundingClientRect().top
-        - (place.offset || 0);
-      return true;
-    };
-    until(at, 50);
+    const place = answers && answers.place(path);
+    if (place && reader) until(() => answers.goTo(reader, wordCells(), place), 50);
   }
   restorePlace();
 
@@ -415,21 +401,8 @@
 
   /** Where the reader is, kept (per page) as they scroll the live page. */
   function keepPlace(panel, scroller) {
-    let pending = null;
-    scroller.addEventListener("scroll", () => {
-      clearTimeout(pending);
-      pending = setTimeout(() => {
-        const top = scroller.getBoundingClientRect().top;
-        const cells = panel.content.widgets;
-        for (let i = 0; i < cells.length; i++) {
-          const box = cells[i].node.getBoundingClientRect();
-          if (box.bottom > top + 1) {
-            store.set(PLACE, { index: i, offset: box.top - top });
-            return;
-          }
-        }
-      }, 300);
-    }, { passive: true });
+    const cells = () => panel.content.widgets.map((cell) => cell.node);
+    if (answers) answers.keepPlace(path, scroller, cells);
   }
 
   /** Once a page is live: the whole site kept for offline reading (tools/site/offline.js, in
@@ -442,8 +415,6 @@
   }
 
   // ------------------------------------------------------------------ the reader's answers
-  // (echomq_lab/widgets/answers.js, loaded before this script: shared with the app)
-  const answers = window.emqAnswers;
   if (answers) answers.record(path);
 
   async function replayAnswers(panel) {

@@ -7,8 +7,9 @@ the site carries, each with its title, each link opening the page in the mode th
 and page 00, opened in the reader's view at 1200 x 800, shows its words before Python answers,
 folds its code and hides the menus, runs again by itself at each reload (twice) with its
 self-check's answer and the reader's place kept (both cleared by "Start over"), and, offline,
-runs again in a reload while another page runs in a new tab. Those reloads run page 00 again in the same tab: they are
-what is tested, not new runs of the notebook, and are not counted as such.
+runs again in a reload while another page runs in a new tab. Those reloads run page 00 again
+in the same tab: they are what is tested, not new runs of the notebook, and are not counted as
+such.
 The site must have been built first (``make site``; ``make test`` does).
 """
 

@@ -110,7 +110,8 @@ del pyodide_kernel
 """
 #: JupyterLab's parts that do nothing on this site, not started: it has no language servers,
 #: terminals, saved workspaces, files to share, CSV, audio, video, PDF, Vega or Mermaid to show,
-#: nothing to edit in cell metadata or tags, and its help links lead to other origins. Starting
+#: nothing to edit in cell metadata or tags, and its help links lead to other origins (the log
+#: console stays: a panel's error shows there in the full JupyterLab). Starting
 #: them cost the tab about a second of processor time before the first panel is live, time the
 #: page's Python then waited for on a two-core machine.
 NOT_STARTED = (
@@ -128,7 +129,6 @@ NOT_STARTED = (
     "@jupyterlab/metadataform-extension", "@jupyterlab/notebook-extension:metadata-editor",
     "@jupyterlab/notebook-extension:update-raw-mimetype",
     "@jupyterlab/celltags-extension", "@jupyterlab/cell-toolbar-extension",
-    "@jupyterlab/logconsole-extension", "@jupyterlab/notebook-extension:log-output",
 )
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 #: The wheels that come from the kernel extension's own pypi/ folder.

@@ -340,11 +340,9 @@ ASLEEP = ('<div class="emq-asleep" role="note">A panel of the page: it comes ali
 
 
 def _for_reading(nb: dict[str, object]) -> dict[str, object]:
-    """A page as the reader's view shows it before Python is up: each stored panel (a widget
-    output) stands as a note that it wakes up; no widget state (nothing fetched for it)."""
-    meta = nb.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("widgets", None)
+    """A page as the site stages it (:func:`stage_pages`: no widget state), as the reader's
+    view shows it before Python is up: each stored panel (a widget output) stands as a note
+    that it wakes up."""
     for cell in nb["cells"]:  # type: ignore[attr-defined]
         outputs = cell.get("outputs", [])
         for i, output in enumerate(outputs):
@@ -381,7 +379,8 @@ def lite_config(lite: Path) -> None:
             "disabledExtensions": list(NOT_STARTED),
             # a page always opens as the site holds it: the reader's edits and the layout live
             # in the tab's memory only, so a reload never meets an older copy marked modified
-            # (what the reader answered is kept by tools/site/autorun.js, in localStorage)
+            # (what the reader answered, and where, is kept by echomq_lab/widgets/answers.js,
+            # in localStorage)
             "enableMemoryStorage": "true",
             "contentsStorageDrivers": ["memoryStorageDriver"],
             "workspacesStorageDrivers": ["memoryStorageDriver"],

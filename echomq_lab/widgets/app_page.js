@@ -57,8 +57,9 @@
     const scroller = document.querySelector(SCROLLER);
     if (!scroller) return;
     if (!scroller.querySelector(".emq-app-bar")) addBar(scroller);
-    const now = `${blocks().length}/${scroller.querySelectorAll(".jupyter-widgets").length}`;
-    steady = blocks().length > 0 && now === seen ? steady + 1 : 0;
+    const cells = blocks().length;
+    const now = `${cells}/${scroller.querySelectorAll(".jupyter-widgets").length}`;
+    steady = cells > 0 && now === seen ? steady + 1 : 0;
     seen = now;
     if (steady < 4 && waited < 600) return;
     clearInterval(wait);

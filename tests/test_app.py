@@ -114,13 +114,18 @@ def render(browser: Browser, app: str, name: str) -> Page:
     page = browser.new_page(viewport=VIEWPORT)
     only_from(page, app, OUTSIDE.setdefault(name, []))
     page.goto(f"{app}/voila/render/{name}", timeout=RENDER_MS)
+    widgets_up(page, name)
+    page.wait_for_load_state("networkidle", timeout=RENDER_MS)
+    return page
+
+
+def widgets_up(page: Page, name: str) -> None:
+    """Wait until ``page`` draws as many live widgets as page ``name`` has widget outputs."""
     want = stored_widgets(NOTEBOOKS_DIR / name)
     if want:
         page.wait_for_function(
             f"document.querySelectorAll('{TOP_WIDGET}').length >= {want}", timeout=RENDER_MS
         )
-    page.wait_for_load_state("networkidle", timeout=RENDER_MS)
-    return page
 
 
 def click_only(page: Page, name: str) -> None:
@@ -335,9 +340,7 @@ PLACE_JS = """() => {
 def _ready(page: Page) -> None:
     """The page's panels are up and its script has given back what was kept (it waits for
     the page to hold still for two seconds first)."""
-    want = stored_widgets(NOTEBOOKS_DIR / STORY)
-    page.wait_for_function(
-        f"document.querySelectorAll('{TOP_WIDGET}').length >= {want}", timeout=RENDER_MS)
+    widgets_up(page, STORY)
     page.wait_for_timeout(4_000)
 
 

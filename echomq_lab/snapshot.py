@@ -13,6 +13,7 @@ from typing import Any
 import redis
 
 from echomq_lab import jobs, keyspace
+from echomq_lab.arguments import MAX_WINDOW
 from echomq_lab.drift import INFINITE, SET_OF_STATE, Drift, check, drift_of, score_of, wrong_type
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import Row, decoded
@@ -22,8 +23,9 @@ __all__ = [
     "INFINITE", "SET_OF_STATE", "WINDOW", "Drift", "Snapshot", "check", "drifts", "snapshot", "view"
 ]
 
-#: The members of each set a view shows, the most jobs it may follow, its widest window.
-WINDOW, MAX_FOLLOW, MAX_WINDOW = 10, 64, 1000
+#: The members of each set a view shows, and the most jobs it may follow (its widest window
+#: is :data:`echomq_lab.arguments.MAX_WINDOW`).
+WINDOW, MAX_FOLLOW = 10, 64
 
 
 @dataclass(frozen=True)

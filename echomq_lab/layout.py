@@ -98,7 +98,7 @@ class Layout:
                 raise errors.BadArgument("mode must be at or in")
         if list(keys) != self.keys(queue, job, follow):
             raise LayoutError(f"{self.script} takes its queue's own keys")
-        return Call(self.script, job, values)
+        return Call(self.script, job, values, tuple(follow))
 
 
 def _branded(raw: bytes) -> str:
@@ -112,12 +112,14 @@ def _branded(raw: bytes) -> str:
 
 @dataclass(frozen=True)
 class Call:
-    """A raw call held to its layout: the script, the job it names ("" when none) and its
-    numbers by their wire names (``lease``, ``token``, ``delay``, ``max``, ``window``...)."""
+    """A raw call held to its layout: the script, the job it names ("" when none), its
+    numbers by their wire names (``lease``, ``token``, ``delay``, ``max``, ``window``...) and
+    the ids it follows (the view's)."""
 
     script: str
     job: str
     numbers: dict[str, int]
+    follow: tuple[str, ...] = ()
 
 
 def parse(script: str, header: str) -> Layout:

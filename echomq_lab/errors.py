@@ -56,7 +56,7 @@ class BadArgument(Refusal, ValueError):
     """An argument is not in the form its script reads (a number not in decimal digits or out
     of bounds, an id that is not a JOB id, a prefix or key of another queue); refused before
     any write, by the script (docs/protocol.md, Arguments) or by a room's gateway, which
-    applies the same rule (:mod:`echomq_lab.arguments`). ``detail`` names the argument."""
+    applies the same rule (:mod:`echomq_lab.scripts.arguments`). ``detail`` names the argument."""
 
     wire_class = "EMQARG"
 

@@ -15,11 +15,12 @@ from typing import Any, Literal, NamedTuple, cast
 
 import redis
 
-from echomq_lab import arguments, errors, keyspace
+from echomq_lab import errors, keyspace
 from echomq_lab.connection import reaching
-from echomq_lab.scripts import Arg, load
+from echomq_lab.scripts import Arg, arguments, load
 
-#: The bounds the handles check numbers against: the scripts' own (:mod:`echomq_lab.arguments`).
+#: The bounds the handles check numbers against: the scripts' own
+#: (:mod:`echomq_lab.scripts.arguments`).
 MAX_MS, MAX_RUN_AT_MS, MAX_TOKEN = arguments.MAX_MS, arguments.MAX_RUN_AT_MS, arguments.MAX_TOKEN
 #: The most claim scripts one claim runs while it finds only dropped members (each run looks
 #: at up to 100 of them).

@@ -13,18 +13,18 @@ from typing import Any
 import redis
 
 from echomq_lab import jobs, keyspace
-from echomq_lab.arguments import MAX_WINDOW
 from echomq_lab.drift import INFINITE, SET_OF_STATE, Drift, check, drift_of, score_of, wrong_type
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import Row, decoded
 from echomq_lab.scripts import Arg, load
+from echomq_lab.scripts.arguments import MAX_WINDOW
 
 __all__ = [
     "INFINITE", "SET_OF_STATE", "WINDOW", "Drift", "Snapshot", "check", "drifts", "snapshot", "view"
 ]
 
 #: The members of each set a view shows, and the most jobs it may follow (its widest window
-#: is :data:`echomq_lab.arguments.MAX_WINDOW`).
+#: is :data:`echomq_lab.scripts.arguments.MAX_WINDOW`).
 WINDOW, MAX_FOLLOW = 10, 64
 
 

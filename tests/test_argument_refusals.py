@@ -2,12 +2,12 @@
 backend (docs/protocol.md, Arguments).
 
 Each script is called with raw EVALSHA, its keys and arguments those of a good call (from its
-layout: :mod:`echomq_lab.layout`) on a queue with a job in every state, with one argument at a
-time replaced by an odd value (:data:`ODD`: what broke claim.lua before, and their kin). Every
-such call must be refused with ``EMQARG`` naming that argument, in one line, and leave the
-keyspace byte-identical: the same keys, each with the same ``DUMP``. Then a small hypothesis
-budget tries other bytes the host's rule refuses. Finally the good call itself is accepted
-and changes something (so the refusals were of calls that would have written).
+layout: :mod:`echomq_lab.scripts.layout`) on a queue with a job in every state, with one
+argument at a time replaced by an odd value (:data:`ODD`: what broke claim.lua before, and
+their kin). Every such call must be refused with ``EMQARG`` naming that argument, in one line,
+and leave the keyspace byte-identical: the same keys, each with the same ``DUMP``. Then a small
+hypothesis budget tries other bytes the host's rule refuses. Finally the good call itself is
+accepted and changes something (so the refusals were of calls that would have written).
 
 A payload or an error text is bytes kept verbatim: any value is good there, so those positions
 take no odd value. The demonstration scripts (:data:`echomq_lab.scripts.DEMOS`) show failures
@@ -25,9 +25,9 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from echomq_lab import arguments, branded, jobs, keyspace, layout, scripts
-from echomq_lab.arguments import Number
-from echomq_lab.scripts import VIEWS
+from echomq_lab import branded, jobs, keyspace, scripts
+from echomq_lab.scripts import VIEWS, arguments, layout
+from echomq_lab.scripts.arguments import Number
 from echomq_lab.transitions import SCRIPTS
 from tests.support.backends import backend_names
 

@@ -1,4 +1,4 @@
-"""The argument rule, once on each side: :mod:`echomq_lab.arguments` (what the handles and a
+"""The argument rule, once on each side: :mod:`echomq_lab.scripts.arguments` (what the handles and a
 room's gateway apply) and ``include/argument.lua`` (what every script applies before its first
 write) take and refuse exactly the same numbers and ids (docs/protocol.md, Arguments).
 
@@ -16,10 +16,10 @@ import redis
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from echomq_lab import arguments, branded, errors
-from echomq_lab.arguments import NUMBERS, Number, decimal
+from echomq_lab import branded, errors
 from echomq_lab.connection import connect
-from echomq_lab.scripts import expand, load, names
+from echomq_lab.scripts import arguments, expand, load, names
+from echomq_lab.scripts.arguments import NUMBERS, Number, decimal
 
 #: What broke claim.lua before the rule (docs/protocol.md), and their kin.
 ODD: tuple[bytes, ...] = (

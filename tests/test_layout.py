@@ -1,7 +1,7 @@
-"""The key layout is written once, in each script's header: :mod:`echomq_lab.layout` reads it,
-the room's gateway and tests/test_argument_refusals.py build their calls from it, and here the
-handles of :mod:`echomq_lab.jobs` are held to it (each passes the keys, and the arguments by
-name, that the header says) and the header of a script ``make transition`` writes is read as
+"""The key layout is written once, in each script's header: :mod:`echomq_lab.scripts.layout` reads
+it, the room's gateway and tests/test_argument_refusals.py build their calls from it, and here
+the handles of :mod:`echomq_lab.jobs` are held to it (each passes the keys, and the arguments
+by name, that the header says) and the header of a script ``make transition`` writes is read as
 the handle it writes passes it. Host-side: runs once, on the in-process server.
 """
 
@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import redis
 
-from echomq_lab import branded, jobs, layout, scripts, transitions
+from echomq_lab import branded, jobs, scripts, transitions
 from echomq_lab.connection import connect
 from echomq_lab.measure import bring
-from echomq_lab.scripts import Script
+from echomq_lab.scripts import Script, layout
 from tools import transition as make_transition
 
 Q = "layout"

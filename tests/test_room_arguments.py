@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 import redis
 
-from echomq_lab import errors, keyspace, layout, scripts, transitions
+from echomq_lab import errors, keyspace, scripts, transitions
 from echomq_lab.classroom import Room, join, open_room
 from echomq_lab.classroom.board import Board
 from echomq_lab.classroom.bounds import LEASE_TIMES, MAX_ATTEMPTS, VIEW_WINDOW
 from echomq_lab.classroom.gateway import LEASE_READ_S
 from echomq_lab.classroom.room import join_link
-from echomq_lab.scripts import Script, expand, leading_comments
+from echomq_lab.scripts import Script, expand, layout, leading_comments
 from tools import transition as make_transition
 
 ROOM = "odd-numbers"

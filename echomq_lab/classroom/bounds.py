@@ -1,6 +1,6 @@
 """What a room lets a learner's script call ask, beyond the argument rule every script keeps
-(:mod:`echomq_lab.arguments`): which scripts, with which keys and arguments (each script's
-layout, :mod:`echomq_lab.layout`), and numbers bounded by the room's own lease.
+(:mod:`echomq_lab.scripts.arguments`): which scripts, with which keys and arguments (each script's
+layout, :mod:`echomq_lab.scripts.layout`), and numbers bounded by the room's own lease.
 
 - a lease (claim, extend) from a quarter of the room's lease to :data:`LEASE_TIMES` times it:
   no lease that holds a job for ages or stretches the board's timeline, none that only churns
@@ -17,8 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from echomq_lab import layout, transitions
+from echomq_lab import transitions
+from echomq_lab.scripts import layout
 
+#: The lease a room starts with (ms), and the one the gateway takes a room without one to have.
+DEFAULT_LEASE_MS = 3000
 #: How many times the room's lease a learner's lease (or a retry's delay) may be at most; a
 #: lease is at least the room's divided by it.
 LEASE_TIMES = 4

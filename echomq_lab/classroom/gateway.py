@@ -35,11 +35,11 @@ import redis.asyncio as aredis
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from echomq_lab import arguments, errors, keyspace, layout, scripts
+from echomq_lab import errors, keyspace, scripts
 from echomq_lab.classroom import bounds
 from echomq_lab.classroom.record import RECORD_LEN, ctl_key, log_key, record_key
 from echomq_lab.classroom.resp import Err, Malformed, Replies, Requests, TooLarge, command, error
-from echomq_lab.classroom.room import DEFAULT_LEASE_MS
+from echomq_lab.scripts import arguments, layout
 
 LOG = logging.getLogger("echomq_lab.classroom.gateway")
 #: The reads the pages make, each with where its keys are (None: every argument).
@@ -483,7 +483,7 @@ class Gateway:
         if why:
             answer = await session._ask(command("HGET", ctl_key(self.seats.room), "lease_ms"))
             raw = answer.value if isinstance(answer.value, bytes) else b""
-            value = arguments.decimal(raw, 1, arguments.MAX_MS) or DEFAULT_LEASE_MS
+            value = arguments.decimal(raw, 1, arguments.MAX_MS) or bounds.DEFAULT_LEASE_MS
             self._lease = (value, time.monotonic())
             why = bounds.refusal(call.asked, value)
         return why

@@ -8,7 +8,7 @@
 --   prefix_of(s, set)  s is the row-key prefix of the queue whose key ``set`` is: set's base
 --       (up to its last ':') and 'job:'
 -- A reply never repeats the argument (it may be 60 KiB, or bytes that are no text).
--- echomq_lab/arguments.py is the same rule on the host's side (docs/protocol.md, Arguments).
+-- echomq_lab/scripts/arguments.py is the same rule on the host's side (docs/protocol.md, Arguments).
 --@include well_formed
 local function refuse(name, what)
   return redis.error_reply('EMQARG ' .. name .. ' must be ' .. what)

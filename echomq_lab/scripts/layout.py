@@ -6,7 +6,7 @@ names an argument, whose name says its form (:data:`FORMS`). ``KEYS[5..]`` and `
 stand for as many as the caller follows (the view's rows and their ids). From that,
 :meth:`Layout.keys` builds a call's keys for a queue, and :meth:`Layout.check` holds a raw call
 (a learner's, at a room's gateway) to the layout and the argument rule
-(:mod:`echomq_lab.arguments`): the gateway, the tests and a transition ``make transition``
+(:mod:`echomq_lab.scripts.arguments`): the gateway, the tests and a transition ``make transition``
 adds read the layout from here; tests/test_layout.py holds :mod:`echomq_lab.jobs` to it.
 
 Part of the protocol core: may import only the core's top level.
@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from echomq_lab import arguments, branded, errors, keyspace, scripts
-from echomq_lab.arguments import Number
+from echomq_lab import branded, errors, keyspace, scripts
+from echomq_lab.scripts import arguments
+from echomq_lab.scripts.arguments import Number
 
 #: What each ARGV name holds: a number (its rule), or one of the other forms: ``prefix`` (the
 #: queue's row-key prefix), ``id`` (the job's branded id), ``ids`` (the followed ids), ``mode``

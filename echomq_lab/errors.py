@@ -52,6 +52,15 @@ class BadRow(Refusal):
     wire_class = "EMQROW"
 
 
+class BadArgument(Refusal, ValueError):
+    """An argument is not in the form its script reads (a number not in decimal digits or out
+    of bounds, an id that is not a JOB id, a prefix or key of another queue); refused before
+    any write, by the script (docs/protocol.md, Arguments) or by a room's gateway, which
+    applies the same rule (:mod:`echomq_lab.scripts.arguments`). ``detail`` names the argument."""
+
+    wire_class = "EMQARG"
+
+
 class NotWritten(Refusal):
     """The script is still the stub ``make transition`` wrote: it refuses every call, saying
     which transition is not written yet. Not a protocol reply: the lab's own, for its authors."""
@@ -119,7 +128,7 @@ class EvictionRisk(UserWarning):
 
 #: Each refusal's class by its wire class.
 WIRE_CLASSES = {cls.wire_class: cls for cls in (StaleToken, KindRefused, WrongState, BadRow,
-                                                    NotWritten)}
+                                                    BadArgument, NotWritten)}
 
 
 def from_reply(text: str) -> Refusal | None:

@@ -17,15 +17,11 @@ import redis
 
 from echomq_lab import errors, keyspace
 from echomq_lab.connection import reaching
-from echomq_lab.scripts import Arg, load
+from echomq_lab.scripts import Arg, arguments, load
 
-#: The longest lease or delay the lab accepts: one year, in ms.
-MAX_MS = 365 * 24 * 3600 * 1000
-#: The latest run-at the lab accepts (ms since the Unix epoch): far beyond any real clock,
-#: and small enough that every score stays an exact integer on every server.
-MAX_RUN_AT_MS = 2**52
-#: The largest token the lab passes on (far beyond any real count of claims).
-MAX_TOKEN = 2**62
+#: The bounds the handles check numbers against: the scripts' own
+#: (:mod:`echomq_lab.scripts.arguments`).
+MAX_MS, MAX_RUN_AT_MS, MAX_TOKEN = arguments.MAX_MS, arguments.MAX_RUN_AT_MS, arguments.MAX_TOKEN
 #: The most claim scripts one claim runs while it finds only dropped members (each run looks
 #: at up to 100 of them).
 CLAIM_RUNS = 10
@@ -68,21 +64,17 @@ NOTHING_DROPPED = Dropped()
 
 def check_int(name: str, value: object, low: int, high: int) -> int:
     """``value`` if it is a plain int (not a bool) in ``low..high``."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}")
-    return value
+    return arguments.Number(name, low, high).check(value)
 
 
 def check_lease(value: object) -> int:
     """``value`` if it is a lease the protocol accepts (1 ms .. one year)."""
-    return check_int("lease_ms", value, 1, MAX_MS)
+    return arguments.LEASE.check(value, "lease_ms")
 
 
 def check_token(value: object) -> int:
     """``value`` if it is a token claim could have minted (a positive int)."""
-    return check_int("token", value, 1, MAX_TOKEN)
+    return arguments.TOKEN.check(value)
 
 
 def check_payload(value: object) -> bytes:

@@ -17,13 +17,15 @@ from echomq_lab.drift import INFINITE, SET_OF_STATE, Drift, check, drift_of, sco
 from echomq_lab.keyspace import SET_NAMES, SetName
 from echomq_lab.row import Row, decoded
 from echomq_lab.scripts import Arg, load
+from echomq_lab.scripts.arguments import MAX_WINDOW
 
 __all__ = [
     "INFINITE", "SET_OF_STATE", "WINDOW", "Drift", "Snapshot", "check", "drifts", "snapshot", "view"
 ]
 
-#: The members of each set a view shows, the most jobs it may follow, its widest window.
-WINDOW, MAX_FOLLOW, MAX_WINDOW = 10, 64, 1000
+#: The members of each set a view shows, and the most jobs it may follow (its widest window
+#: is :data:`echomq_lab.scripts.arguments.MAX_WINDOW`).
+WINDOW, MAX_FOLLOW = 10, 64
 
 
 @dataclass(frozen=True)

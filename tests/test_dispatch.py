@@ -251,6 +251,7 @@ def test_error_hierarchy() -> None:
         (errors.KindRefused, "EMQKIND"),
         (errors.WrongState, "EMQSTATE"),
         (errors.BadRow, "EMQROW"),
+        (errors.BadArgument, "EMQARG"),
     ):
         assert issubclass(cls, errors.Refusal) and cls.wire_class == word
         assert not issubclass(cls, errors.HostCondition)
@@ -269,7 +270,8 @@ def test_error_hierarchy() -> None:
     stub = errors.from_reply("EMQTODO cancel is not written yet")
     assert isinstance(stub, errors.NotWritten) and isinstance(stub, errors.Refusal)
     assert str(stub) == "cancel is not written yet" and errors.kind_of(stub) == "EMQTODO"
-    assert set(errors.WIRE_CLASSES) == {"EMQSTALE", "EMQKIND", "EMQSTATE", "EMQROW", "EMQTODO"}
+    assert set(errors.WIRE_CLASSES) == {"EMQSTALE", "EMQKIND", "EMQSTATE", "EMQROW", "EMQARG",
+                                        "EMQTODO"}
 
 
 def test_suffixed_refusal_from_a_live_server_is_typed(conn: redis.Redis) -> None:

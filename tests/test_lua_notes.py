@@ -72,7 +72,7 @@ def test_the_fold_shows_the_file_and_folds_its_header_and_includes() -> None:
     fold = shown.split("<details>", 1)[1]
     assert fold.count("-- claim: lease") == 1
     assert "--@include pick" in lua  # the file names its hardening where it stands
-    assert beats.includes("claim") == ["pick", "well_formed", "whole"]  # nested ones too
+    assert beats.includes("claim") == ["argument", "well_formed", "pick", "whole"]  # nested too
     for name in beats.includes("claim"):
         assert f"scripts/include/{name}.lua" in fold
 

@@ -35,17 +35,13 @@ import redis.asyncio as aredis
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from echomq_lab import branded, keyspace, scripts, transitions
-from echomq_lab.classroom.record import RECORD_LEN, log_key, record_key
+from echomq_lab import errors, keyspace, scripts
+from echomq_lab.classroom import bounds
+from echomq_lab.classroom.record import RECORD_LEN, ctl_key, log_key, record_key
 from echomq_lab.classroom.resp import Err, Malformed, Replies, Requests, TooLarge, command, error
+from echomq_lab.scripts import arguments, layout
 
 LOG = logging.getLogger("echomq_lab.classroom.gateway")
-#: The fenced transitions by script: a learner settles or extends the job they claimed.
-SETTLING: dict[str, transitions.Transition] = {t.script: t for t in transitions.TRANSITIONS
-                                               if t.fenced}
-#: The scripts a learner's desk runs: claim, the fenced ones and the view (the demonstrations,
-#: enqueue and the reaper's are not).
-LEARNER_SCRIPTS: tuple[str, ...] = ("claim", *SETTLING, "view")
 #: The reads the pages make, each with where its keys are (None: every argument).
 READS: dict[bytes, slice | None] = {
     b"HGET": slice(1, 2), b"HMGET": slice(1, 2), b"HGETALL": slice(1, 2), b"EXISTS": None,
@@ -53,6 +49,9 @@ READS: dict[bytes, slice | None] = {
     b"ZCARD": slice(1, 2), b"XRANGE": slice(1, 2), b"XLEN": slice(1, 2),
 }  # fmt: skip
 FREE: frozenset[bytes] = frozenset({b"PING", b"TIME"})
+#: How long the gateway trusts its last reading of the room's lease (s).
+LEASE_READ_S = 1.0
+
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 
 
@@ -99,12 +98,14 @@ def _shown(word: bytes) -> str:
 
 @dataclass(frozen=True)
 class Call:
-    """A script call the gateway passed on: which script, the job it names, the token."""
+    """A script call the gateway passed on: which script, the job it names, the token, the
+    lease, and every number it carries (by its name in the script's header)."""
 
     script: str
     job: str
     token: int
     lease_ms: int
+    asked: layout.Call | None = None
 
 
 def check(room: str, shas: dict[str, str], words: list[bytes]) -> Call | None:
@@ -126,39 +127,23 @@ def check(room: str, shas: dict[str, str], words: list[bytes]) -> Call | None:
 
 
 def _script_call(room: str, shas: dict[str, str], words: list[bytes]) -> Call:
+    """The call, held to its script's layout and the argument rule (:mod:`.bounds`)."""
     if len(words) < 3:
         raise Refused("NOPERM EVALSHA needs a script and its keys")
     script = shas.get(_text(words[1]).lower())
     if script is None:
         raise Refused("NOPERM that script is not one the room runs for learners")
+    numkeys = arguments.decimal(words[2], 0, len(words) - 3)
+    if numkeys is None:
+        raise Refused("NOPERM the number of keys is not a number")
     try:
-        numkeys = int(words[2])
+        asked = bounds.held(room, script, words[3:3 + numkeys], words[3 + numkeys:])
+    except errors.BadArgument as exc:
+        raise Refused(f"{exc.wire_class} {exc.detail}") from None
     except ValueError:
-        raise Refused("NOPERM the number of keys is not a number") from None
-    keys = [_text(k) for k in words[3:3 + numkeys]]
-    args = [_text(a) for a in words[3 + numkeys:]]
-    k = keyspace.keys(room)
-    try:
-        job = branded.check(args[0]) if script in SETTLING else ""
-        expected: list[str]
-        if script == "claim":
-            expected, ok = [k.pending, k.active], len(args) == 2 and args[0] == k.rows
-        elif script == "view":
-            ids = args[2:]
-            expected = [*k.sets, *(k.row(i) for i in ids)]
-            ok = bool(args) and args[0] == k.rows and len(ids) <= 32
-        else:
-            middle = [k.schedule, k.dead] if script == "retry" else []
-            expected = [k.active, *middle, k.row(job)]
-            ok = len(args) == len(SETTLING[script].call.takes)
-        token = int(args[1]) if script in SETTLING else 0
-        lease = int(args[1] if script == "claim" else args[2]) if script in ("claim",
-                                                                            "extend") else 0
-    except (IndexError, ValueError, TypeError):
-        ok, expected = False, []
-    if not ok or keys != expected:
-        raise Refused(f"NOPERM {script} takes this room's own keys and arguments")
-    return Call(script, job, token, lease)
+        raise Refused(f"NOPERM {script} takes this room's own keys and arguments") from None
+    n = asked.numbers
+    return Call(script, asked.job, n.get("token", 0), n.get("lease", 0), asked)
 
 
 def _outcome(call: Call, value: object) -> tuple[str, str, str, int] | None:
@@ -337,6 +322,10 @@ class Session:
             return error(str(exc))
         began = time.time() * 1000
         try:
+            beyond = "" if call is None else await self.gw.beyond_room(self, call)
+            if beyond and call is not None:
+                await self.gw.refuse(self.user, f"{call.script} bounds")
+                return error(f"EMQARG {beyond}")
             answer = await self._ask(command(*words))
         except (OSError, Malformed) as exc:
             self.closing = True
@@ -420,7 +409,8 @@ class Gateway:
     _thread: threading.Thread | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        self.shas = {scripts.load(n).sha: n for n in LEARNER_SCRIPTS}
+        self.shas = {scripts.load(n).sha: n for n in bounds.learner_scripts()}
+        self._lease: tuple[int, float] = (0, 0.0)
         self.waiting: Counter[str] = Counter()
         self.held: dict[str, _Held] = {}
         self._sockets: set[asyncio.StreamWriter] = set()
@@ -478,6 +468,25 @@ class Gateway:
                     writer.close()
             self._loop.call_soon_threadsafe(close)
             self._thread.join(timeout=10)
+
+    async def beyond_room(self, session: Session, call: Call) -> str:
+        """Why ``call`` asks more than this room allows (:func:`bounds.refusal`), or "". The
+        room's lease is read through the learner's own connection, at most once a second, and
+        again before a refusal (so a lease the instructor just raised is obeyed at once)."""
+        if call.asked is None:
+            return ""
+        if not bounds.needs_lease(call.asked):
+            return bounds.refusal(call.asked, 0)
+        value, read_at = self._lease
+        fresh = time.monotonic() - read_at < LEASE_READ_S
+        why = bounds.refusal(call.asked, value) if fresh else "stale"
+        if why:
+            answer = await session._ask(command("HGET", ctl_key(self.seats.room), "lease_ms"))
+            raw = answer.value if isinstance(answer.value, bytes) else b""
+            value = arguments.decimal(raw, 1, arguments.MAX_MS) or bounds.DEFAULT_LEASE_MS
+            self._lease = (value, time.monotonic())
+            why = bounds.refusal(call.asked, value)
+        return why
 
     # --- the record ----------------------------------------------------------------------
 

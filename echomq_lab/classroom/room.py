@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 import redis
 
 from echomq_lab import keyspace, scripts, servers
+from echomq_lab.classroom import bounds
 from echomq_lab.classroom.record import ctl_key
 from echomq_lab.scripts import VIEWS
 from echomq_lab.transitions import SCRIPTS
@@ -50,7 +51,7 @@ CLIENTS_PER_LEARNER = 4
 INSTRUCTOR_CLIENTS = 32
 INSTRUCTOR = "instructor"
 GATEWAY = "gateway"
-DEFAULT_LEASE_MS = 3000
+DEFAULT_LEASE_MS = bounds.DEFAULT_LEASE_MS
 MAX_LEARNERS = 500
 JOIN_SCHEME = "echomq"
 #: How many kinds of ACL refusal the server remembers (each with its count).

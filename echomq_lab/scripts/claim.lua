@@ -2,14 +2,20 @@
 -- KEYS[1] pending  emq:{Q}:pending
 -- KEYS[2] active   emq:{Q}:active
 -- ARGV[1] prefix   the row-key prefix emq:{Q}:job: (the row key is prefix .. id)
--- ARGV[2] lease    lease length in ms (positive integer)
+-- ARGV[2] lease    lease length in ms (1 .. 31536000000: one year)
 -- Reply: {} when nothing is pending | {id, payload, token}
 --        token is the row's new attempts: every later call on this lease must present it
 --        members with no job behind them are dropped on the way (include/pick.lua): an orphan
 --        is a well-formed JOB id with no row, a malformed member is no JOB id; when any were,
 --        the reply is {id, payload, token, {orphans}, {malformed}}, or {{orphans}, {malformed}}
 -- Error: EMQROW when the oldest job's row is broken (nothing is written)
+-- Error: EMQARG when an argument is malformed (include/argument.lua; nothing is written)
+--@include argument
 --@include pick
+local bad = prefix_of(ARGV[1], KEYS[1]) or decimal('lease', ARGV[2], '1', '31536000000')
+if bad then
+  return bad
+end
 local p = pick()
 if p.refused then
   return p.refused

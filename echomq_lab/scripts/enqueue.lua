@@ -9,7 +9,13 @@
 -- Reply: 1 enqueued | 0 duplicate (the row exists; nothing is written)
 -- Error: EMQKIND when the id is not a JOB id (before any write)
 -- Error: EMQROW when the id has no row but still stands in one of the four sets (no write)
+-- Error: EMQARG when the id is no branded id or the row key not its own (nothing is written)
+--@include argument
 --@include new_row_gate
+local bad = branded('id', ARGV[1]) or row_of(KEYS[1], ARGV[1], KEYS[2])
+if bad then
+  return bad
+end
 local id = ARGV[1]
 local refused = new_row_gate(id)
 if refused then

@@ -9,7 +9,13 @@
 -- and never written into pending or into a row (no transition writes a row that is not there).
 -- When any were dropped the reply is {returned, {orphans}, {malformed}} instead of the bare
 -- count.
+-- Error: EMQARG when the prefix is not the queue's own (include/argument.lua; nothing written)
+--@include argument
 --@include move_due
+local bad = prefix_of(ARGV[1], KEYS[1])
+if bad then
+  return bad
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expired = redis.call('ZRANGE', KEYS[1], '-inf', string.format('%d', now), 'BYSCORE', 'LIMIT', 0, 100)

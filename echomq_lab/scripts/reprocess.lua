@@ -5,6 +5,12 @@
 -- ARGV[1] id       the branded id
 -- Reply: 1 back in pending | -1 the row is gone
 -- Error: EMQSTATE when the job is not dead (nothing changes)
+-- Error: EMQARG when the id is no branded id or the row key not its own (nothing changes)
+--@include argument
+local bad = branded('id', ARGV[1]) or row_of(KEYS[1], ARGV[1], KEYS[2])
+if bad then
+  return bad
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end

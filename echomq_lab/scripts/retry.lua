@@ -5,13 +5,21 @@
 -- KEYS[4] row       emq:{Q}:job:<ID>
 -- ARGV[1] id        the branded id
 -- ARGV[2] token     the attempts value claim handed to this worker
--- ARGV[3] delay     ms from server now until the next try (integer >= 0)
--- ARGV[4] max       the attempts ceiling (integer >= 1)
+-- ARGV[3] delay     ms from server now until the next try (0 .. 31536000000)
+-- ARGV[4] max       the attempts ceiling (1 .. 4611686018427387904)
 -- ARGV[5] error     text kept in the row's last_error field
 -- Reply: 'scheduled' | 'dead'
 -- Error: EMQSTALE when the row is gone, the token is stale, or the id holds no lease
 -- Error: EMQROW when the row's attempts is not a whole number (checked before any write)
+-- Error: EMQARG when an argument is malformed (include/argument.lua; nothing is written)
+--@include argument
 --@include fence
+local bad = branded('id', ARGV[1]) or row_of(KEYS[4], ARGV[1], KEYS[1])
+  or decimal('token', ARGV[2], '1', '4611686018427387904') or decimal('delay', ARGV[3], '0', '31536000000')
+  or decimal('max', ARGV[4], '1', '4611686018427387904')
+if bad then
+  return bad
+end
 local attempts = redis.call('HGET', KEYS[4], 'attempts')
 if not attempts then
   return redis.error_reply('EMQSTALE token ' .. ARGV[2] .. ' is stale: the job is gone')

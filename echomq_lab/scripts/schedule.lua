@@ -7,11 +7,25 @@
 -- ARGV[1] id        the branded id (must be in the JOB namespace)
 -- ARGV[2] payload   opaque bytes, stored verbatim
 -- ARGV[3] mode      'at' (ARGV[4] is a run-at time) or 'in' (ARGV[4] is a delay from server now)
--- ARGV[4] ms        integer milliseconds
+-- ARGV[4] ms        integer milliseconds: a run-at 0 .. 4503599627370496, a delay 0 .. 31536000000
 -- Reply: 1 scheduled | 0 duplicate (the row exists; nothing is written)
 -- Error: EMQKIND when the id is not a JOB id (before any write)
 -- Error: EMQROW when the id has no row but still stands in one of the four sets (no write)
+-- Error: EMQARG when an argument is malformed (include/argument.lua; nothing is written)
+--@include argument
 --@include new_row_gate
+local function when()
+  if ARGV[3] == 'at' then
+    return decimal('ms', ARGV[4], '0', '4503599627370496')
+  elseif ARGV[3] == 'in' then
+    return decimal('ms', ARGV[4], '0', '31536000000')
+  end
+  return redis.error_reply('EMQARG mode must be at or in')
+end
+local bad = branded('id', ARGV[1]) or row_of(KEYS[1], ARGV[1], KEYS[2]) or when()
+if bad then
+  return bad
+end
 local id = ARGV[1]
 local refused = new_row_gate(id)
 if refused then

@@ -5,7 +5,8 @@
 -- KEYS[4] dead      emq:{Q}:dead
 -- KEYS[5..] row     emq:{Q}:job:<ID> of each job the host follows (declared, built by the host)
 -- ARGV[1] prefix    the row-key prefix emq:{Q}:job: (a window member's row key is prefix .. id)
--- ARGV[2] window    how many members of each set to return (lowest scores first), or 'all'
+-- ARGV[2] window    how many members of each set to return (lowest scores first, 0 .. 1000),
+--                   or 'all'
 -- ARGV[3..] ids     the id of each followed row, in the order of KEYS[5..]
 -- Reply: {now_ms, sizes, windows, seen, others}
 --   sizes   {ZCARD pending, active, schedule, dead}
@@ -23,6 +24,26 @@
 -- that is not a hash as no row; either is named in others and its content is never read.
 -- Scores are returned as the server spells them ('inf' and '-inf' included), members as bytes.
 -- Read-only. No KEYS, no SCAN: a row in no set shows only when the host follows it.
+-- Error: EMQARG when an argument is malformed (include/argument.lua): the prefix or a row key
+-- not this queue's, a window that is neither 'all' nor 0 .. 1000, an id that is no branded id
+--@include argument
+local function malformed()
+  local bad = prefix_of(ARGV[1], KEYS[1])
+  if not bad and ARGV[2] ~= 'all' then
+    bad = decimal('window', ARGV[2], '0', '1000')
+  end
+  if not bad and #ARGV ~= #KEYS - 2 then
+    bad = redis.error_reply('EMQARG ids must be one for each row key')
+  end
+  for j = 5, #KEYS do
+    bad = bad or branded('id', ARGV[j - 2]) or row_of(KEYS[j], ARGV[j - 2], KEYS[1])
+  end
+  return bad
+end
+local bad = malformed()
+if bad then
+  return bad
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local whole = ARGV[2] == 'all'

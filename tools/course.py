@@ -339,7 +339,8 @@ def changed(base: str, root: Path = ROOT, why: list[str] | None = None) -> list[
                   and not n.endswith(".ipynb"))
     if read:
         more = f" and {len(read) - 1} more" if len(read) > 1 else ""
-        said.append(f"{read[0]}{more} differ from {base}, and pages read them: every page")
+        verb = "differ" if more else "differs"
+        said.append(f"{read[0]}{more} {verb} from {base}, and pages read them: every page")
         return every
     return [n for n in every if n in names]
 

@@ -391,10 +391,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.name is None or args.title is None:
         parser.error("--name and --title are required")
     try:
+        pages = load(root)
         path = create(root, args.name, args.title, args.summary, args.after)
     except CourseError as exc:
         print(f"page: {exc}", file=sys.stderr)
         return 1
+    moved = _renamed(pages, _place(pages, args.after))
+    for old, new in moved.items():
+        print(f"page: {NOTEBOOKS.as_posix()}/{old} is now {new}", file=sys.stderr)
+    if moved:
+        print("page: every link inside the repository follows; a link from outside to an old "
+              "name (Binder, a bookmark, the site's ?path=) does not: docs/authoring.md, "
+              "\"Renumbering\"", file=sys.stderr)
     print(path.relative_to(root).as_posix())
     return 0
 

@@ -362,7 +362,11 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         pages = load()
-        print("\n".join((NOTEBOOKS / find(pages, slug).file).as_posix() for slug in argv[1:]))
+        # a notebook beside the course's pages (the workshop's board) by its own name
+        print("\n".join((NOTEBOOKS / f"{slug}.ipynb").as_posix()
+                        if SLUG.fullmatch(slug) and (ROOT / NOTEBOOKS / f"{slug}.ipynb").is_file()
+                        else (NOTEBOOKS / find(pages, slug).file).as_posix()
+                        for slug in argv[1:]))
     except CourseError as exc:
         print(f"PAGE={' '.join(argv[1:])!r}: {exc}", file=sys.stderr)
         return 2

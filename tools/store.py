@@ -197,13 +197,20 @@ def coalesced(outputs: list[Any]) -> list[Any]:
     return joined
 
 
+def _joined(nb: Any) -> Any:
+    """``nb`` with every code cell's prints joined (:func:`coalesced`), before its models are
+    named by their output's place: a print split in two must not move a panel's name."""
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = coalesced(cell.get("outputs", []))
+    return nb
+
+
 def settled(new: Any, old: Any | None, found: Rules) -> Any:
     """``new`` (a fresh run, models already named by place) settled against ``old`` (the file
     it replaces, read the same way; None for a new page)."""
     for nb in (new, old) if old is not None else (new,):
-        for cell in nb.get("cells", []):
-            if cell.get("cell_type") == "code":
-                cell["outputs"] = coalesced(cell.get("outputs", []))
+        _joined(nb)
     if old is None:
         return new
     pairs: list[tuple[Any, Any]] = []  # (kept stored text, the fresh text it stands for)
@@ -278,11 +285,11 @@ def stored(path: Path, found: Rules, ran: Any | None = None) -> str:
     """What storing ``path`` writes: a fresh run (or ``ran``) settled against the file."""
     import nbformat
 
-    fresh = run(path) if ran is None else ran
+    fresh = _joined(run(path) if ran is None else ran)
     fresh = renamed(fresh, model_names(fresh, page_of(path)))
     old = None
     if path.is_file():
-        read = nbformat.read(path, as_version=4)
+        read = _joined(nbformat.read(path, as_version=4))
         old = renamed(read, model_names(read, page_of(path)))
     return text(nbformat.from_dict(settled(fresh, old, found)))  # type: ignore[no-untyped-call]
 

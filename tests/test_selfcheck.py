@@ -59,7 +59,11 @@ def test_every_check_belongs_to_a_page_of_the_list() -> None:
     assert places == sorted(places), "questions.toml lists the checks in reading order"
     for page in PAGES:
         if page.kind in ("hub", "page"):
-            assert len(checks.for_page(page.slug)) >= 2, f"{page.slug} asks too few checks"
+            asked = len([c for c in checks.CHECKS if c.page == page.slug])
+            assert asked >= 2, (
+                f"{page.slug} asks {asked} self-check(s): a course page (the hub, or kind = "
+                f'"page" in tools/pages.toml) asks at least two; add [[checks]] entries with '
+                f'page = "{page.slug}" to {checks.QUESTIONS} (docs/authoring.md, "Self-checks")')
     assert set(EXPECTED) <= {c.key for c in checks.CHECKS}
     with pytest.raises(ValueError, match="no check called"):
         checks.get("nope")

@@ -8,6 +8,7 @@ by what they show (``text()`` and their HTML) and by what the server holds after
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -28,8 +29,24 @@ Q = "fields-test"
 @pytest.mark.parametrize("name", list(fields.FIELDS))
 def test_table_writers_and_readers_match_the_scripts(name: str) -> None:
     entry = fields.FIELDS[name]
+    assert fields.disagreements(name) == [], "\n".join(fields.disagreements(name))
     assert fields.scripts_that(name, "write") == entry.writers
     assert set(fields.scripts_that(name, "read")) == {r.script for r in entry.reads}
+
+
+def test_a_disagreement_names_the_script_the_field_and_the_fix(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    state = fields.FIELDS["state"]
+    kept = tuple(u for u in state.reads if u.script != "reprocess")
+    monkeypatch.setitem(fields.FIELDS, "state", dataclasses.replace(state, reads=kept))
+    (said,) = fields.disagreements("state")
+    assert said.startswith("scripts/reprocess.lua:") and "reads the field 'state' (HGET)" in said
+    assert 'add Use("reprocess", "HGET", ' in said and "echomq_lab/lessons/fields.py" in said
+    extra = fields.Use("claim", "HGET", "a read no script makes")
+    monkeypatch.setitem(fields.FIELDS, "state", dataclasses.replace(state, reads=(
+        *state.reads, extra)))
+    (said,) = fields.disagreements("state")
+    assert "lists claim (HGET) among its reads" in said and "remove that Use" in said
 
 
 @pytest.mark.parametrize("name", list(fields.FIELDS))

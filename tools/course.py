@@ -309,40 +309,66 @@ def written(root: Path = ROOT) -> dict[Path, str]:
     return out
 
 
-def changed(base: str, root: Path = ROOT) -> list[str]:
-    """The notebooks (``notebooks/*.ipynb``, as paths from ``root``) that differ from the
-    commit where this branch left ``base`` (committed since, or not yet), or are new; every
-    notebook when git cannot tell (no such ``base``, no git)."""
+#: What a page's run reads besides its notebook: the package (handles, scripts, panels, the
+#: questions), the data files beside the notebooks, and how a page is stored. A change to any
+#: of them can change what every page prints or draws.
+READ_BY_PAGES = ("echomq_lab/", "notebooks/", "tools/store.py", "pyproject.toml")
+
+
+def changed(base: str, root: Path = ROOT, why: list[str] | None = None) -> list[str]:
+    """The notebooks (``notebooks/*.ipynb``, as paths from ``root``) whose stored outputs may
+    no longer be what they show, against the commit where this branch left ``base``
+    (committed since, or not yet): those that differ or are new, and every notebook when a file
+    the pages read (:data:`READ_BY_PAGES`) differs; every notebook when git cannot tell (no such
+    ``base``, no git). ``why``, if given, gets one line per reason."""
     def git(*args: str) -> list[str]:
         done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
                               check=True)
         return done.stdout.split()
 
+    said = why if why is not None else []
     every = sorted(p.relative_to(root).as_posix() for p in (root / NOTEBOOKS).glob("*.ipynb"))
     try:
         fork = git("merge-base", "HEAD", base)[0]
-        names = git("diff", "--name-only", fork, "--", "notebooks/")
-        names += git("ls-files", "--others", "--exclude-standard", "--", "notebooks/")
+        names = git("diff", "--name-only", fork)
+        names += git("ls-files", "--others", "--exclude-standard")
     except (OSError, subprocess.CalledProcessError, IndexError):
+        said.append(f"git cannot compare with {base!r}: every page")
+        return every
+    read = sorted(n for n in set(names) if n.startswith(READ_BY_PAGES) and n not in every
+                  and not n.endswith(".ipynb"))
+    if read:
+        more = f" and {len(read) - 1} more" if len(read) > 1 else ""
+        verb = "differ" if more else "differs"
+        said.append(f"{read[0]}{more} {verb} from {base}, and pages read them: every page")
         return every
     return [n for n in every if n in names]
 
 
 def main(argv: list[str]) -> int:
-    """``python tools/course.py file SLUG``: print the page's notebook path (``make notebooks
+    """``python tools/course.py file SLUG...``: print each page's notebook path (``make notebooks
     PAGE=SLUG`` stores that one); a slug that names no page is one line on stderr, and 2.
-    ``python tools/course.py changed``: the notebooks that differ from ``$CHECK_BASE`` (main),
-    one a line (``make check`` runs nbval on them)."""
+    ``python tools/course.py changed``: the notebooks whose stored outputs may be stale against
+    ``$CHECK_BASE`` (main), one a line, and why on stderr (``make check`` runs them)."""
     if argv == ["changed"]:
-        print("\n".join(changed(os.environ.get("CHECK_BASE") or "main")))
+        why: list[str] = []
+        found = changed(os.environ.get("CHECK_BASE") or "main", why=why)
+        for line in why:
+            print(f"make check: {line}", file=sys.stderr)
+        print("\n".join(found))
         return 0
-    if len(argv) != 2 or argv[0] != "file":
-        print("usage: python tools/course.py file SLUG | changed", file=sys.stderr)
+    if len(argv) < 2 or argv[0] != "file":
+        print("usage: python tools/course.py file SLUG... | changed", file=sys.stderr)
         return 2
     try:
-        print((NOTEBOOKS / file_of(argv[1])).as_posix())
+        pages = load()
+        # a notebook beside the course's pages (the workshop's board) by its own name
+        print("\n".join((NOTEBOOKS / f"{slug}.ipynb").as_posix()
+                        if SLUG.fullmatch(slug) and (ROOT / NOTEBOOKS / f"{slug}.ipynb").is_file()
+                        else (NOTEBOOKS / find(pages, slug).file).as_posix()
+                        for slug in argv[1:]))
     except CourseError as exc:
-        print(f"PAGE={argv[1]!r}: {exc}", file=sys.stderr)
+        print(f"PAGE={' '.join(argv[1:])!r}: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -16,6 +16,7 @@ nothing and says why in one line.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -41,6 +42,9 @@ from course import (
 )
 
 SUMMARY = "(one line: what the reader comes away with)"
+#: How every placeholder of the spine begins: an italic parenthesis, "*(what to write here)*".
+#: No written page holds one; ``make check`` fails on each left (:func:`placeholders`).
+PLACEHOLDER = "*("
 QUESTIONS = Path("echomq_lab") / "lessons" / "questions.toml"
 #: The two starter self-checks of a new page (``{key}``: the page's slug as a name). Both are
 #: real, graded by the server; the author writes over them.
@@ -320,21 +324,85 @@ def create(root: Path, name: str, title: str, summary: str = "", after: str = ""
     return path
 
 
+def _lines_with(text: str, needle: str) -> list[int]:
+    """The 1-based numbers of the lines of ``text`` that hold ``needle``."""
+    return [n for n, line in enumerate(text.splitlines(), 1) if needle in line]
+
+
+def placeholders(root: Path) -> list[str]:
+    """Every placeholder ``make page`` wrote that is still there, one line each: the file and
+    line, the cell, the text, and what to do ([] when none is left)."""
+    found = []
+    for path in sorted((root / NOTEBOOKS).glob("*.ipynb")):
+        raw = path.read_text(encoding="utf-8")
+        file_lines = raw.splitlines()
+        name = f"{NOTEBOOKS.as_posix()}/{path.name}"
+        cursor = 0
+        for index, cell in enumerate(read_notebook(path)["cells"]):
+            if cell["cell_type"] != "markdown":
+                continue
+            src = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            for number, line in enumerate(src.splitlines(), 1):
+                if PLACEHOLDER not in line:
+                    continue
+                quoted = json.dumps(line, ensure_ascii=False)[1:-1]
+                at = next((n for n in range(cursor, len(file_lines))
+                           if quoted in file_lines[n]), None)
+                where = f"{name}:{at + 1}" if at is not None else name
+                cursor = at + 1 if at is not None else cursor
+                text = line.strip()
+                found.append(f"{where}: cell {index}, line {number}: placeholder left: "
+                             f"{text[:70]}{'…' if len(text) > 70 else ''} (write the page's "
+                             "own words there)")
+    pages_text = (root / PAGES).read_text(encoding="utf-8")
+    for n in _lines_with(pages_text, SUMMARY):
+        found.append(f"{PAGES.as_posix()}:{n}: the summary is still the placeholder {SUMMARY!r} "
+                     "(one line: what the reader comes away with)")
+    questions = (root / QUESTIONS).read_text(encoding="utf-8")
+    for asked in re.findall(r'^question = "(.*)"$', STARTERS, re.MULTILINE):
+        for n in _lines_with(questions, f'question = "{asked}"'):
+            found.append(f"{QUESTIONS.as_posix()}:{n}: a starter question of make page is "
+                         "still there: ask the page's own (docs/authoring.md, "
+                         "\"Self-checks\")")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; print the new notebook's path (relative to the root)."""
+    """Run the command line; print the new notebook's path (relative to the root). With
+    ``--placeholders``: print every placeholder left and exit 1, or exit 0 when none is."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--name", required=True, help="the page's name: lowercase-words")
-    parser.add_argument("--title", required=True, help="the page's title (its first heading)")
+    parser.add_argument("--placeholders", action="store_true",
+                        help="write nothing: list every placeholder left on the pages")
+    parser.add_argument("--name", help="the page's name: lowercase-words")
+    parser.add_argument("--title", help="the page's title (its first heading)")
     parser.add_argument("--summary", default="", help="one line for the tables of pages")
     parser.add_argument("--after", default="", help="the page it follows (default: the last)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: ours)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    if args.placeholders:
+        left = placeholders(root)
+        for line in left:
+            print(line, file=sys.stderr)
+        if left:
+            print(f"make check: {len(left)} placeholder(s) left; `make lab` to write over them",
+                  file=sys.stderr)
+        return 1 if left else 0
+    if args.name is None or args.title is None:
+        parser.error("--name and --title are required")
     try:
+        pages = load(root)
         path = create(root, args.name, args.title, args.summary, args.after)
     except CourseError as exc:
         print(f"page: {exc}", file=sys.stderr)
         return 1
+    moved = _renamed(pages, _place(pages, args.after))
+    for old, new in moved.items():
+        print(f"page: {NOTEBOOKS.as_posix()}/{old} is now {new}", file=sys.stderr)
+    if moved:
+        print("page: every link inside the repository follows; a link from outside to an old "
+              "name (Binder, a bookmark, the site's ?path=) does not: docs/authoring.md, "
+              "\"Renumbering\"", file=sys.stderr)
     print(path.relative_to(root).as_posix())
     return 0
 

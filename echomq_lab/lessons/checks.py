@@ -36,8 +36,19 @@ RULES: dict[str, str] = {"course": "the protocol as the course states it",
 PAGE_SLUG = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
+#: The file the self-checks' words come from, as an author finds it in the repository.
+QUESTIONS = "echomq_lab/lessons/questions.toml"
+
+
 class QuestionsError(ValueError):
-    """``questions.toml`` (or the text given to :func:`build`) does not describe valid checks."""
+    """``questions.toml`` (or the text given to :func:`build`) does not describe valid checks.
+
+    :func:`build` says where: ``<file>:<line>: check '<key>', ...: what is wrong; fix: what to
+    do``, one line. ``field`` and ``answer`` (1-based) say what the line is found by."""
+
+    def __init__(self, message: str, field: str | None = None, answer: int | None = None):
+        super().__init__(message)
+        self.field, self.answer = field, answer
 
 
 @dataclass(frozen=True)
@@ -348,58 +359,73 @@ def shipped_text() -> str:
     return resources.files(__package__).joinpath("questions.toml").read_text("utf-8")
 
 
-def _filled(where: str, text: Any, facts: Mapping[str, object]) -> str:
+def _filled(where: str, text: Any, facts: Mapping[str, object], field: str,
+            answer: int | None = None) -> str:
     if not isinstance(text, str) or not text.strip():
-        raise QuestionsError(f"{where} must be some text, not {text!r}")
+        raise QuestionsError(f"{where} must be some text, not {text!r}; fix: write it between "
+                             "double quotes", field, answer)
     try:
         return text.format_map(facts)
     except (KeyError, ValueError, IndexError) as exc:
-        raise QuestionsError(f"{where}: cannot fill in {text!r} ({exc!r}); the facts are "
-                             f"{', '.join(facts) or 'none'}") from None
+        raise QuestionsError(f"{where}: cannot fill in {text!r} ({exc!r}); fix: name one of the "
+                             f"facts ({', '.join(facts) or 'none'}) or write {{{{ and }}}} for "
+                             "a brace", field, answer) from None
 
 
 def _answers(where: str, raw: Any,
              facts: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(choices, outcomes) of an entry's ``answers``."""
     if not isinstance(raw, list) or len(raw) < 2:
-        raise QuestionsError(f"{where}: answers must list at least two choices")
+        raise QuestionsError(f"{where}: answers must list at least two choices; fix: "
+                             'answers = [ { when = "...", text = "..." }, ... ]', "answers")
     choices: list[str] = []
     outcomes: list[str] = []
     for i, answer in enumerate(raw, start=1):
         if not isinstance(answer, dict) or set(answer) != {"when", "text"}:
-            raise QuestionsError(f"{where}, answer {i}: give exactly when and text")
+            raise QuestionsError(f"{where}, answer {i}: give exactly when and text; fix: "
+                                 '{ when = "<outcome>", text = "<the choice>" }', "answers", i)
         if not isinstance(answer["when"], str) or answer["when"] in outcomes:
             raise QuestionsError(f"{where}, answer {i}: its when {answer['when']!r} must be a "
-                                 "word no other choice of the question uses")
-        text = _filled(f"{where}, answer {i}", answer["text"], facts)
-        if len(text) > CHOICE_MAX or ":" in text:
+                                 "word no other choice of the question uses; fix: give each "
+                                 "choice the outcome that makes it right", "answers", i)
+        text = _filled(f"{where}, answer {i}", answer["text"], facts, "answers", i)
+        if len(text) > CHOICE_MAX:
             raise QuestionsError(f"{where}, answer {i}: a choice is a bare answer of at most "
-                                 f"{CHOICE_MAX} characters with no reason after a colon")
+                                 f"{CHOICE_MAX} characters, not {len(text)}; fix: shorten it, "
+                                 "and say the why in hint or lesson", "answers", i)
+        if ":" in text:
+            raise QuestionsError(f"{where}, answer {i}: {text!r} gives a reason after a colon, "
+                                 "and a choice is a bare answer (no reason after a colon); fix: "
+                                 f"keep {text.split(':')[0].strip()!r} and move the rest into "
+                                 "hint or lesson", "answers", i)
         choices.append(text)
         outcomes.append(answer["when"])
     if len(set(choices)) < len(choices):
-        raise QuestionsError(f"{where}: two choices read the same")
+        raise QuestionsError(f"{where}: two choices read the same; fix: reword one", "answers")
     return tuple(choices), tuple(outcomes)
 
 
 def _bound(where: str, name: str, fn: Observer, params: Any) -> Observer:
     """``fn`` with ``params`` bound, each checked against its Literal (or list of Literal)."""
     if not isinstance(params, dict):
-        raise QuestionsError(f"{where}: params must be a table, not {params!r}")
+        raise QuestionsError(f"{where}: params must be a table, not {params!r}; fix: "
+                             "params = { name = value, ... }", "params")
     try:
         inspect.signature(fn).bind(None, None, **params)
     except TypeError as exc:
         raise QuestionsError(f"{where}: observer {name} does not take these params: "
-                             f"{exc}") from None
+                             f"{exc}; fix: give the ones checks.{name} takes", "params") from None
     for arg, value in params.items():
         kind = typing.get_type_hints(fn)[arg]
         many = typing.get_origin(kind) is list
         if many and not isinstance(value, list):
-            raise QuestionsError(f"{where}: {arg} must be a list, not {value!r}")
+            raise QuestionsError(f"{where}: {arg} must be a list, not {value!r}; fix: "
+                                 f"{arg} = [{value!r}]", "params")
         allowed = typing.get_args(typing.get_args(kind)[0] if many else kind)
         for one in value if many else [value]:
             if one not in allowed:
-                raise QuestionsError(f"{where}: {arg} = {one!r} is not one of {allowed}")
+                raise QuestionsError(f"{where}: {arg} = {one!r} is not one of {allowed}; fix: "
+                                     "pick one of those", "params")
     return functools.partial(fn, **params) if params else fn
 
 
@@ -411,21 +437,28 @@ def _check(entry: Any, observers: Mapping[str, Observer], facts: Mapping[str, ob
     unknown = sorted(set(entry) - {*REQUIRED, *OPTIONAL})
     if missing or unknown:
         raise QuestionsError(f"{where}: missing {missing or 'nothing'}, "
-                             f"unknown {unknown or 'none'}")
+                             f"unknown {unknown or 'none'}; fix: an entry holds "
+                             f"{', '.join(REQUIRED)} (and may hold {', '.join(OPTIONAL)})",
+                             unknown[0] if unknown else None)
     key, page = entry["key"], entry["page"]
     if not isinstance(key, str) or not key.isidentifier():
-        raise QuestionsError(f"{where}: the key must be a Python-style name")
+        raise QuestionsError(f"{where}: the key must be a Python-style name; fix: "
+                             'key = "lower_case_words"', "key")
     if not isinstance(page, str) or not PAGE_SLUG.fullmatch(page):
         raise QuestionsError(f"{where}: page must be the page's slug as tools/pages.toml "
-                             f"names it (lowercase-words), not {page!r}")
+                             f"names it (lowercase-words), not {page!r}; fix: copy its slug "
+                             "from there", "page")
     name = entry.get("observer", key)
     if name not in observers:
         raise QuestionsError(f"{where}: no observer called {name!r} (there are "
-                             f"{', '.join(sorted(observers))})")
+                             f"{', '.join(sorted(observers))}); fix: name one, or write a "
+                             'story (observer = "story")', "observer" if "observer" in entry
+                             else "key")
     rule = entry.get("rule", "course")
     if rule not in RULES:
-        raise QuestionsError(f"{where}: rule must be one of {', '.join(RULES)}, not {rule!r}")
-    text = {f: _filled(f"{where}, {f}", entry[f], facts) for f in ("question", "hint", "lesson")}
+        raise QuestionsError(f"{where}: rule must be one of {', '.join(RULES)}, not {rule!r}; "
+                             "fix: pick one of those", "rule")
+    text = {f: _filled(f"{where}, {f}", entry[f], facts, f) for f in ("question", "hint", "lesson")}
     params = entry.get("params", {})
     if name == "story" and isinstance(params, dict):  # a story runs under the check's rule
         params = {"rule": rule, **params}
@@ -435,29 +468,79 @@ def _check(entry: Any, observers: Mapping[str, Observer], facts: Mapping[str, ob
                  text["lesson"], rule)
 
 
+def _line(lines: list[str], start: int, end: int, field: str | None,
+          answer: int | None) -> int:
+    """The 1-based line of an entry (lines ``start`` to ``end``, 0-based) where ``field`` (its
+    ``answer``-th choice, if given) is written; the entry's own line when it cannot tell."""
+    at = start
+    for n in range(start, end):
+        if field and re.match(rf"\s*{re.escape(field)}\s*=", lines[n]):
+            at = n
+            break
+    if answer is not None:
+        seen = 0
+        for n in range(at, end):
+            seen += len(re.findall(r"\bwhen\s*=", lines[n]))
+            if seen >= answer:
+                return n + 1
+    return at + 1
+
+
 def build(observers: Mapping[str, Observer] = OBSERVERS, facts: Mapping[str, object] = FACTS,
-          text: str | None = None) -> tuple[Check, ...]:
+          text: str | None = None, source: str = "") -> tuple[Check, ...]:
     """The checks ``text`` (default: the shipped file) describes; QuestionsError at the first
-    mistake."""
+    mistake, one line: ``<source>:<line>: what is wrong; fix: what to do`` (``source``:
+    :data:`QUESTIONS` for the shipped file, else "questions.toml")."""
+    source = source or (QUESTIONS if text is None else "questions.toml")
+    raw = shipped_text() if text is None else text
     try:
-        data = tomllib.loads(shipped_text() if text is None else text)
+        data = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as exc:
-        raise QuestionsError(f"questions.toml is not valid TOML: {exc}") from None
+        found = re.search(r"at line (\d+)", str(exc))
+        where = f"{source}:{found[1]}" if found else source
+        raise QuestionsError(f"{where}: not valid TOML ({exc}); fix: put every text between "
+                             'double quotes on one line ("..."), with \\" for a quote '
+                             "inside") from None
     if set(data) != {"checks"} or not isinstance(data["checks"], list):
-        raise QuestionsError("questions.toml must hold [[checks]] entries and nothing else")
-    made = tuple(_check(entry, observers, facts) for entry in data["checks"])
+        raise QuestionsError(f"{source}: questions.toml must hold [[checks]] entries and "
+                             "nothing else; fix: begin each question with a [[checks]] line")
+    lines = raw.splitlines()
+    starts = [n for n, line in enumerate(lines) if line.strip() == "[[checks]]"]
+    made = []
+    for i, entry in enumerate(data["checks"]):
+        try:
+            made.append(_check(entry, observers, facts))
+        except QuestionsError as exc:
+            if len(starts) != len(data["checks"]):
+                raise QuestionsError(f"{source}: {exc}") from None
+            end = starts[i + 1] if i + 1 < len(starts) else len(lines)
+            line = _line(lines, starts[i], end, exc.field, exc.answer)
+            raise QuestionsError(f"{source}:{line}: {exc}") from None
     doubled = sorted(k for k, n in Counter(c.key for c in made).items() if n > 1)
     if doubled:
-        raise QuestionsError(f"two questions share the key {', '.join(doubled)}")
+        raise QuestionsError(f"{source}: two questions share the key {', '.join(doubled)}; "
+                             "fix: rename one (a key names its queue too)")
     used = {e.get("observer", e["key"]) for e in data["checks"]} | GENERAL
     idle = sorted(set(observers) - used)
     if idle:
-        raise QuestionsError(f"no question uses the observer {', '.join(idle)}: add its "
-                             "question to questions.toml or remove the observer")
-    return made
+        raise QuestionsError(f"{source}: no question uses the observer {', '.join(idle)}: add "
+                             "its question to questions.toml or remove the observer")
+    return tuple(made)
 
 
-CHECKS: tuple[Check, ...] = build()
+@functools.cache
+def all_checks() -> tuple[Check, ...]:
+    """Every check of the shipped ``questions.toml``, read once, when first asked for: a
+    mistake in the file fails what asks for a check (saying where and what to do), not every
+    import of the lab."""
+    return build()
+
+
+def __getattr__(name: str) -> tuple[Check, ...]:
+    """``CHECKS``: :func:`all_checks`, read when first used."""
+    if name == "CHECKS":
+        return all_checks()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def for_page(page: str) -> list[Check]:
@@ -468,7 +551,7 @@ def for_page(page: str) -> list[Check]:
     """
     if not isinstance(page, str):
         raise TypeError(f"page must be the page's name, e.g. 'the-payload', not {page!r}")
-    found = [c for c in CHECKS if c.page == page]
+    found = [c for c in all_checks() if c.page == page]
     if not found:
         raise ValueError(f"no page called {page!r} asks self-checks; the pages that do are "
                          f"{', '.join(pages())}")
@@ -477,12 +560,13 @@ def for_page(page: str) -> list[Check]:
 
 def pages() -> list[str]:
     """The slugs of the pages that ask self-checks, in the order ``questions.toml`` lists them."""
-    return list(dict.fromkeys(c.page for c in CHECKS))
+    return list(dict.fromkeys(c.page for c in all_checks()))
 
 
 def get(key: str) -> Check:
     """The check called ``key``; ValueError naming the keys when there is none."""
-    for check in CHECKS:
+    for check in all_checks():
         if check.key == key:
             return check
-    raise ValueError(f"no check called {key!r}: pick one of {', '.join(c.key for c in CHECKS)}")
+    raise ValueError(f"no check called {key!r}: pick one of "
+                     f"{', '.join(c.key for c in all_checks())}")

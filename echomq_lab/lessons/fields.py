@@ -182,6 +182,33 @@ def scripts_that(name: str, access: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m.script for m in mentions(name) if m.access == access))
 
 
+def disagreements(name: str) -> list[str]:
+    """Every way the table's entry for field ``name`` and the scripts' source disagree, one
+    line each, naming the script, the field and what to change ([] when they agree): a write is
+    matched by script and command, a read by script."""
+    entry, where = FIELDS[name], f'Field("{name}", ...) in echomq_lab/lessons/fields.py'
+    said = []
+    for access, uses in (("write", entry.writes), ("read", entry.reads)):
+        width = 2 if access == "write" else 1  # a write by (script, command), a read by script
+        listed = {(u.script, u.command)[:width]: u for u in uses}
+        seen: dict[tuple[str, ...], Mention] = {}
+        for m in mentions(name):
+            if m.access == access:
+                seen.setdefault((m.script, m.command)[:width], m)
+        for k, m in seen.items():
+            if k not in listed:
+                said.append(f"scripts/{m.script}.lua:{m.line_no} {access}s the field {name!r} "
+                            f"({m.command}), but {where} does not list it: add "
+                            f'Use("{m.script}", "{m.command}", "<what it does with it>") to its '
+                            f"{access}s")
+        for k, u in listed.items():
+            if k not in seen:
+                said.append(f"{where} lists {u.script} ({u.command}) among its {access}s, but "
+                            f"scripts/{u.script}.lua does not {access} {name!r} that way: "
+                            "remove that Use, or mend the script")
+    return said
+
+
 # -- the payload round trip -----------------------------------------------------------------
 
 #: A few payloads to send through the protocol: (label, bytes).

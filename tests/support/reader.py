@@ -17,6 +17,7 @@ last cell, ``<page>.ipynb::the reader's probe``, run in that same kernel before 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -31,8 +32,6 @@ from tools.course import load as course_pages
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
-#: The self-checks each page asks, by slug (pages that ask none are left out).
-CHECKS = {slug: checks.for_page(slug) for slug in checks.pages()}
 #: The panels each page invites the reader to use, by the name the page gives them.
 READER_PANELS = {
     "the-record-hash": ("picker",),
@@ -44,8 +43,30 @@ READER_PANELS = {
 }
 #: The pages showing the two-worker story, and the name they give it.
 STORIES = {"the-state-and-attempts": "story", "lab-two-workers-one-job": "story"}
-#: The slugs probed, by the page's file name.
-PROBED = {p.file: p.slug for p in course_pages() if p.slug in CHECKS or p.slug in READER_PANELS}
+
+
+@functools.cache
+def asked() -> dict[str, list[checks.Check]]:
+    """The self-checks each page asks, by slug (pages that ask none are left out); read when
+    first used, so a mistake in questions.toml fails the tests that read it, saying where, and
+    not this module's import (and every test with it)."""
+    return {slug: checks.for_page(slug) for slug in checks.pages()}
+
+
+@functools.cache
+def probed() -> dict[str, str]:
+    """The slugs probed, by the page's file name."""
+    return {p.file: p.slug for p in course_pages() if p.slug in asked() or p.slug in READER_PANELS}
+
+
+def __getattr__(name: str) -> Any:
+    """``CHECKS`` (:func:`asked`) and ``PROBED`` (:func:`probed`), read when first used."""
+    if name == "CHECKS":
+        return asked()
+    if name == "PROBED":
+        return probed()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 NAME = "the reader's probe"
 #: How long the probe may take (it answers every choice of every check on the server).
 TIMEOUT_S = 300
@@ -98,7 +119,7 @@ def judge(slug: str, cells: list[Any], report: dict[str, Any]) -> None:
     """Fail, saying what is wrong, unless ``report`` (the probe's, on page ``slug`` whose
     stored cells are ``cells``) shows every check made and graded and every panel unpressed."""
     made = report["checks"]
-    missing = {c.question for c in CHECKS.get(slug, ())} - {c["question"] for c in made}
+    missing = {c.question for c in asked().get(slug, ())} - {c["question"] for c in made}
     assert not missing, f"page {slug} does not make the self-checks {missing}"
     for check in made:
         answers = check["answers"]
@@ -166,9 +187,9 @@ def attach(items: list[pytest.Item]) -> None:
     page (in place, so it runs while that page's kernel is still up)."""
     last: dict[Path, int] = {}
     for i, item in enumerate(items):
-        if type(item).__name__ == "IPyNbCell" and item.path.name in PROBED:
+        if type(item).__name__ == "IPyNbCell" and item.path.name in probed():
             last[item.path] = i
     for path, i in sorted(last.items(), key=lambda kv: kv[1], reverse=True):
         parent = items[i].parent
         assert parent is not None
-        items.insert(i + 1, ReaderProbe.from_parent(parent, name=NAME, slug=PROBED[path.name]))
+        items.insert(i + 1, ReaderProbe.from_parent(parent, name=NAME, slug=probed()[path.name]))

@@ -4,7 +4,7 @@ One list says which notebooks make up the course and in what order. Each page is
 slug (``the-payload``); its file is ``NN-<slug>.ipynb``, NN its place in the list, so nothing
 else stores a page's number. From the list come each notebook's navigation cell (previous / up
 to the hub / next; the hub's also holds the table of every page) and its note on how the page
-comes alive in JupyterLab (second on the page), README's reading-order table
+comes alive in JupyterLab (second on the page) and its kernel's name, README's reading-order table
 between its marker comments, and the pages the static site carries (:func:`site_pages`).
 Standard library only, so the tools run with any Python 3.11+.
 """
@@ -27,6 +27,10 @@ NOTEBOOKS = Path("notebooks")
 README = Path("README.md")
 #: The tag that marks the generated navigation cell of a notebook.
 TAG = "navigation"
+#: Every page's kernel, named as ipykernel's own kernel spec names itself: JupyterLab writes the
+#: running kernel's spec into the page once the kernel starts, so a page that names it any
+#: other way opens marked as modified.
+KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 #: The tag of the generated cell, second on every page, that tells a reader in JupyterLab how
 #: the page comes alive (the app and the static site leave it out: they run the page).
 RUN_TAG = "how-to-run"
@@ -329,6 +333,7 @@ def written(root: Path = ROOT) -> dict[Path, str]:
         # strays are named by their place in the file as it is
         strays = stray_nav_cells(with_nav(read_notebook(path), nav_text(pages, index)))
         nb = with_nav(with_run_note(stored), nav_text(pages, index))
+        nb.setdefault("metadata", {})["kernelspec"] = dict(KERNEL)
         found += [f"{page.file}: cell {i} is hand-written navigation beside the generated "
                   "one; delete it" for i in strays]
         out[path] = dump_notebook(nb)

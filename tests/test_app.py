@@ -23,8 +23,11 @@ press it:
   screen with no further click, B's claim waits for a prediction, and the fence switch restarts
   the story with the unfenced demonstration named on screen;
 - last, the page's links to other pages stay inside the app, each naming the address the app
-  renders that page at, and a click on one goes there; and the pages' EVALSHA calls reached
-  the Valkey.
+  renders that page at, and a click on one goes there; the list of pages asks nothing of
+  another origin; a reader follows the pages' own links 00 → 01 → 02 → 03 → 00, each page
+  rendered live (03's checks answer a press) and the hub then counting what was answered
+  (these renders are what is tested, not new runs of the notebooks, and are not counted as
+  such); and the pages' EVALSHA calls reached the Valkey.
 
 The browser is the module fixture ``browser`` of tests/conftest.py. Without a Chromium, Valkey
 or axe-core the tests skip, saying why; with ``ECHOMQ_REQUIRE_BACKENDS=1`` they fail.
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -378,7 +382,10 @@ def test_a_reload_keeps_the_place_and_start_over_forgets_it(app: str, browser: B
         assert start_over.evaluate("b => b.tagName") == "BUTTON"
         page.evaluate("document.activeElement && document.activeElement.blur()")
         page.locator("#rendered_cells").evaluate("s => { s.scrollTop = 0; }")
-        page.keyboard.press("Tab")
+        for _ in range(6):  # past the bar's links to the pages
+            page.keyboard.press("Tab")
+            if start_over.evaluate("b => b === document.activeElement"):
+                break
         expect(start_over).to_be_focused()
         with page.expect_navigation(timeout=RENDER_MS):
             page.keyboard.press("Enter")
@@ -409,6 +416,71 @@ def test_links_between_pages_stay_in_the_app(app: str, rendered: Callable[[str],
         status=200, content_type="text/html", body="<title>next</title>"))
     links.first.click()
     page.wait_for_url(following, timeout=UPDATE_MS)
+
+
+def test_the_list_of_pages_asks_nothing_of_another_origin(app: str, browser: Browser) -> None:
+    """The app's list of pages (``/``) loads with every other origin refused, and asks none."""
+    refused: list[str] = []
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        only_from(page, app, refused)
+        page.goto(f"{app}/", timeout=RENDER_MS)
+        page.wait_for_load_state("networkidle", timeout=RENDER_MS)
+        assert refused == [], refused[:3]
+        assert "cdn." not in page.content()
+    finally:
+        page.close()
+
+
+#: The pages followed by their links, in the app.
+WALK = [file_of(slug) for slug in
+        ("the-record-hash", "the-hash-and-its-fields", "the-state-and-attempts", "the-payload")]
+
+
+def _next_link(page: Page) -> Locator:
+    """The link on the page's navigation line "Next:"."""
+    return page.locator("#rendered_cells li", has=page.locator("strong:text-is('Next:')")) \
+        .locator("a")
+
+
+def test_following_the_links_leads_from_page_to_live_page(app: str, browser: Browser,
+                                                          screenshots: Path) -> None:
+    """From the hub, each page's "Next" link opens the next page in the app, rendered live:
+    00 → 01 → 02 → 03; on 03 a check answers a press; the bar's hub link leads back to 00,
+    whose row for 03 counts the answered check, and whose summary names no choice. Nothing is
+    asked of another origin on the way."""
+    refused: list[str] = []
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        only_from(page, app, refused)
+        page.goto(f"{app}/voila/render/{WALK[0]}", timeout=RENDER_MS)
+        for name in WALK[1:]:
+            widgets_up(page, page.url.rsplit("/", 1)[-1])
+            _next_link(page).click()
+            page.wait_for_url(f"{app}/voila/render/{name}", timeout=RENDER_MS)
+        widgets_up(page, WALK[-1])
+        check = page.locator(".emq-selfcheck").first
+        choice = check.locator("button").first
+        picked = choice.inner_text().strip()
+        choice.click()
+        expect(check.locator(".widget-html").last).to_contain_text(re.compile("[✓✗]"),
+                                                                     timeout=UPDATE_MS)
+        page.wait_for_timeout(500)  # the verdict noted
+        bar = page.locator(".emq-app-pages")
+        expect(bar.locator("a")).to_have_count(3)
+        bar.locator("a", has_text="hub").click()
+        page.wait_for_url(f"{app}/voila/render/{WALK[0]}", timeout=RENDER_MS)
+        widgets_up(page, WALK[0])
+        row = page.locator("#rendered_cells tr", has=page.locator(f"a[href$='{WALK[-1]}']"))
+        expect(row).to_contain_text(re.compile(r"1 of \d+ checks answered"), timeout=UPDATE_MS)
+        summary = page.locator(".emq-summary")
+        expect(summary).to_contain_text("Pages opened: 4 of")
+        assert picked not in summary.inner_text()
+        summary.scroll_into_view_if_needed()
+        page.screenshot(path=str(screenshots / "app-walk-hub-progress.png"))
+        assert refused == [], refused[:3]
+    finally:
+        page.close()
 
 
 def test_the_apps_pages_ran_their_scripts_on_valkey(valkey_url: str) -> None:

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Error, Locator, Page, expect
+from playwright.sync_api import Browser, Error, Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from echomq_lab.lessons.two_workers import STEPS
@@ -66,6 +66,8 @@ from tests.support.story import SAYS, play
 from tools.browser import (
     NOTEBOOK_SCROLLER,
     STDERR_OUTPUT,
+    VIEWPORT,
+    Lab,
     change_theme,
     find_button,
     full_lab,
@@ -739,3 +741,25 @@ def test_every_visible_button_clicks_cleanly(name: str, ran: Callable[[str], Pag
     assert "Traceback" not in logged and "Error" not in logged, (
         f"{name}: after clicking {len(clicked)} buttons the log console holds:\n{logged[-3000:]}")
     print(f"\n{name}: clicked {len(clicked)} of {count} buttons, no error")
+
+
+def test_in_jupyterlab_a_page_opens_unmodified_and_says_how_it_comes_alive(
+    lab: Lab, browser: Browser
+) -> None:
+    """The centre page opened in JupyterLab, nothing pressed: once its kernel has started
+    (JupyterLab then writes the kernel's name into the page), its tab is not marked modified;
+    and the page's second cell tells the reader that Run All brings its panels alive."""
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        page.goto(lab.notebook_url(CENTRE, workspace="opens-unmodified"))
+        page.locator(".jp-Notebook .jp-Cell").nth(1).wait_for(timeout=SHOWN_MS)
+        expect(page.locator(".jp-Notebook .jp-Cell").nth(1)).to_contain_text(
+            "Run ▸ Run All Cells brings this page's panels alive")
+        expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+               .or_(page.locator("#jp-main-statusbar").get_by_text("Idle")).first
+               ).to_be_attached(timeout=SHOWN_MS)
+        page.wait_for_timeout(3_000)  # JupyterLab writes the kernel's name a moment after
+        assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0, (
+            f"{CENTRE} is marked modified right after opening")
+    finally:
+        page.close()

@@ -7,9 +7,12 @@ the site carries, each with its title, each link opening the page in the mode th
 and page 00, opened in the reader's view at 1200 x 800, shows its words before Python answers,
 folds its code and hides the menus, runs again by itself at each reload (twice) with its
 self-check's answer and the reader's place kept (both cleared by "Start over"), and, offline,
-runs again in a reload while another page runs in a new tab. Those reloads run page 00 again
-in the same tab: they are what is tested, not new runs of the notebook, and are not counted as
-such.
+runs again in a reload while another page runs in a new tab; and, as the hub, shows in its
+table of pages which of its checks are answered (forgotten by "Start over"). Last, a reader
+follows the pages' own links, 00 → 01 → 02 → 03 → 00 (and 02 → 03 twice: from the words, before
+Python is up, and from the live page), each page opening to run by itself, its checks answering
+a press, and the hub then showing what was answered. Those reloads and walks run pages again:
+they are what is tested, not new runs of the notebooks, and are not counted as such.
 The site must have been built first (``make site``; ``make test`` does).
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -140,15 +144,19 @@ def _verdict(page: Page) -> Locator:
     return page.locator(CHECK).first.locator(".widget-html").last
 
 
-#: The live page's cell at the top of its view (the place the page keeps), and its scroll.
+#: The live page's cell at the top of its view (the place the page keeps), how far its top
+#: sits below the view's top (px), and the view's scroll.
 LIVE_PLACE = """() => {
   const scroller = document.querySelector('.jp-Notebook.jp-WindowedPanel-outer')
     || document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer');
   const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-Cell')];
   const top = scroller.getBoundingClientRect().top;
-  return {index: cells.findIndex((c) => c.getBoundingClientRect().bottom > top + 1),
+  const index = cells.findIndex((c) => c.getBoundingClientRect().bottom > top + 1);
+  return {index, offset: Math.round(cells[index].getBoundingClientRect().top - top),
           scrollTop: scroller.scrollTop};
 }"""
+#: The hub's own row in its table of pages, on the live page.
+HUB_ROW = ".jp-NotebookPanel tr:has-text('(this page)')"
 #: The cell scrolled to the top before the reloads.
 PLACE_CELL = 6
 
@@ -169,18 +177,22 @@ def test_a_reload_runs_the_page_again_and_keeps_the_answer_and_the_place(
 ) -> None:
     """A self-check answered and the page scrolled down, then two reloads: each time the page
     runs again by itself (the cue ends live, the panels are live again, the tab not marked
-    modified), the check shows its verdict again and the view is where the reader left it;
-    "Start over" clears both: no verdict, the page at its top."""
+    modified), the check shows its verdict again and the view is where the reader left it, to
+    a few pixels (the same cell at the top, as far below the view's top); the hub's own row
+    counts the answer. "Start over" clears both: no verdict, the page at its top, no answer
+    counted."""
     _, page = reading
     site.wait_until_live(page)
+    expect(page.locator(HUB_ROW)).to_contain_text(re.compile(r"opened; 0 of \d+ checks"))
     check = page.locator(CHECK).first
     check.locator("button").first.click()
     # the verdict, not the "running…" cue that comes before it: ✓ or ✗ opens it
     expect(_verdict(page)).to_contain_text(re.compile("[✓✗]"), timeout=30_000)
     said = _verdict(page).inner_text()[:12]  # its opening words (the rest may name a job id)
+    expect(page.locator(HUB_ROW)).to_contain_text(re.compile(r"1 of \d+ checks answered"))
     _scroll_to_cell(page, PLACE_CELL)
-    left = page.evaluate(LIVE_PLACE)["index"]
-    assert left >= PLACE_CELL, f"scrolled to cell {left}"
+    left = page.evaluate(LIVE_PLACE)
+    assert left["index"] >= PLACE_CELL, f"scrolled to cell {left}"
     for _ in range(2):
         page.reload()
         site.wait_until_live(page)
@@ -188,13 +200,17 @@ def test_a_reload_runs_the_page_again_and_keeps_the_answer_and_the_place(
         assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() > 0
         assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0
         expect(_verdict(page)).to_contain_text(said, timeout=30_000)
-        back = page.evaluate(LIVE_PLACE)["index"]
-        assert abs(back - left) <= 1, f"after a reload the view is at cell {back}, not {left}"
+        page.wait_for_timeout(2_500)  # the last verdicts drawn, the place let go
+        back = page.evaluate(LIVE_PLACE)
+        assert back["index"] == left["index"] and abs(back["offset"] - left["offset"]) <= 4, (
+            f"after a reload the view is at {back}, not {left}")
     page.locator("#emq-start-over").click()
     site.wait_until_live(page)
     page.wait_for_function("() => window.emqLab.times.answers_replayed", timeout=60_000)
     expect(_verdict(page)).to_have_text("")
-    assert page.evaluate(LIVE_PLACE) == {"index": 0, "scrollTop": 0}
+    top = page.evaluate(LIVE_PLACE)
+    assert (top["index"], top["scrollTop"]) == (0, 0), f"after Start over the view is at {top}"
+    expect(page.locator(HUB_ROW)).to_contain_text(re.compile(r"opened; 0 of \d+ checks"))
 
 
 def test_back_and_forward_run_the_page_again(reading: tuple[BrowserContext, Page]) -> None:
@@ -240,3 +256,98 @@ KEPT = """async () => {
     const files = JSON.parse(listed.match(/const EMQ_FILES = (\\[.*?\\]);/s)[1]);
     return kept >= files.length;
 }"""
+
+
+# -- following the links: 00 → 01 → 02 → 03 → 00, each page live by itself --------------------
+
+WALK = [file_of(slug) for slug in
+        ("the-record-hash", "the-hash-and-its-fields", "the-state-and-attempts", "the-payload")]
+TITLES = {p.file: p.title for p in load()}
+LIVE = ".jp-NotebookPanel"
+
+
+def _arrived(page: Page, name: str) -> None:
+    """The tab is at page ``name``'s own address (the site's way to open a page)."""
+    page.wait_for_url(re.compile(rf"/lab/index\.html\?path={re.escape(name)}$"),
+                      timeout=30_000)
+
+
+def _nav_link(scope: Locator, label: str) -> Locator:
+    """The link on the navigation cell's line "<label>:" in ``scope``."""
+    return scope.locator("li", has=scope.page.locator(f"strong:text-is('{label}:')")).locator("a")
+
+
+def _live(page: Page, seen: site.Opened) -> None:
+    """:func:`site.wait_until_live`, the tab's console errors told if the run stopped."""
+    try:
+        site.wait_until_live(page)
+    except AssertionError as exc:
+        raise AssertionError(f"{page.url}: {exc}\nconsole errors: {seen.errors[-6:]}") from None
+
+
+def _a_check_answers(page: Page) -> str:
+    """Press the page's first self-check's first choice; its verdict shows (the page is live);
+    the choice's words are returned."""
+    check = page.locator(f"{LIVE} {CHECK}").first
+    choice = check.locator("button").first
+    words = choice.inner_text().strip()
+    choice.click()
+    expect(check.locator(".widget-html").last).to_contain_text(re.compile("[✓✗]"),
+                                                                 timeout=60_000)
+    return words
+
+
+def test_following_the_links_leads_from_page_to_live_page(
+    site_url: str, browser: Browser, screenshots: Path
+) -> None:
+    """A reader on the hub follows the pages' own links, in the reader's view, with nothing
+    typed: each link opens its page at the site's address for it, and the page runs by itself
+    (the cue ends live). 00 → 01 by the live page's "Next" link; 01 → 02 by the bar's next
+    link; 02 → 03 by the "Next" link in the words, pressed before Python is up; on 03 a check
+    answers a press; back to 02 by the bar, 02 → 03 again by the live page's link, a check
+    answers again; 03 → the hub by the bar's hub link, where 03's row counts its answered
+    check and the summary counts the pages opened, naming no choice."""
+    seen = site.Opened()
+    hub, first, centre, payload = WALK
+    page = site.open_page(browser, site_url, hub, seen, viewport=READER_VIEWPORT)
+    try:
+        bar = page.locator("#emq-bar .emq-bar-pages")
+        expect(bar.locator("a")).to_have_text(["hub", f"{TITLES[first]} →"])
+        _live(page, seen)
+        _nav_link(page.locator(LIVE), "Next").click()
+        _arrived(page, first)
+        expect(bar.locator("a")).to_have_text(
+            [f"← {TITLES[hub]}", "hub", f"{TITLES[centre]} →"])
+        _live(page, seen)
+        bar.locator("a[aria-label^='Next page']").click()
+        _arrived(page, centre)
+        words = page.locator("#emq-words")
+        _nav_link(words, "Next").wait_for(state="attached", timeout=30_000)
+        assert page.evaluate("() => !(window.emqLab && window.emqLab.times.python_answers)"), (
+            "Python answered before the words' link could be followed")
+        _nav_link(words, "Next").evaluate("a => a.click()")  # below the fold: as Enter does
+        _arrived(page, payload)
+        _live(page, seen)
+        picked = _a_check_answers(page)
+        bar.locator("a[aria-label^='Previous page']").click()
+        _arrived(page, centre)
+        _live(page, seen)
+        _nav_link(page.locator(LIVE), "Next").click()
+        _arrived(page, payload)
+        _live(page, seen)
+        _a_check_answers(page)
+        page.screenshot(path=str(screenshots / "site-walk-03.png"))
+        bar.locator("a", has_text="hub").click()
+        _arrived(page, hub)
+        _live(page, seen)
+        row = page.locator(f"{LIVE} tr", has=page.locator(f"a:text-is('{TITLES[payload]}')"))
+        expect(row).to_contain_text(re.compile(r"1 of \d+ checks answered"))
+        summary = page.locator(f"{LIVE} .emq-summary")
+        expect(summary).to_contain_text("Pages opened: 4 of")
+        assert picked not in summary.inner_text()
+        summary.scroll_into_view_if_needed()
+        page.screenshot(path=str(screenshots / "site-walk-hub-progress.png"))
+        assert seen.refused == [], seen.refused[:3]
+        assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0
+    finally:
+        page.context.close()

@@ -3,7 +3,8 @@
 One list says which notebooks make up the course and in what order. Each page is named by its
 slug (``the-payload``); its file is ``NN-<slug>.ipynb``, NN its place in the list, so nothing
 else stores a page's number. From the list come each notebook's navigation cell (previous / up
-to the hub / next; the hub's also holds the table of every page), README's reading-order table
+to the hub / next; the hub's also holds the table of every page) and its note on how the page
+comes alive in JupyterLab (second on the page) and its kernel's name, README's reading-order table
 between its marker comments, and the pages the static site carries (:func:`site_pages`).
 Standard library only, so the tools run with any Python 3.11+.
 """
@@ -26,6 +27,16 @@ NOTEBOOKS = Path("notebooks")
 README = Path("README.md")
 #: The tag that marks the generated navigation cell of a notebook.
 TAG = "navigation"
+#: Every page's kernel, named as ipykernel's own kernel spec names itself: JupyterLab writes the
+#: running kernel's spec into the page once the kernel starts, so a page that names it any
+#: other way opens marked as modified.
+KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+#: The tag of the generated cell, second on every page, that tells a reader in JupyterLab how
+#: the page comes alive (the app and the static site leave it out: they run the page).
+RUN_TAG = "how-to-run"
+#: What that cell says.
+RUN_NOTE = ("*In JupyterLab, **Run ▸ Run All Cells** brings this page's panels alive. "
+            "The app and the browser version run it by themselves.*")
 README_START = "<!-- reading-order:start (written by make nav from tools/pages.toml) -->"
 README_END = "<!-- reading-order:end -->"
 KINDS = ("hub", "page", "lab")
@@ -278,6 +289,26 @@ def with_nav(nb: dict[str, Any], text: str) -> dict[str, Any]:
     return nb
 
 
+def with_run_note(nb: dict[str, Any]) -> dict[str, Any]:
+    """``nb`` with its run note (:data:`RUN_NOTE`, tagged :data:`RUN_TAG`) second, right after
+    the page's opening cell (added if missing; moved there if it is elsewhere)."""
+    cells = nb["cells"]
+    found = [i for i, c in enumerate(cells) if RUN_TAG in c.get("metadata", {}).get("tags", [])]
+    if found:
+        cell = cells.pop(found[0])
+        for extra in reversed(found[1:]):
+            cells.pop(extra - 1)
+    else:
+        cell = {"cell_type": "markdown", "metadata": {"tags": [RUN_TAG]}, "source": []}
+        if nb.get("nbformat", 4) == 4 and nb.get("nbformat_minor", 0) >= 5:
+            ids = {c.get("id") for c in cells}
+            cell["id"] = next(n for n in (f"{RUN_TAG}{s}" for s in ("", *range(1, 99)))
+                              if n not in ids)
+    cell["source"] = RUN_NOTE.splitlines(keepends=True)
+    cells.insert(min(1, len(cells)), cell)
+    return nb
+
+
 def with_readme_table(readme: str, table: str) -> str:
     """``readme`` with the text between the reading-order markers replaced by ``table``."""
     start, end = readme.find(README_START), readme.find(README_END)
@@ -298,9 +329,13 @@ def written(root: Path = ROOT) -> dict[Path, str]:
     out = {}
     for index, page in enumerate(pages):
         path = root / NOTEBOOKS / page.file
-        nb = with_nav(read_notebook(path), nav_text(pages, index))
+        stored = read_notebook(path)
+        # strays are named by their place in the file as it is
+        strays = stray_nav_cells(with_nav(read_notebook(path), nav_text(pages, index)))
+        nb = with_nav(with_run_note(stored), nav_text(pages, index))
+        nb.setdefault("metadata", {})["kernelspec"] = dict(KERNEL)
         found += [f"{page.file}: cell {i} is hand-written navigation beside the generated "
-                  "one; delete it" for i in stray_nav_cells(nb)]
+                  "one; delete it" for i in strays]
         out[path] = dump_notebook(nb)
     if found:
         raise CourseError("\n".join(found))

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from course import (
+    KERNEL,
     NOTEBOOKS,
     PAGES,
     README,
@@ -196,9 +197,8 @@ def notebook(cells: list[dict[str, Any]], stem: str) -> dict[str, Any]:
     for i, cell in enumerate(cells):
         cell["id"] = f"{stem[:40]}-{i:02d}"
         cell["source"] = cell["source"].splitlines(keepends=True)
-    kernel = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    return {"cells": cells, "metadata": {"kernelspec": kernel, "language_info": {"name": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
+    metadata = {"kernelspec": dict(KERNEL), "language_info": {"name": "python"}}
+    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
 
 
 def _place(pages: list[Page], after: str) -> int:

@@ -5,13 +5,21 @@
 // Answers: each press on a self-check's choice is noted in localStorage
 // ("emq-answers:<page>": question -> the choice's text); once the page's panels are live again
 // (a reload, a return), each noted choice is pressed again, so the server grades it again.
+// Verdicts: whether the server found each noted choice right ("emq-right:<page>": question ->
+// true or false), read off the pressed button once it is marked; the hub's progress reads them
+// (echomq_lab/widgets/progress.js). Opened: "emq-opened:<page>" is set once the page opens.
 // Place: the block at the top of the page's view and how far below the view's top it sits
-// ("emq-place:<page>": {index, offset}), noted as the reader scrolls. "Start over" clears both.
+// ("emq-place:<page>": {index, offset}), noted as the reader scrolls. "Start over" clears the
+// answers, the verdicts and the place (the page stays opened).
 window.emqAnswers = (function () {
   "use strict";
   const CHECK = ".emq-selfcheck";
   const keyOf = (page) => `emq-answers:${page}`;
   const placeKey = (page) => `emq-place:${page}`;
+  const rightKey = (page) => `emq-right:${page}`;
+  const openedKey = (page) => `emq-opened:${page}`;
+  // How long a press may wait for its verdict (the server grades it).
+  const VERDICT_MS = 60000;
   let replaying = false;
 
   function load(key, fallback) {
@@ -32,14 +40,49 @@ window.emqAnswers = (function () {
     return prompt ? prompt.textContent.trim() : "";
   }
 
-  /** Note every choice the reader presses on ``page``. */
-  function record(page) {
+  /** Whether the server found each noted choice on ``page`` right (question -> boolean). */
+  function verdicts(page) {
+    return load(rightKey(page), {});
+  }
+
+  /** Whether ``page`` has been opened in this browser. */
+  function opened(page) {
+    return load(openedKey(page), false) === true;
+  }
+
+  /** Once the pressed ``button`` is marked right or wrong (ipywidgets' success and danger
+   *  styles, which the self-check gives the picked choice), note the verdict of ``question``;
+   *  ``then()`` is called after. A button still unmarked after VERDICT_MS is left unnoted. */
+  function noteVerdict(page, question, button, then) {
+    const started = Date.now();
+    const look = setInterval(() => {
+      const right = button.classList.contains("mod-success");
+      const wrong = button.classList.contains("mod-danger");
+      if (!right && !wrong && Date.now() - started < VERDICT_MS) return;
+      clearInterval(look);
+      if (right || wrong) {
+        save(rightKey(page), { ...verdicts(page), [question]: right });
+        if (then) then();
+      }
+    }, 150);
+  }
+
+  /** Note ``page`` opened, and every choice the reader presses on it with its verdict;
+   *  ``changed()`` (optional) is called once a verdict is noted. */
+  function record(page, changed) {
+    save(openedKey(page), true);
     document.addEventListener("click", (event) => {
-      const button = !replaying && event.target.closest
-        && event.target.closest(`${CHECK} button`);
+      const button = event.target.closest && event.target.closest(`${CHECK} button`);
       if (!button) return;
       const question = questionOf(button.closest(CHECK));
-      if (question) save(keyOf(page), { ...read(page), [question]: button.textContent.trim() });
+      if (!question) return;
+      if (!replaying) save(keyOf(page), { ...read(page), [question]: button.textContent.trim() });
+      const mine = verdicts(page);
+      if (!replaying && question in mine) { // a new pick: its verdict is not known yet
+        delete mine[question];
+        save(rightKey(page), mine);
+      }
+      noteVerdict(page, question, button, changed);
     }, true);
   }
 
@@ -101,13 +144,14 @@ window.emqAnswers = (function () {
     }, { passive: true });
   }
 
-  /** Forget what was kept of ``page``: its answers and its place. */
+  /** Forget what was kept of ``page``: its answers, their verdicts and its place. */
   function clear(page) {
     try {
       localStorage.removeItem(keyOf(page));
+      localStorage.removeItem(rightKey(page));
       localStorage.removeItem(placeKey(page));
     } catch (e) { /* storage off: nothing kept */ }
   }
 
-  return { record, replay, placeIn, goTo, place, keepPlace, clear };
+  return { record, read, verdicts, opened, replay, placeIn, goTo, place, keepPlace, clear };
 })();

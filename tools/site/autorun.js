@@ -49,7 +49,9 @@
   let early = null; // the kernel's worker, started at once (below)
   // When each stage was reached, in seconds since the page was asked for (read by the benchmark).
   const times = {};
-  window.emqLab = { times };
+  // ``leaving()``: a link to another page was followed (tools/site/reader.html): the page's
+  // own run, unfinished, is no edit to warn about
+  window.emqLab = { times, leaving: () => undefined };
   const mark = (name) => {
     if (!(name in times)) times[name] = Math.round(performance.now()) / 1000;
   };
@@ -384,13 +386,14 @@
     if (handedOver || !reader || !reader.isConnected) return;
     handedOver = true;
     const { index, offset } = wordsPlace();
-    const scroller = panel.content.node.querySelector(".jp-WindowedPanel-outer")
-      || panel.content.node;
-    const cell = panel.content.widgets[index];
-    if (cell && index > 0) {
-      scroller.scrollTop += cell.node.getBoundingClientRect().top
-        - scroller.getBoundingClientRect().top - offset;
-      view.top = scroller.scrollTop;
+    if (!view.scroller) view.watch(panel.content);
+    const scroller = view.scroller;
+    if (panel.content.widgets[index] && (index > 0 || offset < 0)) {
+      // held there (not at this scroll height) while the page runs and its answers are
+      // pressed again: panels drawn above the place grow the page above it
+      view.anchor = { index, offset };
+      view.hold();
+      view.keepHolding();
     }
     reader.classList.add("emq-gone");
     reader.setAttribute("aria-busy", "false");
@@ -415,7 +418,20 @@
   }
 
   // ------------------------------------------------------------------ the reader's answers
-  if (answers) answers.record(path);
+  if (answers) answers.record(path, showProgress);
+
+  // ------------------------------------------------------------------ the reader's progress
+  // On the hub: each page's answered checks in its table of pages, and the module's summary
+  // (echomq_lab/widgets/progress.js), in the words and on the live page.
+  const progress = window.emqProgress || null;
+  function showProgress() {
+    if (!progress || !answers) return;
+    const keyOf = (file) => file; // the site keeps a page's answers under its file's name
+    progress.show(words, keyOf, path);
+    if (shownPanel) progress.show(shownPanel.node, keyOf, path);
+  }
+  if (words) until(() => words.querySelector(".cell"), 50).then(showProgress);
+  window.addEventListener("storage", showProgress); // answered in another tab
 
   async function replayAnswers(panel) {
     if (answers) {
@@ -546,7 +562,12 @@
     scroller: null,
     top: 0,
     own: false,
+    // the reader's place (a cell and how far its top sits below the view's), once it is known
+    anchor: null,
+    notebook: null,
+    holding: null,
     watch(notebook) {
+      this.notebook = notebook;
       this.scroller = notebook.node.querySelector(".jp-WindowedPanel-outer") || notebook.node;
       this.top = this.scroller.scrollTop;
       const mine = () => { this.own = true; };
@@ -554,13 +575,28 @@
         this.scroller.addEventListener(kind, mine, { passive: true });
       }
     },
-    hold() {
+    put() {
       if (!this.scroller || this.own) return;
-      this.scroller.scrollTop = this.top;
+      const cell = this.anchor && this.notebook.widgets[this.anchor.index];
+      if (cell) {
+        this.scroller.scrollTop += cell.node.getBoundingClientRect().top
+          - this.scroller.getBoundingClientRect().top - this.anchor.offset;
+      } else {
+        this.scroller.scrollTop = this.top;
+      }
+    },
+    hold() {
+      this.put();
       // the notebook may scroll once more on its next frame
-      requestAnimationFrame(() => {
-        if (!this.own) this.scroller.scrollTop = this.top;
-      });
+      requestAnimationFrame(() => this.put());
+    },
+    /** Hold the place as the page grows around it (until :func:`letGo`, or the reader
+     *  scrolls, presses a key or clicks). */
+    keepHolding() {
+      if (!this.holding) this.holding = setInterval(() => this.put(), 100);
+    },
+    letGo() {
+      clearInterval(this.holding);
     },
   };
 
@@ -700,6 +736,9 @@
     if (!reading()) handOverToLive(panel);
     keepEarlyRuns(app, panel);
     followRestarts(panel);
+    window.emqLab.leaving = () => {
+      if (!ownRunDone) panel.context.model.dirty = false;
+    };
     await panel.context.ready;
     show("starting", "Starting Python in your browser…", 0.15);
     await panel.sessionContext.ready;
@@ -721,8 +760,10 @@
     } else {
       show("error", "A cell stopped with an error: its message is on the page.", 1);
     }
+    showProgress();
     await doKept(panel);
     await replayAnswers(panel);
+    setTimeout(() => view.letGo(), 2000); // the last verdicts drawn: the place is the reader's
     keepSite();
     if (early && early.taken) {
       await until(() => answering(panel) && kernelOf(panel).status === "idle");

@@ -37,12 +37,15 @@ sys.path.insert(0, str(HERE))
 import wheels  # noqa: E402  (tools/site/wheels.py)
 
 sys.path.insert(0, str(ROOT))
+from echomq_lab.widgets.progress import course_script  # noqa: E402  (each page's questions)
 from tools import course  # noqa: E402  (the reading order, tools/pages.toml)
 
 PYODIDE = HERE / "node_modules" / "pyodide"
 FENGARI = HERE / "node_modules" / "fengari-web" / "dist" / "fengari-web.js"
-#: The reader's self-check answers kept in the browser (shared with the app).
+#: The reader's self-check answers kept in the browser, and the progress the hub shows from
+#: them (both shared with the app).
 ANSWERS_JS = ROOT / "echomq_lab" / "widgets" / "answers.js"
+PROGRESS_JS = ROOT / "echomq_lab" / "widgets" / "progress.js"
 #: The runtime files the site serves from the npm package (no source maps, no console pages).
 RUNTIME = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
 #: The browser's Python's tag for byte-compiled files (``sys.implementation.cache_tag``).
@@ -313,6 +316,9 @@ def stage_pages(files: Path) -> None:
     JupyterLite serves the file as it is, and the table of contents reads cells' sources and
     markdown outputs as strings (a list of lines stopped it).
 
+    Each page's note on how it comes alive in JupyterLab (tagged ``how-to-run``) is left out:
+    the site runs every page by itself.
+
     No page keeps its stored widget state (0.3 MB on the story's page): the page's own run
     draws every panel anew, and JupyterLab read that state, copied it as a checkpoint and made
     a dead model of each stored widget before it joined the page to Python."""
@@ -320,6 +326,9 @@ def stage_pages(files: Path) -> None:
     for page in PAGES:
         nb = json.loads((ROOT / "notebooks" / page).read_text())
         nb["metadata"].pop("widgets", None)
+        # the note on how a page comes alive in JupyterLab: here the page runs by itself
+        nb["cells"] = [c for c in nb["cells"]
+                       if course.RUN_TAG not in c.get("metadata", {}).get("tags", [])]
         for cell in nb["cells"]:
             source = "".join(cell["source"])
             if cell["cell_type"] == "markdown":
@@ -468,12 +477,15 @@ def page_runs_itself(out: Path) -> None:
     text = text.replace("Loading JupyterLite...", "Opening the page…")
     text = text.replace("<title>JupyterLite</title>", "<title>echomq lab</title>", 1)
     text = text.replace("<html>", '<html lang="en">', 1)
-    reader = (HERE / "reader.html").read_text(encoding="utf-8")
+    reader = (HERE / "reader.html").read_text(encoding="utf-8").replace(
+        "<!-- COURSE -->", course_script([(p.file, p.title) for p in course.load()
+                                          if p.file in PAGES]), 1)
     text = re.sub(r"<body([^>]*)>", lambda m: m.group(0) + "\n" + reader, text, count=1)
     text = text.replace("</body>", cue + "</body>", 1)
     index.write_text(text, encoding="utf-8")
     shutil.copy2(HERE / "autorun.js", out / "lab" / "autorun.js")
     shutil.copy2(ANSWERS_JS, out / "lab" / "answers.js")
+    shutil.copy2(PROGRESS_JS, out / "lab" / "progress.js")
 
 
 #: Not kept for offline reading: what no page asks for.

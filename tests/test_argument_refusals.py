@@ -82,7 +82,7 @@ def good_call(name: str, w: dict[str, Any]) -> tuple[list[str], list[bytes]]:
         name, w["active"])
     values: dict[str, bytes] = {
         "prefix": keyspace.job_prefix(Q).encode(), "id": job.encode(), "payload": b"p",
-        "error": b"e", "mode": b"in", "ms": b"0", "lease": b"60000", "lease_ms": b"60000",
+        "error": b"e", "mode": b"in", "ms": b"0", "lease": b"60000",
         "token": str(w["token"]).encode(), "delay": b"0", "max": b"5", "batch": b"100",
         "window": b"10", "ids": w["active"].encode()}
     follow = [w["active"]] if shape.more_args else []

@@ -83,6 +83,11 @@ def test_odd_leases_are_refused_in_one_line_and_the_queue_keeps_its_jobs(
     with learner(room) as conn:
         for lease in odd:
             refused(conn, "claim", [K.pending, K.active], [K.rows, lease], "lease")
+    desk = join(join_link(room.url("learner-1"), ROOM))
+    answer = desk.claim(LEASE * LEASE_TIMES + 1)  # the handle's own check allows a year
+    assert (answer.outcome, answer.reply) == ("refused", "EMQARG") and desk.held is None
+    assert answer.words == (f"claim refused: EMQARG: lease must be from {LEASE // LEASE_TIMES} "
+                            f"to {LEASE * LEASE_TIMES} ms in this room (its lease is {LEASE} ms)")
     assert state(admin) == before and admin.zcard(K.pending) == pending
 
 

@@ -44,6 +44,10 @@ PARAMETERS: dict[str, tuple[str, str, str]] = {
                      'check_int("max_attempts", max_attempts, 1, MAX_TOKEN)'),
     "error": ("error", "str | bytes", 'check_text("error", error)'),
 }
+#: The name a kind of argument has in a script's header, where it is not the handle's parameter:
+#: the header is the script's layout (docs/protocol.md, Arguments), read by its ARGV names.
+ARGV_NAMES: dict[str, str] = {"job": "id", "lease": "lease", "delay": "delay",
+                              "max_attempts": "max"}
 #: The line before which the handle goes (the handles end where the readers begin).
 HANDLES_END = "\n\ndef browse("
 #: The line after the registry's last entry.
@@ -69,7 +73,7 @@ def lua(name: str, label: str, takes: tuple[str, ...]) -> str:
     keys += [f"{s:<9} emq:{{Q}}:{s}" for s in ("pending", "active", "schedule", "dead")]
     lines += [f"-- KEYS[{i}] {k}" for i, k in enumerate(keys, 1)]
     argv = [] if "job" in takes else ["prefix    the row-key prefix emq:{Q}:job:"]
-    argv += [f"{PARAMETERS[k][0]:<9} (to describe)" if k != "job"
+    argv += [f"{ARGV_NAMES.get(k, PARAMETERS[k][0]):<9} (to describe)" if k != "job"
              else "id        the branded id" for k in takes]
     lines += [f"-- ARGV[{i}] {a}" for i, a in enumerate(argv, 1)]
     lines += ["-- Reply: (to describe: what each outcome answers)",

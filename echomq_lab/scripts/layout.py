@@ -25,17 +25,13 @@ from echomq_lab.scripts.arguments import Number
 
 #: What each ARGV name holds: a number (its rule), or one of the other forms: ``prefix`` (the
 #: queue's row-key prefix), ``id`` (the job's branded id), ``ids`` (the followed ids), ``mode``
-#: (``at`` or ``in``), ``text`` (bytes kept verbatim: a payload, an error). The handles'
-#: parameter names (``lease_ms``, ...) that ``make transition`` writes into a header are read
-#: as the wire names.
+#: (``at`` or ``in``), ``text`` (bytes kept verbatim: a payload, an error).
 FORMS: dict[str, Number | str] = {
     "prefix": "prefix", "id": "id", "ids": "ids", "mode": "mode",
     "payload": "text", "error": "text",
-    "lease": arguments.LEASE, "lease_ms": arguments.LEASE,
-    "token": arguments.TOKEN,
-    "delay": arguments.DELAY, "delay_ms": arguments.DELAY,
-    "max": arguments.MAX_ATTEMPTS, "max_attempts": arguments.MAX_ATTEMPTS,
-    "batch": arguments.BATCH, "window": arguments.WINDOW, "ms": arguments.DELAY_IN,
+    "lease": arguments.LEASE, "token": arguments.TOKEN, "delay": arguments.DELAY,
+    "max": arguments.MAX_ATTEMPTS, "batch": arguments.BATCH, "window": arguments.WINDOW,
+    "ms": arguments.DELAY_IN,
 }  # fmt: skip
 #: What a KEYS name stands for besides the four sets: the row of the job the call names.
 ROW = "row"

@@ -48,7 +48,7 @@ def test_every_verb_against_every_token(conn: redis.Redis, verb: str, case: str)
 
     if case != "live":
         want = stale(token) if case in ("stale", "future") else "token 2 holds no lease: " \
-            "the job is not active"
+            "the job is not active (the lab's check, beyond the course's token)"
         assert (trial.outcome.kind, trial.outcome.detail) == ("EMQSTALE", want)
         assert after == before and trial.untouched
         assert trial.line().endswith("; the row is untouched")

@@ -110,7 +110,8 @@ _ATTEMPTS = Field(
         Use("claim", "HINCRBY", "+1; the new value is the worker's token"),
     ),
     reads=(
-        Use("claim", "HMGET", "checks it is a whole number before any write: EMQROW if not"),
+        Use("claim", "HMGET", "the lab's claim checks it is a whole number before any write "
+                           "(EMQROW, the lab's own refusal, if not)"),
         Use("complete", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
         Use("retry", "HGET", "compares it with the token, then with the attempts cap"),
         Use("extend", "HGET", "compares it with the token: a mismatch is EMQSTALE"),

@@ -174,8 +174,7 @@ class Transitions:
         head = t.name + (f" with token {values['token']}" if "token" in t.call.takes else "")
         if t.picks and not isinstance(reply, jobs.Claimed):
             if reply is None:
-                return (f"{head} found nothing {t.edges[0].source}: no job was waiting, so "
-                        "none was handed out and nothing was written")
+                return f"{head} found no {t.edges[0].source} job to hand out"
             said = f"{head}: {t.reads(reply)} to {t.edges[0].target}"
             if followed and old != row:
                 return f"{said}; it wrote {wrote(old, row)}"

@@ -42,7 +42,7 @@ OK_TEXT = on_page(OK_COLOUR)
 REFUSED_TEXT = on_page(REFUSED_COLOUR)
 
 #: The ring round the control that has the keyboard's focus: the theme's text colour, drawn
-#: 2 px off the control, so it stands on the page background (21:1 in Light, 13:1 in Dark).
+#: 2 px off the control, so it stands on the page background (21:1 in Light, 18.9:1 in Dark).
 FOCUS_RING = INK_ON_PAGE
 FOCUS_RING_WIDTH = "3px"
 #: The class of every panel's root, and the stylesheet it carries to draw its toggles and the

@@ -288,8 +288,8 @@ class TwoWorkersStory:
                     "reaper never touched attempts.")
         if step == BRANCH[0]:
             return ("the token still equals attempts, so the course's complete retired a job A "
-                    "no longer held; its id stayed in pending, and the course's claim handed it "
-                    "out again on a row made anew.")
+                    "no longer held, and the course's claim, which never asks for a row, took "
+                    "the id it left behind.")
         if step == LAB_BRANCH[0]:
             return ("the lab's complete also asks that the id be in active (a lease still held), "
                     f"and the reaper took it out. {LAB_ADDITION}")

@@ -390,8 +390,11 @@ class TwoWorkersStory(Panel):
     def _focus_after(self, pressed: W.Button) -> W.Widget | None:
         """After a press the focus stays on ``pressed`` while it is still on show and open;
         otherwise it moves to the control that now comes next: a choice still open, the next
-        step's button, the fork's, or "start again" once the story is over."""
+        step's button (while A's lease drains, the clock's pause button), the fork's, or
+        "start again" once the story is over."""
         shown = [b for b in self.next_box.children if isinstance(b, W.Button)]
+        if self.story.next_step == "a_stalls":  # nothing to press: the clock's button is next
+            shown.append(self.ticker.button)
         if self.story.fork is not None:
             shown.append(self.buttons["fork"])
         always = (self.buttons["restart"], self.buttons["other"])

@@ -52,7 +52,7 @@ _TOGGLE = f".{PANEL_CLASS} .widget-toggle-buttons .widget-toggle-button"
 STYLESHEET = (
     f"<style>{_TOGGLE} {{background-color: {TOGGLE_OFF_BG}}}\n"
     f"{_TOGGLE}.mod-active {{background-color: {TOGGLE_ON_BG}; color: {TOGGLE_ON_TEXT}}}\n"
-    f".{PANEL_CLASS}.emq-busy button {{pointer-events: none; cursor: progress; opacity: .6}}\n"
+    f".{PANEL_CLASS}.emq-busy button {{pointer-events: none; cursor: progress}}\n"
     f".{PANEL_CLASS} button:focus-visible, .{PANEL_CLASS} button:focus {{outline: "
     f"{FOCUS_RING_WIDTH} solid {FOCUS_RING} !important; outline-offset: 2px !important}}"
     "</style>"

@@ -131,11 +131,23 @@ def press_first(page: Page, timeout_ms: int = 60_000) -> dict[str, Any]:
                            ).first
     button.scroll_into_view_if_needed()
     button.focus()
+    # The press is over once the panel has been busy (the kernel took it) and is not any more.
+    panel.evaluate("""(panel) => {
+        panel.dataset.emqSeenBusy = '';
+        new MutationObserver((records) => {
+            if (panel.classList.contains('emq-busy')
+                || records.some(r => (r.oldValue || '').includes('emq-busy'))) {
+                panel.dataset.emqSeenBusy = 'yes';
+            }
+        }).observe(panel, {attributes: true, attributeFilter: ['class'],
+                           attributeOldValue: true});
+    }""")
     page.keyboard.press("Enter")
     page.wait_for_function(
-        """(panel) => [...panel.querySelectorAll('.emq-message')].some(
-               m => m.textContent.trim() && !m.classList.contains('emq-running'))
-           && !panel.classList.contains('emq-busy')""",
+        """(panel) => panel.dataset.emqSeenBusy === 'yes'
+           && !panel.classList.contains('emq-busy')
+           && [...panel.querySelectorAll('.emq-message')].some(
+               m => m.textContent.trim() && !m.classList.contains('emq-running'))""",
         arg=panel.element_handle(), timeout=timeout_ms)
     read: dict[str, Any] = panel.evaluate(AFTER_PRESS)
     read["pressed"] = button.text_content() or ""

@@ -144,11 +144,13 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition("complete", "complete", ("complete",), (RETIRED,),
                (Edge("active", RETIRED, "complete"),), fenced=True,
                call=Call("complete", _LEASED),
-               label="retire the job (delete its row and lease) if the token holds the lease"),
+               label="retire the job (delete its row and lease) if the token is the row's attempts "
+                     "(the lab also asks that its lease still be held)"),
     Transition("extend", "extend", ("extend",), (),
                (Edge("active", "active", "extend"),), fenced=True,
                call=Call("extend", (*_LEASED, "lease")), reply="lease pushed back",
-               label="push the lease's deadline later, if the token holds the lease"),
+               label="push the lease's deadline later, if the token is the row's attempts (the lab "
+                     "also asks that the lease still be held)"),
 )
 
 #: The transition names, in the order the panels offer them.

@@ -261,13 +261,32 @@ ACTIVE_TEXT = "() => (document.activeElement && document.activeElement.textConte
 
 def tab_to(page: Page, label: str, key: str = "Tab") -> None:
     """Press ``key`` (Tab, or Shift+Tab to go back) until the focused control reads ``label``,
-    waiting first for the story's control of that name to be enabled."""
+    waiting first for the story's control of that name to be enabled; no press when the focus
+    is on it already (a press moves the focus to the control that comes next)."""
     expect(find_button(page.locator(".emq-two-workers"), label)).to_be_enabled(timeout=UPDATE_MS)
+    if page.evaluate(ACTIVE_TEXT) == label:
+        return
     for _ in range(TABS):
         page.keyboard.press(key)
         if page.evaluate(ACTIVE_TEXT) == label:
             return
     pytest.fail(f"{TABS} presses of {key} never reached {label!r}")
+
+
+@pytest.mark.parametrize("name", AXE_PAGES)
+def test_after_a_press_the_focus_stays_and_the_verdict_is_announced(
+    name: str, rendered: Callable[[str], Page]
+) -> None:
+    """The page's first panel button pressed from the keyboard keeps the focus on its panel,
+    its verdict shows in a live region, the focus ring reads at 3:1, and axe-core then finds
+    no serious or critical violation."""
+    page = rendered(name)
+    read = axe.press_first(page)
+    print(f"\n{name}: pressed {read['pressed']!r}; focus on {read['focused']!r}; verdict "
+          f"({read['live']}): {read['verdict'][:80]!r}; ring {read['ring']}")
+    assert not axe.press_problems(read), f"{name}: {axe.press_problems(read)}"
+    found = axe_violations(page)
+    assert not found, f"{name} after a press:\n{axe.said(found)}"
 
 
 def test_the_story_plays_by_keyboard_alone(rendered: Callable[[str], Page]) -> None:

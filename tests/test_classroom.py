@@ -512,6 +512,6 @@ def test_a_learner_press_shows_at_once_that_it_was_taken() -> None:
         (claim.disabled, str(change["new"]), panel.busy)), names="value")
     claim.click()
     first = seen[0]
-    assert first[0] and first[2] and "running…" in first[1]
+    assert not first[0] and first[2] and "running…" in first[1]  # busy, never disabled
     assert not panel.busy and "emq-busy" not in panel.widget._dom_classes
     assert "running…" not in panel.message.value and "claimed" in panel.last_message

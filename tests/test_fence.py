@@ -48,7 +48,7 @@ def test_every_verb_against_every_token(conn: redis.Redis, verb: str, case: str)
 
     if case != "live":
         want = stale(token) if case in ("stale", "future") else "token 2 holds no lease: " \
-            "the job is not active"
+            "the job is not active (the lab's check, beyond the course's token)"
         assert (trial.outcome.kind, trial.outcome.detail) == ("EMQSTALE", want)
         assert after == before and trial.untouched
         assert trial.line().endswith("; the row is untouched")
@@ -122,3 +122,27 @@ def test_the_panel_shows_bad_input_in_one_line(conn: redis.Redis) -> None:
     assert panel.last_message.startswith(f"token {2**62 + 1} is far larger than any claim")
     assert "between" not in panel.last_message and str(2**62) not in panel.last_message
     assert dump(conn) == before and panel.trial is None
+
+
+def test_the_courses_claim_hands_out_again_what_the_courses_complete_left(
+    conn: redis.Redis,
+) -> None:
+    """On every server: after a reaped lease, the course's complete (the token only) retires
+    the job while its id waits in pending; the course's claim then pops that id and mints
+    token 1 again on a row made anew, with no payload (the lab's claim would drop it)."""
+    from echomq_lab import branded
+    from echomq_lab.clock import wait_out_lease
+    from echomq_lab.lessons import unfenced
+
+    queue = Q + "-course"
+    job_id = branded.mint("JOB")
+    jobs.enqueue(conn, queue, job_id, b"cargo")
+    first = jobs.claim(conn, queue, 1)
+    assert first is not None and first.token == 1
+    wait_out_lease(conn, queue, job_id)
+    assert jobs.reap(conn, queue) == 1
+    assert unfenced.complete_token_only(conn, queue, job_id, 1) == "completed"
+    again = unfenced.claim_course(conn, queue, HOLD_MS)
+    assert again == jobs.Claimed(job_id, b"", 1)
+    assert jobs.record(conn, queue, job_id) == {b"state": b"active", b"attempts": b"1"}
+    assert unfenced.claim_course(conn, queue, HOLD_MS) is None  # nothing else pending

@@ -393,7 +393,8 @@ def test_a_malformed_member_never_wedges_the_transition_panel(conn: redis.Redis)
     conn.zadd(PENDING, {b"AAA": 0, XSS: 0})
     line = panel.press("claim")
     assert panel.runner.job_id is None  # never followed
-    assert "dropped 2 × member that is not a JOB id" in line, line
+    assert "2 × member that is not a JOB id" in line and "only the lab's scripts" in line, line
+    assert line.startswith("claim found no pending job to hand out"), line
     assert conn.exists(keyspace.job_prefix(Q) + "AAA") == 0  # never given a row
     assert panel.press("enqueue").startswith("enqueue wrote"), panel.last_message
     assert panel.press("claim").startswith("claim wrote"), panel.last_message

@@ -516,6 +516,30 @@ def test_a_self_check_answer_shows_the_servers_verdict(ran: Callable[[str], Page
     expect(check).to_contain_text("attempts=4")  # what the server's row held after the claim
 
 
+@pytest.mark.parametrize("name", AXE_PAGES)
+def test_after_a_press_the_focus_stays_and_the_verdict_is_announced(
+    name: str, ran: Callable[[str], Page]
+) -> None:
+    """Pages 00-03 on the site, in the reader's view: the first self-check's first choice,
+    pressed from the keyboard (focused, Enter), keeps the keyboard's focus on its panel, its
+    verdict shows in a live region (a screen reader says it), the focused button wears a
+    focus ring of 2 px or more at 3:1 or more against the page, and axe-core (WCAG 2 A/AA)
+    then finds no serious or critical violation in the document."""
+    why = axe.missing()
+    if why is not None:
+        if backends_required():
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    page = ran(name)
+    reader_view(page)
+    read = axe.press_first(page, timeout_ms=BUSY_MS)
+    print(f"\n{name}: pressed {read['pressed']!r}; focus on {read['focused']!r}; verdict "
+          f"({read['live']}): {read['verdict'][:80]!r}; ring {read['ring']}")
+    assert not axe.press_problems(read), f"{name}: {axe.press_problems(read)}"
+    found = axe.violations(page)
+    assert not found, f"{name} after a press:\n{axe.said(found)}"
+
+
 # -- 02 in the Light and the Dark theme: readable, and usable from the keyboard -----------------
 
 THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}

@@ -160,9 +160,12 @@ def test_a_press_shows_at_once_that_it_was_taken(conn: redis.Redis) -> None:
     panel.message.observe(look, names="value")
     panel.buttons[1].click()
     first = seen[0]
-    assert first[0] and first[2] and "running…" in first[1]  # closed, busy, said, at once
+    # busy and said at once; the pressed button is never disabled, so it keeps the focus
+    assert not first[0] and first[2] and "running…" in first[1]
     assert "emq-busy" not in panel.widget._dom_classes and not panel.buttons[1].disabled
     assert panel.graded is not None and "running…" not in panel.message.value
+    assert panel.focused is panel.buttons[1]  # the focus stays on the pressed choice
+    assert 'role="status"' in panel.message.value and 'aria-live="polite"' in panel.message.value
 
 
 def test_every_check_names_the_rule_it_asks_about(conn: redis.Redis) -> None:

@@ -132,3 +132,16 @@ def test_every_panel_carries_the_toggles_stylesheet() -> None:
     rule = f".mod-active {{background-color: {theme.TOGGLE_ON_BG}; color: {theme.TOGGLE_ON_TEXT}}}"
     assert rule in theme.STYLESHEET
     assert f"{{background-color: {theme.TOGGLE_OFF_BG}}}" in theme.STYLESHEET
+
+
+@pytest.mark.parametrize("which", list(THEMES))
+def test_the_focus_ring_stands_out_from_the_page(which: str) -> None:
+    """The ring round a focused control (WCAG 2.4.7, 1.4.11): 3:1 or more against the page in
+    both themes, 2 px or wider, and set with !important so JupyterLab's 1 px ring of its own
+    does not win; it is in the stylesheet every panel carries."""
+    page = resolve(theme.PAGE, which)
+    assert ratio(resolve(theme.FOCUS_RING, which), page) >= 3.0
+    assert float(theme.FOCUS_RING_WIDTH.removesuffix("px")) >= 2
+    rule = re.search(r"button:focus[^{]*\{([^}]*)\}", theme.STYLESHEET)
+    assert rule, theme.STYLESHEET
+    assert f"{theme.FOCUS_RING_WIDTH} solid {theme.FOCUS_RING} !important" in rule.group(1)

@@ -3,9 +3,10 @@ no fence something a reader can point at.
 
 - the fork after the reaper: A wakes first, before anyone claims again; its token still equals
   the row's attempts, so the course's complete (the token only, on a copy of the job) accepts
-  it and leaves the id in pending with no row, which the next claim takes and finds empty; the
-  lab's complete then refuses it as stale (the id is no longer in active), the row untouched;
-  the fork is offered with the fence on only, and only at that point;
+  it and leaves the id in pending with no row, which the course's claim hands out again with
+  token 1 on a row made anew (no payload); the lab's complete then refuses it as stale (the id
+  is no longer in active), the row untouched; the fork is offered with the fence on only, once
+  the reaper has run, and still after a pick at B's token (a fresh job is taken back to it);
 - a wrong prediction is answered beside its question, without a tick and without naming the
   right choice, and the same question waits for another pick;
 - the other setting is replayed with the story's own lease and no prediction the reader did not
@@ -66,15 +67,18 @@ def test_the_fork_runs_the_courses_complete_then_the_labs(fresh: redis.Redis) ->
     by[tw.ACCEPTED].click()
     assert panel.last_ok and panel.last_message.startswith("Right: ")
     copy_id = fresh.zrange(f"emq:{{{copy}}}:pending", 0, -1)
-    assert copy_id == []  # the next claim took the id left in pending, and found no row
-    assert "found no row behind it" in panel.story.copy_left
+    assert copy_id == []  # the course's claim took the id left in pending
+    assert "handed that id out again, with token 1 and no payload" in panel.story.copy_left
+    (copy_active,) = fresh.zrange(f"emq:{{{copy}}}:active", 0, -1)
+    copy_row = jobs.record(fresh, copy, copy_active.decode())
+    assert copy_row == {b"attempts": b"1", b"state": b"active"}  # a row made anew, no payload
     assert "the id stayed in pending" in panel.story.copy_left
     assert jobs.record(fresh, Q, panel.story.job_id) == before  # the story's job untouched
 
     # then the lab's complete, on the story's job
     assert panel.story.next_step == tw.LAB_BRANCH[0]
     panel.press(tw.LAB_BRANCH[0], tw.ACCEPTED)
-    assert not panel.last_ok and "also looks for the id in active" in panel.last_message
+    assert not panel.last_ok and "where is the job's id now" in panel.last_message
     panel.press(tw.LAB_BRANCH[0])
     assert panel.last_ok and "holds no lease" in panel.last_message
     assert "lab's addition beyond the course" in panel.last_message
@@ -136,6 +140,12 @@ def test_the_fork_is_offered_only_with_the_fence_and_only_at_the_fork(fresh: red
     assert "Error" not in panel.last_message
     to_the_fork(panel)
     panel.choices["b_claims"][1].click()  # the reader chose the main path
+    # still offered: pressed, a fresh job is taken back to the fork first
+    assert panel.story.fork == tw.BRANCH[0] and not panel.buttons["fork"].disabled
+    assert "fresh job" in panel.fork_note.value
+    panel.buttons["fork"].click()
+    assert panel.last_ok and "a fresh job" in panel.last_message, panel.last_message
+    assert panel.story.next_step == tw.BRANCH[0] and len(panel.story.done) == 3
     assert panel.story.fork is None and panel.buttons["fork"].disabled
     off = TwoWorkersStory(fresh, Q + "-off", lease_ms=60, fence=False)
     to_the_fork(off)

@@ -143,3 +143,66 @@ def test_a_verdict_line_carries_a_mark_and_words(ok: bool | None) -> None:
     text = re.sub(r"<[^>]+>", "", style.message_html("done", ok))
     assert text == f"{theme.VERDICTS[ok].mark} done"
     assert len({v.mark for v in theme.VERDICTS.values()}) == len(theme.VERDICTS)
+
+
+# -- a press: the focus and the verdict ------------------------------------------------------------
+
+#: The panels of pages 00-04, and how to press each once as a reader would (a button's label).
+PRESSES: dict[str, str] = {
+    "SelfCheck": "(a)", "FieldPicker": "re-read the sample row", "TransitionPanel": "Run",
+    "FencePanel": "run it", "TwoWorkersStory": "A claims", "LabPanel": "enqueue",
+    "PayloadRoundTrip": "round-trip the samples",
+}
+
+
+def _shown(panel: Panel, widget: W.Widget) -> bool:
+    """True when ``widget`` is inside the panel's tree and no box on its way hides it."""
+    def path(node: W.Widget) -> list[W.Widget] | None:
+        if node is widget:
+            return [node]
+        for child in getattr(node, "children", ()):
+            if (found := path(child)) is not None:
+                return [node, *found]
+        return None
+    way = path(panel.widget)
+    return way is not None and all(w.layout.display != "none" for w in way)
+
+
+@pytest.mark.parametrize("name", sorted(PRESSES))
+def test_after_a_press_the_focus_is_on_an_open_control_and_the_verdict_is_live(
+    name: str,
+) -> None:
+    """A press never leaves the focus on nothing: the pressed button is never disabled by the
+    press itself, and when the press closed it or took it off the panel, the focus moves to an
+    open control on show; the line the verdict is said on is a polite live region."""
+    panel = BUILD[name]()
+    assert isinstance(panel, Panel)
+    button = next(w for w in walk(panel.widget) if isinstance(w, W.Button)
+                  and w.description.startswith(PRESSES[name]))
+    disabled_during: list[bool] = []
+    line = getattr(panel, "message", None)
+    if isinstance(line, W.HTML):
+        line.observe(lambda _c: disabled_during.append(button.disabled), names="value")
+    button.click()
+    assert not any(disabled_during), f"{name}: the pressed button was disabled during the press"
+    focused = panel.focused
+    assert isinstance(focused, W.Button), f"{name}: focus on {focused!r}"
+    assert not focused.disabled and _shown(panel, focused), (
+        f"{name}: the focus went to {focused.description!r}, closed or not on show")
+    said = [w.value for w in walk(panel.widget) if isinstance(w, W.HTML)
+            and ('class="emq-message' in w.value or 'class="emq-sample' in w.value)]
+    assert said, f"{name}: no verdict line after the press"
+    assert all('role="status"' in v and 'aria-live="polite"' in v for v in said), said
+
+
+def test_the_story_moves_the_focus_to_what_comes_next() -> None:
+    """In the story a step's button leaves the panel once taken: the focus goes to the control
+    that replaced it (the next step, or the first choice still open after a wrong pick)."""
+    story = widgets_pkg.TwoWorkersStory(fresh(), Q + "-focus", lease_ms=60)
+    story.buttons["a_claims"].click()
+    assert story.focused is story.ticker.button  # A's lease drains: the clock's button is next
+    story.press("a_stalls")
+    story.buttons["reaper_returns"].click()
+    assert story.focused is story.choices["b_claims"][0]  # B's question, its first choice
+    story.choices["b_claims"][0].click()  # "1": wrong, closed
+    assert story.focused is story.choices["b_claims"][1] and not story.focused.disabled

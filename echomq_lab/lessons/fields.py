@@ -102,32 +102,33 @@ _ATTEMPTS = Field(
     initial=b"0",
     initial_text="0",
     role="two roles, one number: it counts the tries, and it fences them. Enqueue sets 0; only "
-    "claim changes it, adding one and giving the worker the result as its token; complete, "
-    "retry and extend refuse any other token (EMQSTALE)",
+    "claim changes it, adding one and giving the worker the result as its token, which "
+    "complete, retry and extend then check (the second dive, The state and attempts)",
     writes=(
         Use("enqueue", "HSET", "in the three-field HSET", b"0"),
         Use("schedule", "HSET", "in the three-field HSET", b"0"),
         Use("claim", "HINCRBY", "+1; the new value is the worker's token"),
     ),
     reads=(
-        Use("claim", "HMGET", "checks it is a whole number before any write: EMQROW if not"),
-        Use("complete", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
-        Use("retry", "HGET", "compares it with the token, then with the attempts cap"),
-        Use("extend", "HGET", "compares it with the token: a mismatch is EMQSTALE"),
+        Use("claim", "HMGET", "the lab's claim checks it is a whole number before any write "
+                           "(EMQROW, the lab's own refusal, if not)"),
+        Use("complete", "HGET", "checks it against the token the worker presents"),
+        Use("retry", "HGET", "checks it against the token, then against the attempts cap"),
+        Use("extend", "HGET", "checks it against the token the worker presents"),
     ),
 )
 _PAYLOAD = Field(
     "payload",
     holds="the caller's bytes: the job's cargo",
     initial=None,
-    initial_text="the caller's bytes, verbatim",
-    role="opaque cargo: stored verbatim by enqueue, handed back verbatim by claim, and never "
-    "looked at by any script; binary-safe",
+    initial_text="the caller's bytes",
+    role="the job's cargo: what the caller gave enqueue, and what claim hands the worker; what "
+    "happens to it in between is the third dive's subject (The payload)",
     writes=(
-        Use("enqueue", "HSET", "the caller's bytes, verbatim"),
-        Use("schedule", "HSET", "the caller's bytes, verbatim"),
+        Use("enqueue", "HSET", "the caller's bytes"),
+        Use("schedule", "HSET", "the caller's bytes"),
     ),
-    reads=(Use("claim", "HMGET", "hands it to the worker untouched, never inspects it"),),
+    reads=(Use("claim", "HMGET", "hands it to the worker"),),
 )
 FIELDS: dict[str, Field] = {f.name: f for f in (_STATE, _ATTEMPTS, _PAYLOAD)}
 

@@ -24,6 +24,7 @@ GLOSS: dict[str, str] = {
     "TYPE": "what kind of value the key holds (hash, zset, string, …, or none)",
     "ZADD": "put a member in the sorted set with a score (XX: only if already there)",
     "ZCARD": "how many members the sorted set holds",
+    "ZPOPMIN": "take out the member with the lowest score, and answer it with its score",
     "ZRANGE": "members in order: by rank, or BYSCORE between two scores",
     "ZREM": "take the member out of the sorted set",
     "ZSCORE": "the member's score, or false if it is not in the set",

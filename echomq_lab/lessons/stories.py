@@ -96,7 +96,8 @@ def dropped_note(dropped: jobs.Dropped, shown: int = 3) -> str:
             names = ", ".join(repr(decoded(m)) for m in found[:shown])
             more = f" and {len(found) - shown} more" if len(found) > shown else ""
             parts.append(f"{len(found)} × {kind}: {names}{more}")
-    return f"; dropped {'; '.join(parts)}" if parts else ""
+    return (f"; dropped, as only the lab's scripts do (the course's would write a row for it): "
+            f"{'; '.join(parts)}" if parts else "")
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ class Transitions:
         head = t.name + (f" with token {values['token']}" if "token" in t.call.takes else "")
         if t.picks and not isinstance(reply, jobs.Claimed):
             if reply is None:
-                return f"{head} found nothing {t.edges[0].source} (it returned None)"
+                return f"{head} found no {t.edges[0].source} job to hand out"
             said = f"{head}: {t.reads(reply)} to {t.edges[0].target}"
             if followed and old != row:
                 return f"{said}; it wrote {wrote(old, row)}"

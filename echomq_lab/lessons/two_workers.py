@@ -3,11 +3,15 @@ answer to A's late complete first (``fence=False``: that complete is the unfence
 Once the reaper has run, the story forks: B claims (the main path, the course's), or A wakes
 first, before anyone claims again (:data:`BRANCH`): A's complete goes first through the
 course's complete, which checks the token only, on a copy of the job brought to the same point
-(:data:`COPY_SUFFIX`), and then through the lab's own on the story's job (:data:`LAB_BRANCH`).
+(:data:`COPY_SUFFIX`), after which the course's claim takes the copy's next turn, and then
+through the lab's own complete on the story's job (:data:`LAB_BRANCH`). Once the main path has
+passed the fork (B claimed, a wrong guess at B's token included), "A wakes first" is still
+offered: it takes a fresh job to the reaper's step by itself, then forks.
 
 A prediction is answered by the server: the first pick takes the step, and its result is held
-back until the reader picks the outcome the server gave; each wrong pick is told why, in one
-line that never names the right choice. A step that fails (job taken by someone else, no
+back until the reader picks the outcome the server gave; each wrong pick gets one line that
+says where to look (the row, the lanes, the heading), never the right choice or the sum that
+gives it. A step that fails (job taken by someone else, no
 server) is not taken."""
 
 from __future__ import annotations
@@ -160,10 +164,19 @@ class TwoWorkersStory:
 
     @property
     def fork(self) -> str | None:
-        """The branch that may be taken instead of the next step (fence on, the reaper just
-        run, B's token not yet asked for), or None."""
-        at_fork = not self.branched and len(self.done) == 3 and self.held is None
-        return BRANCH[0] if self.fence and self.job_id and at_fork else None
+        """The branch that may be taken (fence on, not taken yet): at the fork itself (the
+        reaper just run, B's token not yet picked), or once the main path has passed it (B
+        claimed), when :meth:`branch` first takes a fresh job back to the fork; else None."""
+        at_fork = len(self.done) == 3 and self.held is None
+        passed = len(self.done) > 3 or self.held is not None
+        if not (self.fence and self.job_id) or self.branched or not (at_fork or passed):
+            return None
+        return BRANCH[0]
+
+    @property
+    def at_fork(self) -> bool:
+        """True right after the reaper, before B's token is picked (no rewind needed)."""
+        return len(self.done) == 3 and self.held is None
 
     @property
     def waiting_for(self) -> Prediction | None:
@@ -171,17 +184,25 @@ class TwoWorkersStory:
         return PREDICTIONS.get(self.next_step or "") if self.asks else None
 
     def branch(self) -> str:
-        """Take the fork: A wakes first, before anyone claims again (see :attr:`fork`)."""
+        """Take the fork: A wakes first, before anyone claims again (see :attr:`fork`). Past
+        the fork, a fresh job is first taken there by the first three steps (A's lease waited
+        out on the server's clock)."""
         if self.fork is None:
-            raise ValueError("A can wake first only with the fence on, right after the reaper "
-                             "and before B's token is asked for")
+            raise ValueError("A can wake first only with the fence on, once the reaper has run")
+        again = ""
+        if not self.at_fork:
+            self.start()
+            for name in STEP_NAMES[:3]:
+                self.step(name)
+            again = (f"a fresh job, {self.job_id}, was taken to the same point (A claimed, its "
+                     "lease ran out, the reaper ran); ")
         self.branched = True
-        return "A wakes first, before anyone claims the job again"
+        return f"{again}A wakes first, before anyone claims the job again"
 
     def _must_be_next(self, step: str) -> None:
         if step not in TITLES:
             raise ValueError(f"unknown step {step!r}: the steps are {', '.join(TITLES)}")
-        if step == BRANCH[0] and step == self.fork:
+        if step == BRANCH[0] and step == self.fork and self.at_fork:
             self.branched = True
         if step != self.next_step:
             nxt = self.next_step or "none (the story is over: start again)"
@@ -225,36 +246,35 @@ class TwoWorkersStory:
                 BRANCH[0]: ACCEPTED, LAB_BRANCH[0]: STALE}.get(step, "")
 
     def refute(self, step: str, choice: str) -> str:
-        """Why the server did not do ``choice`` at ``step``, in one line that explains the rule
-        without naming the outcome."""
-        a = self.token_a
+        """Why not ``choice`` at ``step``, as a pointer to what to look at (the row the server
+        holds, the lanes, the heading), in one line that names neither the outcome nor the
+        arithmetic that gives it; the reader picks again."""
         held = self.held
         if held is None or held.outcome != self.expected(step):
             return f"Not {choice}: the server did something else. Pick again."
-        untouched = "Not that: the reaper only moved the id back to pending; the row is there."
-        said = {
-            ("b_claims", str(a)): f"Not {choice}: that is A's token. The reaper left attempts at "
-                                  f"{a}, and B's claim added one to it before handing it out.",
-            ("b_claims", ""): f"Not {choice}: the reaper left attempts at {a}, and B's claim "
-                              "added one to it before handing it out.",
-            ("a_completes", ACCEPTED): f"Not accepted: complete compared A's token {a} with the "
-                                       f"row's attempts, now {self.token_b}; they differ, so "
-                                       "nothing was written.",
-            ("a_completes", GONE): "Not that: the row is still there, B working on it, so "
-                                   "complete read its attempts and compared.",
-            (BRANCH[0], STALE): f"Not refused: the course's complete compares A's token {a} "
-                                f"with attempts, and the reaper left attempts at {a}.",
-            (BRANCH[0], GONE): untouched,
-            (LAB_BRANCH[0], ACCEPTED): f"Not accepted: A's token {a} still equals attempts, but "
-                                       "the lab's complete also looks for the id in active, "
-                                       "and the reaper took it out; nothing was written.",
-            (LAB_BRANCH[0], GONE): untouched,
-        }
-        if not self.fence and step == "a_completes":
-            return (f"Not refused: this copy of complete reads no token at all, so A's {a} was "
-                    f"never compared with the row's {self.token_b}." if choice == STALE else
-                    "Not that: the row was still there when A's call came; B was working on it.")
-        return said.get((step, choice)) or said.get((step, ""), "Not that one. Pick again.")
+        look = "Pick again."
+        if step == "b_claims":
+            mine = " That is the token A holds." if choice == str(self.token_a) else ""
+            return (f"Not {choice}.{mine} Look at the row under “the server holds” "
+                    f"after the reaper, and at what A's claim did to it. {look}")
+        if step == "a_completes" and not self.fence:
+            return (f"Not {choice}. Read the heading: which complete does A's call go through, "
+                    "and what does that copy look at? " + look if choice != GONE else
+                    "Not that. Look at the row under “the server holds” just before "
+                    f"A's call: who was working on it? {look}")
+        if choice == GONE:
+            return ("Not that. Look under “the server holds”: is there a row, and "
+                    f"what did the reaper change? {look}")
+        if step == "a_completes":
+            return (f"Not {choice}. Compare the token in A's lane with the row's attempts under "
+                    f"“the server holds”. {look}")
+        if step == BRANCH[0]:
+            return (f"Not {choice}. Compare A's token with the attempts the reaper left, and "
+                    f"reread what the question says this complete compares. {look}")
+        if step == LAB_BRANCH[0]:
+            return (f"Not {choice}. A's token and attempts are as before; look at the lanes and "
+                    f"the lease: where is the job's id now? {look}")
+        return f"Not {choice}. {look}"
 
     def why(self, step: str) -> str:
         """Why the server answered ``step`` as it did, once the reader has it right (one
@@ -267,8 +287,9 @@ class TwoWorkersStory:
             return ("claim adds one to attempts and hands the new value out as the token; the "
                     "reaper never touched attempts.")
         if step == BRANCH[0]:
-            return ("the token still equals attempts, so the course's complete retired the job "
-                    "A no longer held, and left its id in pending with no row behind it.")
+            return ("the token still equals attempts, so the course's complete retired a job A "
+                    "no longer held, and the course's claim, which never asks for a row, took "
+                    "the id it left behind.")
         if step == LAB_BRANCH[0]:
             return ("the lab's complete also asks that the id be in active (a lease still held), "
                     f"and the reaper took it out. {LAB_ADDITION}")
@@ -418,10 +439,16 @@ class TwoWorkersStory:
         except errors.JobGone as exc:
             return f"A refused: {exc}", True, GONE
         pending = self.conn.zscore(keyspace.queue_key(queue, "pending"), copy_id) is not None
-        claimed, dropped = jobs.claim_dropping(self.conn, queue, HOLD_MS)
-        took = (f"the next claim took that id, found no row behind it and handed out "
-                f"{'nothing' if claimed is None else claimed.id}"
-                if copy_id.encode() in dropped.orphans else "the next claim found nothing")
+        claimed = unfenced.claim_course(self.conn, queue, HOLD_MS)
+        if claimed is None:
+            took = "the course's claim then found nothing pending"
+        elif claimed.id == copy_id:
+            payload = (f"{len(claimed.payload)} bytes of payload" if claimed.payload
+                       else "no payload")
+            took = (f"the course's claim then handed that id out again, with token "
+                    f"{claimed.token} and {payload}: a row made anew")
+        else:
+            took = f"the course's claim then handed out {claimed.id}"
         self.copy_left = (f"the row was deleted while the id {'stayed' if pending else 'was not'}"
                           f" in pending; {took}")
         return (f"A's complete with token {self.token_a} was accepted by the course's "
@@ -489,8 +516,8 @@ class TwoWorkersStory:
         b = self.done[-1]
         if LAB_BRANCH[0] in by:
             return ("in the end: the course's complete let A retire a job it no longer held, "
-                    f"leaving its id in pending with no row; the lab's {by[LAB_BRANCH[0]].outcome}"
-                    ", and B's work counts")
+                    "and the course's claim handed its id out again on a row made anew; the "
+                    f"lab's {by[LAB_BRANCH[0]].outcome}, and B's work counts")
         a = by["a_completes"]
         first = f"A's late complete {a.outcome}"
         if b.outcome == GONE:

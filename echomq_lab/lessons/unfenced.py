@@ -1,6 +1,7 @@
 """Scripts with a guard taken out, shipped only to show what the guard prevents (nothing in
 :mod:`echomq_lab.jobs` reaches them): a complete that ignores the token, the course's complete
-that checks the token and nothing else, and an enqueue that writes a fresh row for an id whose
+that checks the token and nothing else, the course's claim that hands out whatever id it pops,
+and an enqueue that writes a fresh row for an id whose
 row was lost while the queue still held it."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Literal
 import redis
 
 from echomq_lab import errors, keyspace
-from echomq_lab.jobs import Payload, check_payload, check_token
+from echomq_lab.jobs import Claimed, Payload, check_lease, check_payload, check_token
 from echomq_lab.scripts import load
 
 #: How the unfenced complete is named wherever its work shows, so it is never taken for the
@@ -44,6 +45,20 @@ def complete_token_only(
     if load("token_only_complete")(conn, keys, [job_id, check_token(token)]) == 0:
         raise errors.JobGone(f"job {job_id} has no row in queue {queue!r}")
     return "completed"
+
+
+def claim_course(conn: redis.Redis, queue: str, lease_ms: int) -> Claimed | None:
+    """Claim as the course states it (``course_claim.lua``): pop the oldest pending id and mint
+    its token, whether or not a row stands behind it; None when nothing is pending. An id whose
+    row is gone is handed out with token 1 (a row made anew) and an empty payload."""
+    keys = [keyspace.queue_key(queue, "pending"), keyspace.queue_key(queue, "active")]
+    reply = load("course_claim")(conn, keys, [keyspace.queue_key(queue, "job:"),
+                                             check_lease(lease_ms)])
+    if not reply:
+        return None
+    job_id, payload, token = reply
+    return Claimed(job_id.decode() if isinstance(job_id, bytes) else str(job_id),
+                   payload if isinstance(payload, bytes) else b"", int(token))
 
 
 def enqueue_unguarded(

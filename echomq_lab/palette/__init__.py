@@ -59,10 +59,11 @@ VERDICTS: dict[bool | None, Verdict] = {
 
 def message_html(text: str, ok: bool | None) -> str:
     """A one-line status (``text`` escaped): green ✓ when accepted, red ✗ when refused, grey –
-    if neither; a ``div`` of classes ``emq-message emq-<verdict>``."""
+    if neither; a ``div`` of classes ``emq-message emq-<verdict>``, a polite live region (a
+    screen reader says it once the press that caused it is answered)."""
     look = VERDICTS[ok]
     return (
-        f'<div class="emq-message emq-{look.css}" '
+        f'<div class="emq-message emq-{look.css}" role="status" aria-live="polite" '
         f'style="color:{on_page(look.colour)};font-family:monospace">'
         f"{look.mark} {html.escape(text)}</div>"
     )

@@ -36,7 +36,7 @@ Arg = str | bytes | int
 VIEWS: tuple[str, ...] = ("view",)
 #: Scripts shipped only to demonstrate a failure (never run by a handle of ``jobs``).
 DEMOS: tuple[str, ...] = ("unfenced_complete", "unguarded_enqueue", "evict",
-                          "token_only_complete")
+                          "token_only_complete", "course_claim")
 _NAME = re.compile(r"[a-z_]{1,40}")
 #: A line that asks for an include; group 1 is the include's name.
 DIRECTIVE = re.compile(r"--@include ([a-z_]{1,40})\s*$")

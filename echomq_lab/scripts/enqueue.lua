@@ -5,7 +5,7 @@
 -- KEYS[4] schedule  emq:{Q}:schedule
 -- KEYS[5] dead      emq:{Q}:dead
 -- ARGV[1] id        the branded id (must be in the JOB namespace)
--- ARGV[2] payload   opaque bytes, stored verbatim
+-- ARGV[2] payload   the caller's bytes, for the payload field
 -- Reply: 1 enqueued | 0 duplicate (the row exists; nothing is written)
 -- Error: EMQKIND when the id is not a JOB id (before any write)
 -- Error: EMQROW when the id has no row but still stands in one of the four sets (no write)

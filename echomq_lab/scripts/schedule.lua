@@ -5,7 +5,7 @@
 -- KEYS[4] schedule  emq:{Q}:schedule
 -- KEYS[5] dead      emq:{Q}:dead
 -- ARGV[1] id        the branded id (must be in the JOB namespace)
--- ARGV[2] payload   opaque bytes, stored verbatim
+-- ARGV[2] payload   the caller's bytes, for the payload field
 -- ARGV[3] mode      'at' (ARGV[4] is a run-at time) or 'in' (ARGV[4] is a delay from server now)
 -- ARGV[4] ms        integer milliseconds: a run-at 0 .. 4503599627370496, a delay 0 .. 31536000000
 -- Reply: 1 scheduled | 0 duplicate (the row exists; nothing is written)

@@ -5,7 +5,7 @@
 -- KEYS[1] row      emq:{Q}:job:<ID>
 -- KEYS[2] pending  emq:{Q}:pending
 -- ARGV[1] id       the branded id (must be in the JOB namespace)
--- ARGV[2] payload  opaque bytes, stored verbatim
+-- ARGV[2] payload  the caller's bytes, for the payload field
 -- Reply: 1 enqueued | 0 duplicate (the row exists; nothing is written)
 -- Error: EMQKIND when the id is not a JOB id (before any write)
 if string.sub(ARGV[1], 1, 3) ~= 'JOB' then

@@ -21,6 +21,13 @@ from echomq_lab.widgets.look import (
 )
 
 
+def _walk(widget: W.Widget) -> Iterator[W.Widget]:
+    """``widget`` and every widget inside it, in the order they show."""
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _walk(child)
+
+
 class Panel:
     """A root ``widget`` shown by ``display(panel)``, whose plain-text part is :meth:`text`
     (what a frontend without the widget manager shows, not a widget repr)."""
@@ -101,17 +108,21 @@ class Panel:
     #: True while a press runs (the cue of :meth:`_pressing` is on screen).
     busy: bool = False
 
+    #: The control that holds the keyboard's focus after the last press (None before any).
+    focused: W.Widget | None = None
+
     @contextlib.contextmanager
     def _pressing(self, button: W.Button, line: W.HTML | None) -> Iterator[None]:
-        """The cue that a press was taken, sent before the work starts: ``button`` disabled,
-        the panel's buttons closed to clicks (:data:`BUSY_CLASS`), "running…" on ``line``.
-        Afterwards the button is enabled again unless the work disabled it itself, and the
-        line keeps what the work said (or what it said before, if the work said nothing)."""
-        was, said, root = button.disabled, line.value if line is not None else "", self.widget
+        """The cue that a press was taken, sent before the work starts: the panel's buttons
+        closed to clicks (:data:`BUSY_CLASS`), "running…" on ``line``. The pressed button is
+        never disabled meanwhile (a browser drops the focus of a disabled button to the page):
+        it keeps the focus, unless the press took it off the page or closed it, when the focus
+        moves to the control :meth:`_focus_after` names. The line keeps what the work said
+        (or what it said before, if the work said nothing)."""
+        said, root = line.value if line is not None else "", self.widget
         cue = running_html()
         self.busy = True
         root.add_class(BUSY_CLASS)
-        button.disabled = True
         if line is not None:
             line.value = cue
         try:
@@ -121,8 +132,23 @@ class Panel:
             root.remove_class(BUSY_CLASS)
             if line is not None and line.value == cue:
                 line.value = said
-            button.disabled = was
             self._settle_controls()
+            target = self._focus_after(button)
+            self.focused = button if target is None else target
+            if target is not None:
+                target.focus()
+
+    def _focus_after(self, pressed: W.Button) -> W.Widget | None:
+        """The control to move the focus to after ``pressed`` ran, or None when ``pressed``
+        keeps it. By default it keeps it while it is open; once the press closed it (a worker's
+        claim closes its claim button), the focus moves to the next open button of the panel,
+        in the order the panel shows them. A panel that swaps its controls overrides this."""
+        if not pressed.disabled:
+            return None
+        buttons = [w for w in _walk(self.widget) if isinstance(w, W.Button)]
+        at = buttons.index(pressed) if pressed in buttons else 0
+        order = buttons[at + 1:] + buttons[:at]
+        return next((b for b in order if not b.disabled and b.layout.display != "none"), None)
 
     def _settle_controls(self) -> None:
         """Set each control's enabled state as the panel's state asks, after a press (a panel

@@ -140,12 +140,12 @@ class FieldPicker(Panel):
         where = (f'<div style="color:{SOFT};font-size:smaller">the sample row <code>{key}'
                  f"</code>, reached by: {html.escape(self.steps)}</div>")
         if self.row is None:
-            return where + ('<div class="emq-sample emq-gone"><i>the row is gone '
-                            "(completed: nothing of the job remains)</i></div>")
+            return where + ('<div class="emq-sample emq-gone" role="status" aria-live="polite">'
+                            "<i>the row is gone (completed: nothing of the job remains)</i></div>")
         value = self.row.get(self.field.name.encode())
         shown = _value_html(self.field.name, value) if value is not None else "<i>absent</i>"
-        return where + (f'<div class="emq-sample">in the sample row, '
-                        f"<code>{self.field.name}</code> = {shown}</div>")
+        return where + ('<div class="emq-sample" role="status" aria-live="polite">in the '
+                        f"sample row, <code>{self.field.name}</code> = {shown}</div>")
 
     def text(self) -> str:
         """What the panel shows for the picked field, as plain text."""

@@ -41,13 +41,20 @@ MONO = "font-family:monospace"
 OK_TEXT = on_page(OK_COLOUR)
 REFUSED_TEXT = on_page(REFUSED_COLOUR)
 
-#: The class of every panel's root, and the stylesheet it carries to draw its toggles.
+#: The ring round the control that has the keyboard's focus: the theme's text colour, drawn
+#: 2 px off the control, so it stands on the page background (21:1 in Light, 18.9:1 in Dark).
+FOCUS_RING = INK_ON_PAGE
+FOCUS_RING_WIDTH = "3px"
+#: The class of every panel's root, and the stylesheet it carries to draw its toggles and the
+#: focus ring.
 PANEL_CLASS = "emq-panel"
 _TOGGLE = f".{PANEL_CLASS} .widget-toggle-buttons .widget-toggle-button"
 STYLESHEET = (
     f"<style>{_TOGGLE} {{background-color: {TOGGLE_OFF_BG}}}\n"
     f"{_TOGGLE}.mod-active {{background-color: {TOGGLE_ON_BG}; color: {TOGGLE_ON_TEXT}}}\n"
-    f".{PANEL_CLASS}.emq-busy button {{pointer-events: none; cursor: progress; opacity: .6}}"
+    f".{PANEL_CLASS}.emq-busy button {{pointer-events: none; cursor: progress}}\n"
+    f".{PANEL_CLASS} button:focus-visible, .{PANEL_CLASS} button:focus {{outline: "
+    f"{FOCUS_RING_WIDTH} solid {FOCUS_RING} !important; outline-offset: 2px !important}}"
     "</style>"
 )
 #: The class a panel's root carries while a press runs (its buttons then take no click).

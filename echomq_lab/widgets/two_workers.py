@@ -40,11 +40,17 @@ PROMPTS: dict[str, str] = {
     tw.BRANCH[0]: "A wakes before anyone has claimed the job again, and reports its work done. "
                   "First through the course's complete, on a copy of the job brought to this "
                   "same point, so that the story's job is left as it is.",
-    tw.LAB_BRANCH[0]: "Look at what the course's complete left on the copy: the row, and the id "
-                      "in pending.",
+    tw.LAB_BRANCH[0]: "Read what the course's complete and the course's claim left on the copy, "
+                      "in A's lane. Now the story's own job, still where the reaper left it.",
 }
 #: The fork's offer, shown beside B's prediction right after the reaper (fence on).
 FORK_OFFER = "Or see what happens if A wakes first, before anyone claims again:"
+#: The same offer once the story is past the fork: a fresh job is taken back to it first.
+FORK_AGAIN = ("Or see what happens if A wakes first, before anyone claims again (a fresh job is "
+              "taken to the reaper's step first; A's lease runs out again, a few seconds):")
+#: What the lanes' times mean, said once above them.
+CLOCK_NOTE = ("t+ is the time since the story's job was enqueued, in seconds on the server's "
+              "clock.")
 #: How a lane names a complete's outcome.
 COMPLETE_SAID = {tw.ACCEPTED: "complete accepted", tw.STALE: "complete refused EMQSTALE",
                  tw.GONE: "complete: the job is gone"}
@@ -209,7 +215,8 @@ class TwoWorkersStory(Panel):
         self.fence = W.ToggleButtons(
             options=[("fence on", True), ("fence off (demonstration)", False)], value=fence,
             description="complete:", tooltips=[
-                "complete checks the token and the lease (the protocol)",
+                "complete checks the token (the course's fence) and, in the lab's scripts, "
+                "that the lease is still held",
                 f"A's late complete goes through the {unfenced.LABEL}"],
             style={"button_width": "auto"})
         self.fence.observe(self._guarded(lambda _change: self._restart()), names="value")
@@ -220,7 +227,8 @@ class TwoWorkersStory(Panel):
         self.lanes = W.HTML(layout=W.Layout(flex="1 1 540px"))
         self.beliefs = W.HTML(layout=W.Layout(flex="1 1 300px"))
         self.next_box = W.HBox(layout=W.Layout(flex_flow="row wrap", align_items="center"))
-        self.fork_box = W.HBox([W.HTML(html.escape(FORK_OFFER)), self.buttons["fork"]],
+        self.fork_note = W.HTML(html.escape(FORK_OFFER))
+        self.fork_box = W.HBox([self.fork_note, self.buttons["fork"]],
                                layout=W.Layout(flex_flow="row wrap", align_items="center"))
         self.widget = W.VBox([
             W.HBox([self.fence, self.buttons["restart"], self.ticker.widget],
@@ -260,7 +268,11 @@ class TwoWorkersStory(Panel):
         self._draw()
 
     def _fork(self) -> None:
-        self._safely(self.message, self.story.branch)
+        """Take the fork; past it, the story first takes a fresh job back there (the kernel
+        waits out A's lease meanwhile, "running…" on the message line), its picks unmarked."""
+        if self._safely(self.message, self.story.branch) and len(self.story.done) == 3:
+            for button in (b for row in self.choices.values() for b in row):
+                button.button_style, button.icon = "", ""
         self._draw()
 
     def _step(self, step: str) -> None:
@@ -291,7 +303,6 @@ class TwoWorkersStory(Panel):
         predictions, saying while it runs that it is running (the kernel waits out A's lease)."""
         other = not self.story.fence
         setting = "on" if other else "off"
-        button = self.buttons["other"]
 
         def act() -> str:
             story = tw.TwoWorkersStory(self.story.conn, f"{self.story.queue}-{setting}",
@@ -300,14 +311,12 @@ class TwoWorkersStory(Panel):
             self._keep(story)
             return f"played the story with the fence {setting}, beside yours"
 
-        button.disabled = True
         self.working.value = (f'<span role="status" class="emq-working"><i>playing the fence '
                               f"{setting} story… about {self.story.lease_ms / 1000 + 1:.0f} s "
                               "(A's lease must run out first)</i></span>")
         try:
             self._safely(self.message, act)
         finally:
-            button.disabled = False
             self.working.value = ""
         self._draw_side_by_side()
 
@@ -359,6 +368,7 @@ class TwoWorkersStory(Panel):
                                      f"server's clock is running{paused}</i>")
             self.next_box.children = (self.clock_note if nxt == "a_stalls" else self.buttons[nxt],)
         self.fork_box.layout.display = "flex" if story.fork else "none"
+        self.fork_note.value = html.escape(FORK_OFFER if story.at_fork else FORK_AGAIN)
         self._settle_controls()
         if story.done and nxt is None:
             self._keep(story)
@@ -377,12 +387,29 @@ class TwoWorkersStory(Panel):
             for button in row:
                 button.disabled = step != nxt or button.description in self.story.tries
 
+    def _focus_after(self, pressed: W.Button) -> W.Widget | None:
+        """After a press the focus stays on ``pressed`` while it is still on show and open;
+        otherwise it moves to the control that now comes next: a choice still open, the next
+        step's button (while A's lease drains, the clock's pause button), the fork's, or
+        "start again" once the story is over."""
+        shown = [b for b in self.next_box.children if isinstance(b, W.Button)]
+        if self.story.next_step == "a_stalls":  # nothing to press: the clock's button is next
+            shown.append(self.ticker.button)
+        if self.story.fork is not None:
+            shown.append(self.buttons["fork"])
+        always = (self.buttons["restart"], self.buttons["other"])
+        if not pressed.disabled and (pressed in shown or pressed in always):
+            return None
+        return next((b for b in shown if not b.disabled), self.buttons["restart"])
+
     def _draw_live(self) -> None:
         """The lanes and what each side holds, against the server's clock read now."""
         if self.server_lost:
             return
         row, deadline, now = self.story.server_view()
-        self.lanes.value = lanes_html(lane_parts(self.story, now, deadline))
+        note = (f'<div class="emq-clock-note" style="color:{style.SOFT};font-size:smaller">'
+                f"{html.escape(CLOCK_NOTE)}</div>" if self.story.done else "")
+        self.lanes.value = note + lanes_html(lane_parts(self.story, now, deadline))
         self.beliefs.value = (f'<div style="border-left:3px solid {style.SOFT};padding-left:8px">'
                               + "<br>".join(f"<b>{head}</b><br>{html.escape(body)}"
                                             for head, body in self._sides(row, deadline, now))
@@ -446,13 +473,15 @@ class TwoWorkersStory(Panel):
         ask, nxt = self.story.waiting_for, self.story.next_step
         todo = (f"predict: {ask.question} ({' / '.join(ask.choices)})" if ask else
                 f"to do: {PROMPTS[nxt]}" if nxt else "")
-        fork = f"or: {FORK_OFFER} (A wakes first)" if self.story.fork else ""
+        offer = FORK_OFFER if self.story.at_fork else FORK_AGAIN
+        fork = f"or: {offer} (A wakes first)" if self.story.fork else ""
         if ask is not None and self.story.missed:
             todo = f"pick again: {ask.question} (tried: {', '.join(self.story.tries)})"
         runs = [f"finished run, fence {'on' if on else 'off'}:\n{self.runs_text[on]}"
                 for on in (True, False) if on in self.runs_text]
         lines = [
             f"[{'ok' if self.last_ok else 'refused'}] {self.last_message}", *lanes,
+            CLOCK_NOTE if self.story.done else "",
             *(f"{head}: {body}" for head, body in self._sides(row, deadline, now)),
             self.story.log_text(), todo, fork, *runs,
         ]

@@ -63,3 +63,114 @@ def said(found: list[dict[str, Any]]) -> str:
     """``found`` as lines to read in a failure: each rule, its impact, count and first nodes."""
     return "\n".join(f"{v['id']} ({v['impact']}, {len(v['nodes'])}): {v['help']}\n    "
                      + "\n    ".join(v["nodes"][:5]) for v in found)
+
+
+# -- after a press: the focus, the verdict's live region, the focus ring -----------------------
+
+#: The control a reader presses first on a page: a self-check's first choice where the page asks
+#: one, else the first open button of a panel (never a toggle: it only picks).
+FIRST_PRESS = (".emq-selfcheck button.widget-button:not([disabled])",
+               ".emq-panel button.widget-button:not([disabled])")
+#: What the press left, read in the page: whether the focus is on a button of the pressed
+#: panel, the panel's last verdict line and whether it sits in a live region, and the focus
+#: ring drawn round the focused button (its width, and its contrast against the background
+#: it is drawn on: the first opaque one from the button's parent up).
+AFTER_PRESS = """(panel) => {
+    const canvas = document.createElement('canvas');
+    canvas.width = canvas.height = 1;
+    const ctx = canvas.getContext('2d', {willReadFrequently: true});
+    const rgba = (css) => {
+        ctx.clearRect(0, 0, 1, 1); ctx.fillStyle = '#000'; ctx.fillStyle = css;
+        ctx.fillRect(0, 0, 1, 1);
+        const d = ctx.getImageData(0, 0, 1, 1).data;
+        return [d[0], d[1], d[2], d[3] / 255];
+    };
+    const lum = (c) => {
+        const [r, g, b] = c.slice(0, 3).map(v => v / 255).map(
+            v => v <= 0.04045 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4));
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const focused = document.activeElement;
+    const onPanel = !!focused && focused.tagName === 'BUTTON' && panel.contains(focused);
+    const lines = [...panel.querySelectorAll('.emq-message')].filter(
+        m => m.textContent.trim() && !m.classList.contains('emq-running'));
+    const verdict = lines.length ? lines[lines.length - 1] : null;
+    const live = verdict ? verdict.closest('[aria-live], [role=status], [role=alert]') : null;
+    let ring = null;
+    if (onPanel) {
+        const style = getComputedStyle(focused);
+        let bg = [255, 255, 255, 1];
+        for (let node = focused.parentElement; node; node = node.parentElement) {
+            const c = rgba(getComputedStyle(node).backgroundColor);
+            if (c[3] >= 1) { bg = c; break; }
+        }
+        const fg = rgba(style.outlineColor);
+        const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+        ring = {width: parseFloat(style.outlineWidth), style: style.outlineStyle,
+                colour: style.outlineColor, ratio: (hi + 0.05) / (lo + 0.05)};
+    }
+    return {focused: onPanel ? focused.textContent.trim() : (focused ? focused.tagName : null),
+            on_panel: onPanel, verdict: verdict ? verdict.textContent.trim() : '',
+            live: live ? (live.getAttribute('aria-live') || live.getAttribute('role')) : null,
+            ring: ring};
+}"""
+
+
+def press_first(page: Page, timeout_ms: int = 60_000) -> dict[str, Any]:
+    """Press the page's first control (:data:`FIRST_PRESS`) from the keyboard (focused, then
+    Enter), wait until its panel shows a verdict, and read what the press left
+    (:data:`AFTER_PRESS`)."""
+    button = None
+    for selector in FIRST_PRESS:
+        found = page.locator(selector)
+        if found.count():
+            button = found.first
+            break
+    assert button is not None, "no panel button to press on the page"
+    panel = button.locator("xpath=ancestor::*[contains(concat(' ', @class, ' '), ' emq-panel ')]"
+                           ).first
+    button.scroll_into_view_if_needed()
+    button.focus()
+    # The press is over once the panel has been busy (the kernel took it) and is not any more.
+    panel.evaluate("""(panel) => {
+        panel.dataset.emqSeenBusy = '';
+        new MutationObserver((records) => {
+            if (panel.classList.contains('emq-busy')
+                || records.some(r => (r.oldValue || '').includes('emq-busy'))) {
+                panel.dataset.emqSeenBusy = 'yes';
+            }
+        }).observe(panel, {attributes: true, attributeFilter: ['class'],
+                           attributeOldValue: true});
+    }""")
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        """(panel) => panel.dataset.emqSeenBusy === 'yes'
+           && !panel.classList.contains('emq-busy')
+           && [...panel.querySelectorAll('.emq-message')].some(
+               m => m.textContent.trim() && !m.classList.contains('emq-running'))""",
+        arg=panel.element_handle(), timeout=timeout_ms)
+    read: dict[str, Any] = panel.evaluate(AFTER_PRESS)
+    read["pressed"] = button.text_content() or ""
+    return read
+
+
+#: The least a focus ring must give: a width in CSS px, and a contrast against the page.
+RING_WIDTH, RING_CONTRAST = 2.0, 3.0
+
+
+def press_problems(read: dict[str, Any]) -> list[str]:
+    """What is wrong with what a press left (empty: focus kept on the panel, the verdict in a
+    live region, a focus ring of :data:`RING_WIDTH` px and :data:`RING_CONTRAST`:1 or more)."""
+    found = []
+    if not read["on_panel"]:
+        found.append(f"the focus left the panel after the press (now on {read['focused']})")
+    if not read["verdict"]:
+        found.append("no verdict shown")
+    elif not read["live"]:
+        found.append(f"the verdict is in no live region: {read['verdict'][:80]}")
+    ring = read.get("ring")
+    if ring and (ring["style"] == "none" or ring["width"] < RING_WIDTH
+                 or ring["ratio"] < RING_CONTRAST):
+        found.append(f"focus ring {ring['width']}px {ring['style']} {ring['colour']}, "
+                     f"{ring['ratio']:.2f}:1")
+    return found

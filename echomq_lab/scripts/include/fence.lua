@@ -18,7 +18,7 @@ local function fence(attempts)
     return redis.error_reply('EMQSTALE token ' .. token .. ' is stale, the row\'s attempts is ' .. attempts)
   end
   if not redis.call('ZSCORE', KEYS[1], id) then
-    return redis.error_reply('EMQSTALE token ' .. token .. ' holds no lease: the job is not active')
+    return redis.error_reply('EMQSTALE token ' .. token .. ' holds no lease: the job is not active (the lab\'s check, beyond the course\'s token)')
   end
   return nil
 end

@@ -36,7 +36,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from echomq_lab import branded, keyspace, scripts, transitions
-from echomq_lab.classroom.record import RECORD_LEN, log_key, record_key
+from echomq_lab.classroom.memory import Budget
+from echomq_lab.classroom.record import LOG_LEN, RECORD_LEN, log_key, record_key, refusals_key
 from echomq_lab.classroom.resp import Err, Malformed, Replies, Requests, TooLarge, command, error
 
 LOG = logging.getLogger("echomq_lab.classroom.gateway")
@@ -54,6 +55,9 @@ READS: dict[bytes, slice | None] = {
 }  # fmt: skip
 FREE: frozenset[bytes] = frozenset({b"PING", b"TIME"})
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+#: The kind a refusal of a command the server does not know is counted under (a learner who
+#: invents names cannot grow the record, nor push a real command's count out of sight).
+UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -202,19 +206,25 @@ class _Window:
 
 
 class Recorder:
-    """Writes the record on the server in batches, as the gateway's own user; :meth:`write`
-    returns once the line is on the server."""
+    """Writes the record on the server in batches, as the gateway's own user: a log line
+    (:meth:`write`, each log capped at :data:`LOG_LEN` lines, the rest of the record at
+    :data:`RECORD_LEN`) or a count (:meth:`count`); each returns once it is on the server."""
 
     def __init__(self, port: int, user: str, password: str) -> None:
         self.conn = aredis.Redis(host="127.0.0.1", port=port, username=user, password=password,
                                  socket_timeout=10)
-        self.queue: asyncio.Queue[tuple[str, dict[str, Any], asyncio.Future[None]]] = (
+        self.queue: asyncio.Queue[tuple[str, dict[str, Any] | str, asyncio.Future[None]]] = (
             asyncio.Queue())
 
-    async def write(self, key: str, fields: dict[str, Any]) -> None:
+    async def write(self, key: str, fields: dict[str, Any] | str) -> None:
+        """Append ``fields`` to the stream ``key`` (or, given one field's name, add 1 to it in
+        the hash ``key``)."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         await self.queue.put((key, fields, done))
         await done
+
+    async def count(self, key: str, field: str) -> None:
+        await self.write(key, field)
 
     async def run(self) -> None:
         while True:
@@ -223,7 +233,10 @@ class Recorder:
                 batch.append(self.queue.get_nowait())
             pipe = self.conn.pipeline(transaction=False)
             for key, fields, _ in batch:
-                maxlen = None if "log:" in key else RECORD_LEN
+                if isinstance(fields, str):
+                    pipe.hincrby(key, fields, 1)
+                    continue
+                maxlen = LOG_LEN if "log:" in key else RECORD_LEN
                 pipe.xadd(key, fields, maxlen=maxlen, approximate=True)  # type: ignore[arg-type]
             try:
                 await pipe.execute()
@@ -333,8 +346,12 @@ class Session:
             call = check(self.gw.seats.room, self.gw.shas, words)
         except Refused as exc:
             if not _greeting(words):
-                await self.gw.refuse(self.user, _shown(words[0]).lower())
+                kind = _shown(words[0]).lower()
+                await self.gw.refuse(self.user, kind if kind in self.gw.commands else UNKNOWN)
             return error(str(exc))
+        if call is not None and call.script != "view" and self.gw.budget.full:
+            await self.gw.refuse(self.user, "room full")
+            return error(self.gw.budget.line)
         began = time.time() * 1000
         try:
             answer = await self._ask(command(*words))
@@ -414,6 +431,8 @@ class Gateway:
     ws_port: int = 0
     origins: tuple[str | None, ...] = (None,)
     limits: Limits = field(default_factory=Limits)
+    #: The server's command names (lower case): a refusal of any other is counted as unknown.
+    commands: frozenset[str] = frozenset()
     connections: Counter[str] = field(default_factory=Counter)
     _loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop, repr=False)
     _servers: list[Any] = field(default_factory=list, repr=False)
@@ -425,6 +444,7 @@ class Gateway:
         self.held: dict[str, _Held] = {}
         self._sockets: set[asyncio.StreamWriter] = set()
         self._logins = _Window(self.limits.records_per_window, self.limits.window_s)
+        self.budget = Budget()
 
     @property
     def url(self) -> str:
@@ -452,9 +472,11 @@ class Gateway:
             self.port = int(tcp.sockets[0].getsockname()[1])
             self.ws_port = int(next(iter(ws.sockets)).getsockname()[1])
             recording = asyncio.create_task(self.recorder.run())
+            watching = asyncio.create_task(self.budget.watch(self.recorder.conn))
             ready.set()
             await ws.wait_closed()
             recording.cancel()
+            watching.cancel()
             await self.recorder.conn.aclose()
 
         def run() -> None:
@@ -488,8 +510,9 @@ class Gateway:
                                       {"from": address, "more": more})
 
     async def refuse(self, user: str, what: str) -> None:
-        """Record a refusal in ``user``'s own stream (a flood of theirs trims only theirs)."""
-        await self.recorder.write(record_key(self.seats.room, f"refused:{user}"), {"what": what})
+        """Count a refusal of ``user``'s under its kind: every kind keeps its own count,
+        however many of another came."""
+        await self.recorder.count(refusals_key(self.seats.room, user), what)
 
     async def record(self, user: str, call: Call, value: object, began: float,
                      ended: float) -> None:

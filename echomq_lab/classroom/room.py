@@ -13,9 +13,11 @@ append-only file in the room's folder, evicts nothing, and outlives the process 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import ipaddress
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -23,7 +25,7 @@ import socket
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import redis
@@ -51,7 +53,7 @@ INSTRUCTOR_CLIENTS = 32
 INSTRUCTOR = "instructor"
 GATEWAY = "gateway"
 DEFAULT_LEASE_MS = 3000
-MAX_LEARNERS = 500
+MAX_LEARNERS = 1000
 JOIN_SCHEME = "echomq"
 #: How many kinds of ACL refusal the server remembers (each with its count).
 ACL_LOG_LEN = 1000
@@ -59,6 +61,10 @@ ACL_LOG_LEN = 1000
 MEMORY_MB, MEMORY_MB_PER_LEARNER = 256, 2
 #: Where a room's folder keeps what ``resume`` needs (passwords included: the owner's only).
 STATE = "room-state.json"
+#: The server's users, in the room's server folder: read by the server before it listens.
+ACL_FILE = "users.acl"
+#: What a password in ``room-state.json`` must look like (as the room makes them).
+PASSWORD = re.compile(r"[A-Za-z0-9_-]{16,128}")
 #: Page origins the gateway trusts by default: pages served from this machine (the site run
 #: locally, a notebook server); ``--origin`` names others.
 LOCAL_ORIGINS: tuple[str, ...] = ("http://127.0.0.1", "http://localhost")
@@ -84,10 +90,11 @@ def learner_rules(room: str, name: str, password: str) -> list[str]:
 
 
 def gateway_rules(room: str, password: str) -> list[str]:
-    """The gateway's own user: it appends to the room's record (the logs, the refusals)."""
+    """The gateway's own user: it appends to the room's record (the logs, the refusals'
+    counts) and reads the server's memory (INFO: it stops taking calls before the room fills)."""
     base = keyspace.base(room)
-    return ["reset", "on", f">{password}", "resetchannels", "-@all", "+xadd", "+ping",
-            "+client|setinfo", f"%W~{base}log:*", f"%W~{base}gate:*"]
+    return ["reset", "on", f">{password}", "resetchannels", "-@all", "+xadd", "+hincrby",
+            "+ping", "+info", "+client|setinfo", f"%W~{base}log:*", f"%RW~{base}gate:*"]
 
 
 def instructor_rules(password: str) -> list[str]:
@@ -304,6 +311,31 @@ def _server_alive(room: Room) -> bool:
         return False
 
 
+def acl_lines(room: Room) -> list[str]:
+    """The server's users as ACL-file lines: the default user off (no login as it), then the
+    instructor, the gateway and every learner, each password as its SHA-256 (the file holds
+    no password)."""
+    def line(user: str, rules: list[str]) -> str:
+        hashed = [f"#{hashlib.sha256(r[1:].encode()).hexdigest()}" if r.startswith(">") else r
+                  for r in rules if r != "reset"]
+        return " ".join(["user", user, "reset", *hashed])
+
+    # default: off, so no one logs in as it and no connection is let in without a login;
+    # it keeps every permission because the server replays its append-only file as this
+    # user, and a transaction in the file would otherwise be refused on the way back
+    lines = [line("default", ["off", "~*", "&*", "+@all"]),
+             line(INSTRUCTOR, instructor_rules(room.passwords[INSTRUCTOR])),
+             line(GATEWAY, gateway_rules(room.name, room.server_passwords[GATEWAY]))]
+    return lines + [line(u, learner_rules(room.name, u, room.server_passwords[u]))
+                    for u in room.learners]
+
+
+def _acl_file(room: Room, folder: Path) -> Path:
+    """Write the room's users where the server reads them before it listens: from its first
+    second, no connection gets in without a room's password (no ``default`` user)."""
+    return _private_file(folder / ACL_FILE, "\n".join(acl_lines(room)) + "\n")
+
+
 def _start_server(room: Room) -> servers.RunningServer:
     """The room's Valkey on loopback at its port, in its folder (its append-only file read
     back when there is one)."""
@@ -315,7 +347,7 @@ def _start_server(room: Room) -> servers.RunningServer:
     learners = len(room.learners)
     extra = [*servers.durable_args(MEMORY_MB + MEMORY_MB_PER_LEARNER * learners),
              "--maxclients", str(learners * CLIENTS_PER_LEARNER + INSTRUCTOR_CLIENTS + 4),
-             "--acllog-max-len", str(ACL_LOG_LEN)]
+             "--acllog-max-len", str(ACL_LOG_LEN), "--aclfile", str(_acl_file(room, folder))]
     try:
         # a room with a folder of its own outlives its starter (resume finds it); a test's or a
         # benchmark's temporary room ends with the thread that opened it
@@ -323,6 +355,13 @@ def _start_server(room: Room) -> servers.RunningServer:
                               own_session=not room.owned)
     except servers.ServerStartError as exc:
         raise RoomError(str(exc).splitlines()[0]) from None
+
+
+def _commands(room: Room) -> frozenset[str]:
+    """The names of the commands the room's server knows, lower case."""
+    with room.admin() as admin:
+        names = cast(list[bytes | str], admin.command_list())
+    return frozenset((n.decode() if isinstance(n, bytes) else n).lower() for n in names)
 
 
 def _start_gateway(room: Room) -> Gateway:
@@ -333,7 +372,8 @@ def _start_gateway(room: Room) -> Gateway:
                   room.server_passwords[GATEWAY])
     try:
         return Gateway(room.server_port, seats, room.listen, room.port, room.ws_port,
-                       origins=(None, *room.origins), limits=room.limits or Limits()).start()
+                       origins=(None, *room.origins), limits=room.limits or Limits(),
+                       commands=_commands(room)).start()
     except OSError as exc:
         raise RoomError(f"the gateway could not listen on {room.listen}:{room.port} and "
                         f"{room.ws_port}: {exc}") from None
@@ -384,15 +424,7 @@ def resume(folder: str | Path) -> Room:
     """The room whose folder is ``folder``, back on the same ports with the same learners,
     links and jobs: its server as it runs (it outlives the process that started it), or
     started again from its append-only file; then its gateway."""
-    path = Path(folder) / STATE
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-        room = Room(state["room"], state["host"], state["listen"], state["passwords"],
-                    state["server_passwords"], int(state["server_port"]), int(state["port"]),
-                    int(state["ws_port"]), Path(folder), int(state["lease_ms"]),
-                    tuple(state["origins"]), owned=False)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RoomError(f"no room to resume in {folder}: {exc}") from None
+    room = read_state(folder)
     if not _server_alive(room):
         room.server = _start_server(room)
         _configure(room, new=False)
@@ -403,6 +435,59 @@ def resume(folder: str | Path) -> Room:
         room.detach()
         raise
     return room
+
+
+def read_state(folder: str | Path) -> Room:
+    """The room ``folder``'s ``room-state.json`` describes, checked before anything obeys it:
+    RoomError in one line for a missing file or anything the room would not have written
+    (an empty or short password, a learner the room does not name, a port out of range...)."""
+    path = Path(folder) / STATE
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RoomError(f"no room to resume in {folder}: {exc}") from None
+    try:
+        return _checked(state, Path(folder))
+    except (ValueError, KeyError, TypeError) as exc:
+        what = f"{exc.args[0]} is missing" if isinstance(exc, KeyError) else str(exc)
+        raise RoomError(f"{path} is damaged, so it is not obeyed: {what}") from None
+
+
+def _checked(state: dict[str, Any], folder: Path) -> Room:
+    """A :class:`Room` from ``state`` once every field is one the room would have written."""
+    if not isinstance(state, dict):
+        raise ValueError("it does not hold an object")
+    keyspace.check_queue(state["room"])
+    for name in ("host", "listen"):
+        if not isinstance(state[name], str) or not state[name]:
+            raise ValueError(f"{name} is not an address")
+    passwords, hidden = state["passwords"], state["server_passwords"]
+    if not isinstance(passwords, dict) or not isinstance(hidden, dict):
+        raise ValueError("the passwords are not a table")
+    learners = [n for n in passwords if n != INSTRUCTOR]
+    if INSTRUCTOR not in passwords or not 1 <= len(learners) <= MAX_LEARNERS or any(
+            not re.fullmatch(r"learner-[1-9][0-9]{0,3}", str(n)) for n in learners):
+        raise ValueError(f"the room has the instructor and 1 to {MAX_LEARNERS} learners "
+                         "named learner-N")
+    if sorted(hidden) != sorted([*learners, GATEWAY]):
+        raise ValueError("the server's passwords do not match the learners")
+    for user, password in [*passwords.items(), *hidden.items()]:
+        if not isinstance(password, str) or not PASSWORD.fullmatch(password):
+            raise ValueError(f"{user}'s password is not one the room makes (16 or more "
+                             "letters, digits, - or _)")
+    ports = [state[n] for n in ("server_port", "port", "ws_port")]
+    if not all(isinstance(p, int) and 1 <= p <= 65535 for p in ports):
+        raise ValueError("a port is not a number from 1 to 65535")
+    lease = state["lease_ms"]
+    if not isinstance(lease, int) or isinstance(lease, bool) or lease < 1:
+        raise ValueError("lease_ms is not a whole number of ms")
+    origins = state["origins"]
+    if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
+        raise ValueError("origins is not a list of page origins")
+    if not isinstance(state.get("pid", 0), int):
+        raise ValueError("pid is not a process id")
+    return Room(state["room"], state["host"], state["listen"], dict(passwords), dict(hidden),
+                ports[0], ports[1], ports[2], folder, lease, tuple(origins), owned=False)
 
 
 def stop_room(folder: str | Path) -> str:
@@ -436,23 +521,14 @@ def _running(pid: int) -> bool:
 
 
 def _configure(room: Room, *, new: bool) -> None:
-    """Create the users, load the protocol's scripts (neither is in the append-only file),
-    write the room's settings when it is new, then switch the default user off."""
-    with redis.Redis(host="127.0.0.1", port=room.server_port, socket_timeout=10) as first:
-        first.execute_command("ACL", "SETUSER", INSTRUCTOR,
-                              *instructor_rules(room.passwords[INSTRUCTOR]))
-        first.execute_command("ACL", "SETUSER", GATEWAY,
-                              *gateway_rules(room.name, room.server_passwords[GATEWAY]))
-        for user in room.learners:
-            rules = learner_rules(room.name, user, room.server_passwords[user])
-            first.execute_command("ACL", "SETUSER", user, *rules)
-        for name in (*SCRIPTS, *VIEWS):
-            scripts.load(name).load_into(first)
+    """As the instructor, load the protocol's scripts (they are not in the append-only file)
+    and write the room's settings when it is new (the users came from the ACL file)."""
     with room.admin() as admin:
+        for name in (*SCRIPTS, *VIEWS):
+            scripts.load(name).load_into(admin)
         if new:
             now_s, now_us = admin.time()
             admin.hset(ctl_key(room.name), mapping={
                 "lease_ms": room.lease_ms, "reaper": "on",
                 "t0_ms": int(now_s) * 1000 + int(now_us) // 1000})
-        admin.execute_command("ACL", "SETUSER", "default", "reset", "off")
         admin.execute_command("ACL", "LOG", "RESET")

@@ -26,6 +26,7 @@ from echomq_lab.classroom.room import (
     resume,
     stop_room,
 )
+from echomq_lab.classroom.watch import Watchdog
 
 NETWORK_WARNING = (
     "WARNING: the room's gateway listens on {host}, not only on this machine: anyone on that "
@@ -44,6 +45,7 @@ def _run(opened: Callable[[], Room]) -> int:
         signal.signal(sig, on_signal)
     room = opened()
     reaper = Reaper(room.admin, room.name).start()
+    watch = Watchdog(room, lambda line: print(line, file=sys.stderr, flush=True)).start()
     try:
         if room.listen not in ("127.0.0.1", "localhost", "::1"):
             print(NETWORK_WARNING.format(host=room.listen), file=sys.stderr)
@@ -55,9 +57,9 @@ def _run(opened: Callable[[], Room]) -> int:
               flush=True)
         stop.wait()
     finally:
+        watch.stop()
         reaper.stop()
-        room.stop()
-        print(f"room {room.name!r} closed: server stopped, room.json and passwords removed")
+        print(room.stop(), flush=True)
     return 0
 
 
@@ -89,11 +91,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     again.add_argument("folder", metavar="DIR")
     end = sub.add_parser("stop", help="end the room of DIR for good")
     end.add_argument("folder", metavar="DIR")
+    end.add_argument("--discard", action="store_true",
+                     help="remove the room's file even when its server is not answering "
+                     "(its jobs are lost)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
         if args.command == "stop":
-            print(stop_room(args.folder))
+            print(stop_room(args.folder, discard=args.discard))
             return 0
         if args.command == "resume":
             return _run(lambda: resume(args.folder))

@@ -273,10 +273,19 @@ class Room:
             self.gateway.stop()
             self.gateway = None
 
-    def stop(self) -> None:
+    def stop(self, *, discard: bool = False) -> str:
         """Stop the gateway and the server, and remove what the room wrote (its passwords
-        with it); idempotent."""
+        with it); idempotent. A room of a folder of its own whose server is not answering
+        (its jobs are in its file, unaccounted for) keeps its folder unless ``discard``:
+        what was done, in one line."""
         self.detach()
+        if not (self.owned or discard or _server_alive(self)) and (
+                self.folder / "server").exists():
+            return (f"room {self.name!r}: its server is not answering, so its file and its "
+                    f"folder are kept (the jobs are in it): `python -m echomq_lab.classroom "
+                    f"resume {self.folder}` brings the room back; `python -m "
+                    f"echomq_lab.classroom stop {self.folder} --discard` removes it")
+        outstanding = _outstanding(self)
         _shutdown(self.server_port, self.passwords[INSTRUCTOR])
         if self.server is not None:
             self.server.stop()
@@ -285,12 +294,24 @@ class Room:
         shutil.rmtree(self.folder / "server", ignore_errors=True)
         if self.owned:
             shutil.rmtree(self.folder, ignore_errors=True)
+        return (f"room {self.name!r} closed{outstanding}: server stopped, room.json and "
+                "passwords removed")
 
     def __enter__(self) -> Room:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _outstanding(room: Room) -> str:
+    """", with N job(s) not finished" when the server says so ("" for none or no answer)."""
+    try:
+        with room.admin() as conn:
+            left = sum(int(conn.zcard(key)) for key in keyspace.keys(room.name).sets[:3])
+    except redis.RedisError:
+        return ""
+    return f", with {left} job(s) not finished" if left else ""
 
 
 def _shutdown(port: int, password: str) -> None:
@@ -364,6 +385,18 @@ def _commands(room: Room) -> frozenset[str]:
     return frozenset((n.decode() if isinstance(n, bytes) else n).lower() for n in names)
 
 
+def restart_server(room: Room) -> None:
+    """Start ``room``'s server again from its file (it died while the room ran): the same
+    port and users, the scripts loaded again. RoomError in one line when it cannot."""
+    if room.server is not None:
+        room.server.proc.poll()  # reap the one that died
+    room.server = _start_server(room)
+    try:
+        _configure(room, new=False)
+    except redis.RedisError as exc:
+        raise RoomError(f"the server came back but could not be set up: {exc}") from None
+
+
 def _start_gateway(room: Room) -> Gateway:
     from echomq_lab.classroom.gateway import Gateway, Limits, Seats
 
@@ -425,6 +458,10 @@ def resume(folder: str | Path) -> Room:
     links and jobs: its server as it runs (it outlives the process that started it), or
     started again from its append-only file; then its gateway."""
     room = read_state(folder)
+    pid = int(room_pid(folder))
+    if pid and pid != os.getpid() and _is_room_process(pid):
+        raise RoomError(f"room {room.name!r} is already running (process {pid}): nothing was "
+                        "changed")
     if not _server_alive(room):
         room.server = _start_server(room)
         _configure(room, new=False)
@@ -490,34 +527,55 @@ def _checked(state: dict[str, Any], folder: Path) -> Room:
                 ports[0], ports[1], ports[2], folder, lease, tuple(origins), owned=False)
 
 
-def stop_room(folder: str | Path) -> str:
-    """End the room whose folder is ``folder`` for good: the process running it (asked to
-    stop), its server, its append-only file, ``room.json`` and the passwords. What it did."""
-    path = Path(folder) / STATE
+def room_pid(folder: str | Path) -> int:
+    """The process that last ran the room of ``folder`` (0 when unknown)."""
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RoomError(f"no room in {folder}: {exc}") from None
-    pid = int(state.get("pid", 0))
-    if pid and pid != os.getpid():
-        try:
-            os.kill(pid, signal.SIGTERM)
-            servers.wait_until(lambda: not _running(pid), 10)
-        except (ProcessLookupError, PermissionError):
-            pass
-    _shutdown(int(state["server_port"]), state["passwords"][INSTRUCTOR])
-    for name in ("room.json", STATE):
-        (Path(folder) / name).unlink(missing_ok=True)
-    shutil.rmtree(Path(folder) / "server", ignore_errors=True)
-    return f"room {state['room']!r} stopped: its server, its file and its passwords are gone"
+        pid = json.loads((Path(folder) / STATE).read_text(encoding="utf-8")).get("pid", 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return pid if isinstance(pid, int) and pid > 0 else 0
+
+
+def stop_room(folder: str | Path, *, discard: bool = False) -> str:
+    """End the room whose folder is ``folder`` for good: the process running it (asked to
+    stop: it ends the room itself), else its server, its append-only file, ``room.json`` and
+    the passwords. A server that does not answer keeps its file unless ``discard``. What it
+    did, in one line."""
+    room = read_state(folder)
+    pid = room_pid(folder)
+    if pid and pid != os.getpid() and _is_room_process(pid):
+        os.kill(pid, signal.SIGTERM)
+        if not servers.wait_until(lambda: not _running(pid), 30):
+            raise RoomError(f"room {room.name!r}: its process {pid} did not stop")
+        if not (Path(folder) / STATE).exists():
+            return f"room {room.name!r} stopped: its server, its file and its passwords are gone"
+    said = room.stop(discard=discard)
+    if (Path(folder) / STATE).exists():
+        raise RoomError(said)
+    return f"room {room.name!r} stopped: its server, its file and its passwords are gone"
 
 
 def _running(pid: int) -> bool:
+    """True while process ``pid`` runs (one that ended and waits to be reaped does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _is_room_process(pid: int) -> bool:
+    """True when ``pid`` runs and is a room (``python -m echomq_lab.classroom``)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return _running(pid) and not Path("/proc").is_dir()
+    return b"echomq_lab.classroom" in argv
 
 
 def _configure(room: Room, *, new: bool) -> None:

@@ -163,6 +163,10 @@ def _feed(board: Board, until: float, depth: int) -> int:
     return fed
 
 
+class Refused(RuntimeError):
+    """The room would not run this benchmark (it said why in one line)."""
+
+
 def run(learners: int, seconds: float, pace: str, port: int | None, processes: int,
         folder: Path) -> dict[str, Any]:
     """One run of ``learners`` robots at ``pace``; the figures."""
@@ -173,9 +177,13 @@ def run(learners: int, seconds: float, pace: str, port: int | None, processes: i
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     path = folder / "room.json"
     try:
-        if not servers.wait_until(path.exists, 60, 0.1):
-            said = room_proc.stderr.read() if room_proc.stderr else ""
-            raise RuntimeError(f"the room did not start: {said}")
+        started = servers.wait_until(lambda: path.exists() or room_proc.poll() is not None,
+                                     120, 0.1)
+        if room_proc.poll() is not None or not started:
+            if room_proc.poll() is None:
+                room_proc.terminate()
+            said = (room_proc.stderr.read() if room_proc.stderr else "").strip()
+            raise Refused((said.splitlines() or ["it did not start within 120 s"])[-1])
         seats = json.loads(path.read_text())
         return _measure(seats, room_proc, learners, seconds, pace, processes)
     finally:
@@ -267,9 +275,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {}
     for pace in paces:
         n = args.storm_learners or args.learners if pace == "storm" else args.learners
-        with tempfile.TemporaryDirectory(prefix="echomq-bench-") as folder:
-            results[pace] = run(n, args.seconds, pace, args.port, args.processes,
-                                Path(folder))
+        load = os.getloadavg()
+        try:
+            with tempfile.TemporaryDirectory(prefix="echomq-bench-") as folder:
+                results[pace] = run(n, args.seconds, pace, args.port, args.processes,
+                                    Path(folder))
+        except Refused as exc:
+            print(f"benchmarks.classroom: the room refused the {pace} run: {exc}",
+                  file=sys.stderr)
+            return 2
+        results[pace]["load_1_5_15_before"] = [round(x, 2) for x in load]
+        results[pace]["load_1_5_15_after"] = [round(x, 2) for x in os.getloadavg()]
         for name, value in results[pace].items():
             if name not in ("violations", "verdicts", "tally_mismatched", "deaths"):
                 print(f"{pace:>5} {name:>28}: {value}")

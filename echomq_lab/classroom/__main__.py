@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import resource
 import signal
 import sys
 import threading
@@ -63,6 +64,14 @@ def _run(opened: Callable[[], Room]) -> int:
     return 0
 
 
+def _more_files() -> None:
+    """Let this process hold as many sockets as the system allows it (a learner's socket and
+    its connection to the server are two files each)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 1 << 16), hard))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m echomq_lab.classroom",
                                      description="Run a workshop: one Valkey for a class.")
@@ -81,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     start.add_argument("--gateway-port", type=int, default=None,
                        help="the gateway's WebSocket port for pages in the browser (default: "
                        "free)")
+    start.add_argument("--server-port", type=int, default=None,
+                       help="the server's port, on loopback only (default: free)")
     start.add_argument("--origin", action="append", default=None,
                        help="a page origin the gateway trusts (repeatable; default: pages "
                        f"served from this machine, {', '.join(LOCAL_ORIGINS)})")
@@ -96,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "(its jobs are lost)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    _more_files()
     try:
         if args.command == "stop":
             print(stop_room(args.folder, discard=args.discard))
@@ -105,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(lambda: open_room(
             args.room, args.learners, host=args.host, port=args.port, advertise=args.advertise,
             lease_ms=args.lease_ms, out=args.out, ws_port=args.gateway_port,
+            server_port=args.server_port,
             origins=tuple(args.origin) if args.origin else LOCAL_ORIGINS))
     except (RoomError, ValueError, TypeError) as exc:
         print(f"classroom: {exc}", file=sys.stderr)

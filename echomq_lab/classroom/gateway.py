@@ -37,6 +37,7 @@ from websockets.exceptions import ConnectionClosed
 
 from echomq_lab import branded, keyspace, scripts, transitions
 from echomq_lab.classroom.memory import Budget
+from echomq_lab.classroom.pace import Bucket, PacedConnection
 from echomq_lab.classroom.record import LOG_LEN, RECORD_LEN, log_key, record_key, refusals_key
 from echomq_lab.classroom.resp import Err, Malformed, Replies, Requests, TooLarge, command, error
 
@@ -55,6 +56,9 @@ READS: dict[bytes, slice | None] = {
 }  # fmt: skip
 FREE: frozenset[bytes] = frozenset({b"PING", b"TIME"})
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+#: Connections the system may hold for the gateway before it accepts them (a class joining at
+#: once: with the default 100, the rest would wait for their SYN to be sent again, seconds).
+BACKLOG = 2048
 #: The kind a refusal of a command the server does not know is counted under (a learner who
 #: invents names cannot grow the record, nor push a real command's count out of sight).
 UNKNOWN = "unknown"
@@ -63,14 +67,19 @@ UNKNOWN = "unknown"
 @dataclass(frozen=True)
 class Limits:
     """What the gateway allows: connections per learner, requests queued on one connection,
-    bytes per request, sockets per address that have not logged in, and seconds to log in;
-    failed logins recorded per address in each ``window_s`` (the rest counted in the next)."""
+    bytes per request, sockets per address (and in all) that have not logged in, and seconds
+    to log in; failed logins recorded per address in each ``window_s`` (the rest counted in
+    the next); each learner's pace, WebSocket frames (pings included) and TCP requests a
+    second, and at once (:mod:`.pace`)."""
 
     connections: int = 4
     in_flight: int = 16
     request_bytes: int = 64 * 1024
-    waiting_per_address: int = 32
+    waiting_per_address: int = 1024
+    waiting: int = 4096
     login_s: float = 5.0
+    per_s: float = 200.0
+    burst: int = 400
     records_per_window: int = 5
     window_s: float = 10.0
 
@@ -265,6 +274,8 @@ class Session:
         self.closing = False
         #: True until the socket logs in (or closes): it counts against its address.
         self.waiting = True
+        #: True on the TCP side (a page's frames are paced by its connection).
+        self.tcp = False
 
     async def login(self, user: str, password: str) -> str:
         """"" when ``user`` logged in; else the one-line reason."""
@@ -386,6 +397,8 @@ class Session:
                 await send(error(f"ERR {exc}"))
                 LOG.warning("gateway: closed %s's socket: %s", self.user or self.address, exc)
                 return
+            if self.user and self.tcp:
+                await asyncio.sleep(self.gw.bucket(self.user).take(len(batch)))
             out = []
             for n, words in enumerate(batch):
                 if n >= limits.in_flight:
@@ -445,6 +458,7 @@ class Gateway:
         self._sockets: set[asyncio.StreamWriter] = set()
         self._logins = _Window(self.limits.records_per_window, self.limits.window_s)
         self.budget = Budget()
+        self._buckets: dict[str, Bucket] = {}
 
     @property
     def url(self) -> str:
@@ -459,10 +473,12 @@ class Gateway:
         async def listen() -> None:
             try:
                 self.recorder = Recorder(self.server_port, self.seats.user, self.seats.password)
-                tcp = await asyncio.start_server(self._tcp, self.host, self.port)
+                tcp = await asyncio.start_server(self._tcp, self.host, self.port,
+                                                 backlog=BACKLOG)
                 ws: Server = await serve(
                     self._page, self.host, self.ws_port,
                     origins=_origins(self.origins),  # type: ignore[arg-type]
+                    create_connection=PacedConnection, backlog=BACKLOG,
                     max_size=self.limits.request_bytes, logger=_quiet("websockets.gateway"))
             except BaseException as exc:
                 failed.append(exc)
@@ -540,10 +556,20 @@ class Gateway:
 
     # --- the two sides -------------------------------------------------------------------
 
+    def bucket(self, learner: str) -> Bucket:
+        """``learner``'s pace, shared by their sockets."""
+        if learner not in self._buckets:
+            self._buckets[learner] = Bucket(self.limits.per_s, self.limits.burst)
+        return self._buckets[learner]
+
     def _admit(self, address: str) -> bool:
         if self.waiting[address] >= self.limits.waiting_per_address:
             LOG.warning("gateway: %s has %d sockets waiting to log in: one more refused",
                         address, self.waiting[address])
+            return False
+        if self.waiting.total() >= self.limits.waiting:
+            LOG.warning("gateway: %d sockets are waiting to log in: one more refused",
+                        self.waiting.total())
             return False
         self.waiting[address] += 1
         return True
@@ -555,6 +581,7 @@ class Gateway:
             writer.close()
             return
         session = Session(self, address)
+        session.tcp = True
         self._sockets.add(writer)
 
         async def send(data: bytes) -> None:
@@ -601,6 +628,8 @@ class Gateway:
                 return
             why = await session.login(user, password)
             self._left(session)
+            if not why and isinstance(ws, PacedConnection):
+                ws.bucket = self.bucket(user)
             await ws.send(json.dumps({"ok": False, "error": why} if why else
                                      {"ok": True, "user": user}))
             if why:

@@ -415,19 +415,21 @@ def _start_gateway(room: Room) -> Gateway:
 def open_room(name: str, learners: int, *, host: str = "127.0.0.1", port: int | None = None,
               advertise: str | None = None, lease_ms: int = DEFAULT_LEASE_MS,
               out: str | Path | None = None, ws_port: int | None = None,
-              origins: tuple[str, ...] = LOCAL_ORIGINS, limits: Any = None) -> Room:
+              origins: tuple[str, ...] = LOCAL_ORIGINS, limits: Any = None,
+              server_port: int | None = None) -> Room:
     """Start a room of ``learners`` learners: a new Valkey on loopback and its gateway on
     ``host`` at ``port`` (TCP) and ``ws_port`` (WebSocket), free ones when None; the caller
     stops it. ``advertise`` is the address written into the links (``host`` by default);
     ``out`` the room's folder (a temporary one when None, removed at stop); ``limits`` the
-    gateway's :class:`~echomq_lab.classroom.gateway.Limits`."""
+    gateway's :class:`~echomq_lab.classroom.gateway.Limits`; ``server_port`` the server's
+    port on loopback (a free one when None)."""
     keyspace.check_queue(name)
     if not isinstance(learners, int) or not 1 <= learners <= MAX_LEARNERS:
         raise ValueError(f"learners must be a whole number from 1 to {MAX_LEARNERS}")
     if advertise is None and host in ("0.0.0.0", "::"):
         raise RoomError("listening on every address: say which one learners reach with "
                         "--advertise ADDRESS")
-    for wanted in (port, ws_port):
+    for wanted in (port, ws_port, server_port):
         if wanted is not None and not servers.port_free(wanted):
             raise RoomError(f"port {wanted} is in use")
     passwords = {INSTRUCTOR: secrets.token_urlsafe(18)}
@@ -435,7 +437,8 @@ def open_room(name: str, learners: int, *, host: str = "127.0.0.1", port: int | 
     hidden = {n: secrets.token_urlsafe(18) for n in [*passwords, GATEWAY] if n != INSTRUCTOR}
     folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="echomq-room-"))
     folder.mkdir(parents=True, exist_ok=True)
-    room = Room(name, advertise or host, host, passwords, hidden, servers.free_port(),
+    room = Room(name, advertise or host, host, passwords, hidden,
+                server_port if server_port is not None else servers.free_port(),
                 port if port is not None else 0, ws_port if ws_port is not None else 0,
                 folder, lease_ms, origins, owned=out is None, limits=limits)
     room.server = _start_server(room)

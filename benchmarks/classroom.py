@@ -143,6 +143,24 @@ def _robots(links: list[tuple[str, str]], pace: str, stop_at: float, drain: Any,
              "cpu_s": _cpu_s(os.getpid())})
 
 
+def _ping_flood(link: str, drain: Any, out: Any) -> None:
+    """One learner's page that sends WebSocket pings as fast as its socket takes them, until
+    ``drain`` is set; how many it sent goes to ``out``."""
+    from websockets.sync.client import connect
+
+    from echomq_lab.classroom.room import parse_link
+
+    seat = parse_link(link)
+    sent = 0
+    with connect(seat.gateway, open_timeout=60, close_timeout=1) as ws:
+        ws.send(json.dumps({"user": seat.name, "password": seat.password}))
+        ws.recv(timeout=60)
+        while not drain.is_set():
+            ws.ping()
+            sent += 1
+    out.put({"flood_pings_sent": sent})
+
+
 def _cpu_s(pid: int) -> float:
     """User and system CPU seconds of process ``pid`` so far (Linux), 0 when unknown."""
     try:
@@ -168,7 +186,7 @@ class Refused(RuntimeError):
 
 
 def run(learners: int, seconds: float, pace: str, port: int | None, processes: int,
-        folder: Path) -> dict[str, Any]:
+        folder: Path, flood: bool = False) -> dict[str, Any]:
     """One run of ``learners`` robots at ``pace``; the figures."""
     argv = [sys.executable, "-m", "echomq_lab.classroom", "start", "--room", ROOM,
             "--learners", str(learners), "--out", str(folder), "--lease-ms",
@@ -185,14 +203,14 @@ def run(learners: int, seconds: float, pace: str, port: int | None, processes: i
             said = (room_proc.stderr.read() if room_proc.stderr else "").strip()
             raise Refused((said.splitlines() or ["it did not start within 120 s"])[-1])
         seats = json.loads(path.read_text())
-        return _measure(seats, room_proc, learners, seconds, pace, processes)
+        return _measure(seats, room_proc, learners, seconds, pace, processes, flood)
     finally:
         room_proc.terminate()
         room_proc.wait(timeout=30)
 
 
 def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: int,
-             seconds: float, pace: str, processes: int) -> dict[str, Any]:
+             seconds: float, pace: str, processes: int, flood: bool) -> dict[str, Any]:
     admin = redis.Redis.from_url(seats["instructor"]["url"], socket_timeout=30)
     board = Board(admin, ROOM)
     server_pid = int(admin.info("server")["process_id"])
@@ -201,6 +219,11 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
     links = [(s["name"], s["link"]) for s in seats["learners"]]
     ctx = mp.get_context("spawn")
     drain, out = ctx.Event(), ctx.Queue()
+    flooding = None
+    if flood:  # the last seat floods pings instead of working; the others are measured
+        flooder, flood_out = links.pop(), ctx.Queue()
+        flooding = ctx.Process(target=_ping_flood, args=(flooder[1], drain, flood_out))
+        flooding.start()
     began = time.monotonic()
     workers = [ctx.Process(target=_robots, args=(links[i::processes], pace,
                                                  began + seconds, drain, out))
@@ -216,6 +239,7 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
     got = [out.get(timeout=120) for _ in workers]
     for w in workers:
         w.join(timeout=30)
+    flooded = flood_out.get(timeout=60) if flooding is not None else {}
     cpu = {"server": _cpu_s(server_pid) - cpu0["server"],
            "gateway, reaper": _cpu_s(room_proc.pid) - cpu0["gateway"],
            "robots": sum(g["cpu_s"] for g in got),
@@ -228,6 +252,7 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
         claims += [t for times in g["claims"].values() for t in times]
         died |= g["died"]
     ledger = calls(admin, ROOM)
+    at_gateway = [c.ended - c.started for c in ledger if c.verb == "claim"]
     counted = tally(admin, ROOM)
     verdict = audit(ledger, snapshot(admin, ROOM))
     names = [n for n, _ in links]
@@ -246,6 +271,10 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
         "jobs_per_s": round((verdict.completed + verdict.dead) / elapsed, 1),
         "claims": sum(c.get("claims", 0) for c in counted.values()),
         "claim_p50_ms": _p(claims, 0.5), "claim_p95_ms": _p(claims, 0.95),
+        # the room's own part: from the gateway taking a claim to the server's answer, as
+        # the gateway's record times it (a robot's figure adds its own process's waits)
+        "claim_p50_ms_at_gateway": _p(at_gateway, 0.5),
+        "claim_p95_ms_at_gateway": _p(at_gateway, 0.95),
         "stale_refused": sum(stale), "fence_violations": len(verdict.violations),
         "violations": verdict.violations[:20], "verdicts": verdict.verdicts,
         "tally_matches_every_learner": not mismatched, "tally_mismatched": mismatched[:20],
@@ -254,6 +283,8 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
     }
     shares: dict[str, float] = figures["cpu_share_of_one_core"]
     figures["busiest"] = max(shares, key=lambda n: shares[n])
+    if flooding is not None:
+        figures["ping_flood"] = {"learner": flooder[0], **flooded}
     admin.close()
     return figures
 
@@ -269,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--storm-learners", type=int, default=None,
                         help="robots in the storm (default: --learners)")
     parser.add_argument("--processes", type=int, default=4, help="robot processes")
+    parser.add_argument("--ping-flood", action="store_true",
+                        help="one learner floods WebSocket pings while the others work")
     parser.add_argument("--out", default="results/classroom.json")
     args = parser.parse_args(argv)
     paces = ("class", "storm") if args.pace == "both" else (args.pace,)
@@ -279,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             with tempfile.TemporaryDirectory(prefix="echomq-bench-") as folder:
                 results[pace] = run(n, args.seconds, pace, args.port, args.processes,
-                                    Path(folder))
+                                    Path(folder), args.ping_flood)
         except Refused as exc:
             print(f"benchmarks.classroom: the room refused the {pace} run: {exc}",
                   file=sys.stderr)

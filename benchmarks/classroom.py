@@ -191,8 +191,11 @@ def run(learners: int, seconds: float, pace: str, port: int | None, processes: i
     argv = [sys.executable, "-m", "echomq_lab.classroom", "start", "--room", ROOM,
             "--learners", str(learners), "--out", str(folder), "--lease-ms",
             str(CLASS_LEASE_MS if pace == "class" else Habits().lease_ms)]
-    room_proc = subprocess.Popen([*argv, *(["--port", str(port)] if port else [])],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # the room's terminal goes to a file (a pipe nobody reads would stop the room when full)
+    said_path = folder / "room.log"
+    with said_path.open("w") as said_file:
+        room_proc = subprocess.Popen([*argv, *(["--port", str(port)] if port else [])],
+                                     stdout=subprocess.DEVNULL, stderr=said_file, text=True)
     path = folder / "room.json"
     try:
         started = servers.wait_until(lambda: path.exists() or room_proc.poll() is not None,
@@ -200,7 +203,7 @@ def run(learners: int, seconds: float, pace: str, port: int | None, processes: i
         if room_proc.poll() is not None or not started:
             if room_proc.poll() is None:
                 room_proc.terminate()
-            said = (room_proc.stderr.read() if room_proc.stderr else "").strip()
+            said = said_path.read_text(errors="replace").strip()
             raise Refused((said.splitlines() or ["it did not start within 120 s"])[-1])
         seats = json.loads(path.read_text())
         return _measure(seats, room_proc, learners, seconds, pace, processes, flood)

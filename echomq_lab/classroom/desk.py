@@ -20,7 +20,7 @@ import redis
 
 from echomq_lab import branded, errors, jobs
 from echomq_lab.browser import websocket
-from echomq_lab.classroom.record import LOG_LEN, ctl_key, log_key
+from echomq_lab.classroom.record import ctl_key, log_key
 from echomq_lab.classroom.room import DEFAULT_LEASE_MS, Seat, parse_link
 from echomq_lab.connection import LabPool, client_options, connect, reaching
 
@@ -227,8 +227,7 @@ class Desk:
             fields["began_ms"] = f"{self.server_ms(began):.3f}"
             fields["ended_ms"] = f"{self.server_ms(ended):.3f}"
             with reaching(self.conn):
-                self.conn.xadd(self.log, fields, maxlen=LOG_LEN,  # type: ignore[arg-type]
-                                approximate=True)
+                self.conn.xadd(self.log, fields)  # type: ignore[arg-type]
         except errors.ServerUnavailable:
             pass  # the call's own answer already said the server is away
 

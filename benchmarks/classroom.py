@@ -150,15 +150,20 @@ def _ping_flood(link: str, drain: Any, out: Any) -> None:
 
     from echomq_lab.classroom.room import parse_link
 
+    from websockets.exceptions import WebSocketException
+
     seat = parse_link(link)
-    sent = 0
-    with connect(seat.gateway, open_timeout=60, close_timeout=1) as ws:
-        ws.send(json.dumps({"user": seat.name, "password": seat.password}))
-        ws.recv(timeout=60)
-        while not drain.is_set():
-            ws.ping()
-            sent += 1
-    out.put({"flood_pings_sent": sent})
+    sent, closed = 0, ""
+    try:  # no keepalive of its own: a paced socket would not answer it in time
+        with connect(seat.gateway, open_timeout=60, close_timeout=1, ping_interval=None) as ws:
+            ws.send(json.dumps({"user": seat.name, "password": seat.password}))
+            ws.recv(timeout=60)
+            while not drain.is_set():
+                ws.ping()
+                sent += 1
+    except (OSError, WebSocketException) as exc:
+        closed = f"{type(exc).__name__}: {exc}"[:200]
+    out.put({"flood_pings_sent": sent, "flood_closed": closed})
 
 
 def _cpu_s(pid: int) -> float:

@@ -146,11 +146,10 @@ def _robots(links: list[tuple[str, str]], pace: str, stop_at: float, drain: Any,
 def _ping_flood(link: str, drain: Any, out: Any) -> None:
     """One learner's page that sends WebSocket pings as fast as its socket takes them, until
     ``drain`` is set; how many it sent goes to ``out``."""
+    from websockets.exceptions import WebSocketException
     from websockets.sync.client import connect
 
     from echomq_lab.classroom.room import parse_link
-
-    from websockets.exceptions import WebSocketException
 
     seat = parse_link(link)
     sent, closed = 0, ""

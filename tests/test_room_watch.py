@@ -213,3 +213,14 @@ def test_no_connection_gets_in_without_a_password_while_resume_starts_the_server
         racing.set()
         os.killpg(again.pid, signal.SIGINT)
         again.wait(timeout=60)
+
+
+def test_the_server_takes_the_port_a_plan_gives_and_a_taken_one_is_refused(
+        valkey_tools: tuple[str, str]) -> None:
+    from echomq_lab.classroom import open_room
+
+    planned = servers.free_port()
+    with open_room(ROOM, 1, server_port=planned) as room, room.admin() as conn:
+        assert room.server_port == planned and conn.ping()
+        with pytest.raises(RoomError, match=f"port {planned} is in use"):
+            open_room(ROOM, 1, server_port=planned)

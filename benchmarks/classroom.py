@@ -143,6 +143,28 @@ def _robots(links: list[tuple[str, str]], pace: str, stop_at: float, drain: Any,
              "cpu_s": _cpu_s(os.getpid())})
 
 
+def _ping_flood(link: str, drain: Any, out: Any) -> None:
+    """One learner's page that sends WebSocket pings as fast as its socket takes them, until
+    ``drain`` is set; how many it sent goes to ``out``."""
+    from websockets.exceptions import WebSocketException
+    from websockets.sync.client import connect
+
+    from echomq_lab.classroom.room import parse_link
+
+    seat = parse_link(link)
+    sent, closed = 0, ""
+    try:  # no keepalive of its own: a paced socket would not answer it in time
+        with connect(seat.gateway, open_timeout=60, close_timeout=1, ping_interval=None) as ws:
+            ws.send(json.dumps({"user": seat.name, "password": seat.password}))
+            ws.recv(timeout=60)
+            while not drain.is_set():
+                ws.ping()
+                sent += 1
+    except (OSError, WebSocketException) as exc:
+        closed = f"{type(exc).__name__}: {exc}"[:200]
+    out.put({"flood_pings_sent": sent, "flood_closed": closed})
+
+
 def _cpu_s(pid: int) -> float:
     """User and system CPU seconds of process ``pid`` so far (Linux), 0 when unknown."""
     try:
@@ -163,28 +185,39 @@ def _feed(board: Board, until: float, depth: int) -> int:
     return fed
 
 
+class Refused(RuntimeError):
+    """The room would not run this benchmark (it said why in one line)."""
+
+
 def run(learners: int, seconds: float, pace: str, port: int | None, processes: int,
-        folder: Path) -> dict[str, Any]:
+        folder: Path, flood: bool = False) -> dict[str, Any]:
     """One run of ``learners`` robots at ``pace``; the figures."""
     argv = [sys.executable, "-m", "echomq_lab.classroom", "start", "--room", ROOM,
             "--learners", str(learners), "--out", str(folder), "--lease-ms",
             str(CLASS_LEASE_MS if pace == "class" else Habits().lease_ms)]
-    room_proc = subprocess.Popen([*argv, *(["--port", str(port)] if port else [])],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # the room's terminal goes to a file (a pipe nobody reads would stop the room when full)
+    said_path = folder / "room.log"
+    with said_path.open("w") as said_file:
+        room_proc = subprocess.Popen([*argv, *(["--port", str(port)] if port else [])],
+                                     stdout=subprocess.DEVNULL, stderr=said_file, text=True)
     path = folder / "room.json"
     try:
-        if not servers.wait_until(path.exists, 60, 0.1):
-            said = room_proc.stderr.read() if room_proc.stderr else ""
-            raise RuntimeError(f"the room did not start: {said}")
+        started = servers.wait_until(lambda: path.exists() or room_proc.poll() is not None,
+                                     120, 0.1)
+        if room_proc.poll() is not None or not started:
+            if room_proc.poll() is None:
+                room_proc.terminate()
+            said = said_path.read_text(errors="replace").strip()
+            raise Refused((said.splitlines() or ["it did not start within 120 s"])[-1])
         seats = json.loads(path.read_text())
-        return _measure(seats, room_proc, learners, seconds, pace, processes)
+        return _measure(seats, room_proc, learners, seconds, pace, processes, flood)
     finally:
         room_proc.terminate()
         room_proc.wait(timeout=30)
 
 
 def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: int,
-             seconds: float, pace: str, processes: int) -> dict[str, Any]:
+             seconds: float, pace: str, processes: int, flood: bool) -> dict[str, Any]:
     admin = redis.Redis.from_url(seats["instructor"]["url"], socket_timeout=30)
     board = Board(admin, ROOM)
     server_pid = int(admin.info("server")["process_id"])
@@ -193,6 +226,11 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
     links = [(s["name"], s["link"]) for s in seats["learners"]]
     ctx = mp.get_context("spawn")
     drain, out = ctx.Event(), ctx.Queue()
+    flooding = None
+    if flood:  # the last seat floods pings instead of working; the others are measured
+        flooder, flood_out = links.pop(), ctx.Queue()
+        flooding = ctx.Process(target=_ping_flood, args=(flooder[1], drain, flood_out))
+        flooding.start()
     began = time.monotonic()
     workers = [ctx.Process(target=_robots, args=(links[i::processes], pace,
                                                  began + seconds, drain, out))
@@ -208,6 +246,7 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
     got = [out.get(timeout=120) for _ in workers]
     for w in workers:
         w.join(timeout=30)
+    flooded = flood_out.get(timeout=60) if flooding is not None else {}
     cpu = {"server": _cpu_s(server_pid) - cpu0["server"],
            "gateway, reaper": _cpu_s(room_proc.pid) - cpu0["gateway"],
            "robots": sum(g["cpu_s"] for g in got),
@@ -220,6 +259,7 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
         claims += [t for times in g["claims"].values() for t in times]
         died |= g["died"]
     ledger = calls(admin, ROOM)
+    at_gateway = [c.ended - c.started for c in ledger if c.verb == "claim"]
     counted = tally(admin, ROOM)
     verdict = audit(ledger, snapshot(admin, ROOM))
     names = [n for n, _ in links]
@@ -238,6 +278,10 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
         "jobs_per_s": round((verdict.completed + verdict.dead) / elapsed, 1),
         "claims": sum(c.get("claims", 0) for c in counted.values()),
         "claim_p50_ms": _p(claims, 0.5), "claim_p95_ms": _p(claims, 0.95),
+        # the room's own part: from the gateway taking a claim to the server's answer, as
+        # the gateway's record times it (a robot's figure adds its own process's waits)
+        "claim_p50_ms_at_gateway": _p(at_gateway, 0.5),
+        "claim_p95_ms_at_gateway": _p(at_gateway, 0.95),
         "stale_refused": sum(stale), "fence_violations": len(verdict.violations),
         "violations": verdict.violations[:20], "verdicts": verdict.verdicts,
         "tally_matches_every_learner": not mismatched, "tally_mismatched": mismatched[:20],
@@ -246,6 +290,8 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
     }
     shares: dict[str, float] = figures["cpu_share_of_one_core"]
     figures["busiest"] = max(shares, key=lambda n: shares[n])
+    if flooding is not None:
+        figures["ping_flood"] = {"learner": flooder[0], **flooded}
     admin.close()
     return figures
 
@@ -261,15 +307,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--storm-learners", type=int, default=None,
                         help="robots in the storm (default: --learners)")
     parser.add_argument("--processes", type=int, default=4, help="robot processes")
+    parser.add_argument("--ping-flood", action="store_true",
+                        help="one learner floods WebSocket pings while the others work")
     parser.add_argument("--out", default="results/classroom.json")
     args = parser.parse_args(argv)
     paces = ("class", "storm") if args.pace == "both" else (args.pace,)
     results: dict[str, Any] = {}
     for pace in paces:
         n = args.storm_learners or args.learners if pace == "storm" else args.learners
-        with tempfile.TemporaryDirectory(prefix="echomq-bench-") as folder:
-            results[pace] = run(n, args.seconds, pace, args.port, args.processes,
-                                Path(folder))
+        load = os.getloadavg()
+        try:
+            with tempfile.TemporaryDirectory(prefix="echomq-bench-") as folder:
+                results[pace] = run(n, args.seconds, pace, args.port, args.processes,
+                                    Path(folder), args.ping_flood)
+        except Refused as exc:
+            print(f"benchmarks.classroom: the room refused the {pace} run: {exc}",
+                  file=sys.stderr)
+            return 2
+        results[pace]["load_1_5_15_before"] = [round(x, 2) for x in load]
+        results[pace]["load_1_5_15_after"] = [round(x, 2) for x in os.getloadavg()]
         for name, value in results[pace].items():
             if name not in ("violations", "verdicts", "tally_mismatched", "deaths"):
                 print(f"{pace:>5} {name:>28}: {value}")

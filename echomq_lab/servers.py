@@ -164,11 +164,14 @@ def spawn(argv: list[str], log: Path | None = None, keep: bool = False) -> subpr
 
 
 def pinged(port: int, timeout_s: float = 0.5) -> bool:
-    """True when a server on 127.0.0.1:``port`` answers PING now."""
+    """True when a server on 127.0.0.1:``port`` answers PING now (``NOAUTH`` is an answer: a
+    server whose users came from an ACL file is up, and asks for a login)."""
     with redis.Redis(host="127.0.0.1", port=port, socket_timeout=timeout_s,
                      socket_connect_timeout=timeout_s) as client:
         try:
             return bool(client.ping())
+        except redis.AuthenticationError:
+            return True
         except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
             return False
 
@@ -239,7 +242,7 @@ class RunningServer:
 def launch(kind: Kind, port: int, workdir: Path, extra_args: Sequence[str] = (), *,
            own_session: bool = False, timeout: float = START_TIMEOUT_S) -> RunningServer:
     """Start a ``kind`` server on ``port`` in ``workdir`` and wait for PING (unauthenticated:
-    before any ACL is set); ``own_session`` keeps it running when the caller dies.
+    an answer of NOAUTH counts); ``own_session`` keeps it running when the caller dies.
     ServerStartError when it does not come up (the process is stopped, the folder kept)."""
     binary, version = which_binary(kind)
     argv = server_argv(binary, port, workdir, *extra_args)

@@ -21,7 +21,7 @@ from echomq_lab.classroom.gateway import Limits
 from echomq_lab.classroom.resp import command
 
 ROOM = "attacks"
-LIMITS = Limits(login_s=1.5)
+LIMITS = Limits(login_s=1.5, waiting_per_address=32)  # the mechanism, at a size a test opens fast
 
 
 @pytest.fixture(scope="module")

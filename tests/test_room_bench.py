@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks import classroom
 from echomq_lab import servers
 
@@ -25,3 +27,13 @@ def test_a_short_storm_through_the_gateway_writes_its_figures(
     assert storm["robots_died"] == 0 and storm["left"]["active"] == 0
     assert set(storm["cpu_share_of_one_core"]) == {"server", "gateway, reaper", "robots",
                                                    "this feeder"}
+
+
+def test_a_room_that_refuses_the_benchmark_fails_it_loudly_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], valkey_tools: tuple[str, str]) -> None:
+    code = classroom.main(["--learners", "1001", "--seconds", "1", "--pace", "class",
+                           "--out", str(tmp_path / "classroom.json")])
+    said = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in said
+    assert said.startswith("benchmarks.classroom: the room refused the class run:")
+    assert "1 to 1000" in said and not (tmp_path / "classroom.json").exists()

@@ -5,7 +5,6 @@ jobs acknowledged, then kill -9 of that whole group (and, the second time, of th
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,40 +14,23 @@ from pathlib import Path
 
 import redis
 
-from echomq_lab import keyspace, servers
 from echomq_lab.classroom import join
 from echomq_lab.classroom.board import Board
+from tests.support.rooms import pending, run_room, wait_for_room
 
 ROOM = "durable"
 
 
 def _run(*args: str) -> subprocess.Popen[str]:
-    """``python -m echomq_lab.classroom ARGS`` in a session (and process group) of its own."""
-    return subprocess.Popen([sys.executable, "-m", "echomq_lab.classroom", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-
-
-def _up(data: dict[str, object]) -> bool:
-    """True once the first learner's link logs in and pings through the gateway."""
-    seat = data["learners"][0]  # type: ignore[index]
-    try:
-        with redis.Redis.from_url(seat["url"], socket_timeout=2) as learner:
-            return bool(learner.ping())
-    except redis.RedisError:
-        return False
+    return run_room(*args)
 
 
 def _wait_for_room(out: Path, proc: subprocess.Popen[str]) -> dict[str, object]:
-    path = out / "room.json"
-    up = servers.wait_until(lambda: path.exists() and _up(json.loads(path.read_text())), 30, 0.2)
-    assert up, proc.stdout.read() if proc.poll() is not None and proc.stdout else ""
-    return json.loads(path.read_text())
+    return wait_for_room(out, proc)
 
 
 def _pending(data: dict[str, object]) -> int:
-    with redis.Redis.from_url(data["instructor"]["url"], socket_timeout=5) as admin:  # type: ignore[index]
-        return int(admin.zcard(keyspace.keys(ROOM).pending))
+    return pending(data, ROOM)
 
 
 def test_kill_9_then_resume_finds_every_acknowledged_job(tmp_path: Path,

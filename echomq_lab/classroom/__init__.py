@@ -9,7 +9,9 @@ did what (:mod:`.record` names its keys, :mod:`.resp` reads the wire); :mod:`.de
 learner's (or the instructor's) client, which runs the real handles; :mod:`.ledger` reads the
 record back (:func:`tally`, the ledger the audit of :mod:`echomq_lab.sim` judges, the refusals);
 :mod:`.board` is what the instructor's page drives (the reaper, the lease length, storms of
-stalls); :mod:`.practice` is a room of one on the embedded server; :mod:`.drill` a robot learner.
+stalls); :mod:`.practice` is a room of one on the embedded server; :mod:`.drill` a robot learner;
+:mod:`.watch` starts a dead server again; :mod:`.memory` is the budget the gateway keeps below
+``maxmemory``; :mod:`.pace` each learner's pace at the gateway.
 
 This layer may import the protocol core, :mod:`echomq_lab.servers` (the one launcher) and
 :mod:`echomq_lab.sim`; never the widgets.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import resource
 import signal
 import sys
 import threading
@@ -26,6 +27,7 @@ from echomq_lab.classroom.room import (
     resume,
     stop_room,
 )
+from echomq_lab.classroom.watch import Watchdog
 
 NETWORK_WARNING = (
     "WARNING: the room's gateway listens on {host}, not only on this machine: anyone on that "
@@ -44,6 +46,7 @@ def _run(opened: Callable[[], Room]) -> int:
         signal.signal(sig, on_signal)
     room = opened()
     reaper = Reaper(room.admin, room.name).start()
+    watch = Watchdog(room, lambda line: print(line, file=sys.stderr, flush=True)).start()
     try:
         if room.listen not in ("127.0.0.1", "localhost", "::1"):
             print(NETWORK_WARNING.format(host=room.listen), file=sys.stderr)
@@ -55,10 +58,18 @@ def _run(opened: Callable[[], Room]) -> int:
               flush=True)
         stop.wait()
     finally:
+        watch.stop()
         reaper.stop()
-        room.stop()
-        print(f"room {room.name!r} closed: server stopped, room.json and passwords removed")
+        print(room.stop(), flush=True)
     return 0
+
+
+def _more_files() -> None:
+    """Let this process hold as many sockets as the system allows it (a learner's socket and
+    its connection to the server are two files each)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 1 << 16), hard))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     start.add_argument("--gateway-port", type=int, default=None,
                        help="the gateway's WebSocket port for pages in the browser (default: "
                        "free)")
+    start.add_argument("--server-port", type=int, default=None,
+                       help="the server's port, on loopback only (default: free)")
     start.add_argument("--origin", action="append", default=None,
                        help="a page origin the gateway trusts (repeatable; default: pages "
                        f"served from this machine, {', '.join(LOCAL_ORIGINS)})")
@@ -89,17 +102,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     again.add_argument("folder", metavar="DIR")
     end = sub.add_parser("stop", help="end the room of DIR for good")
     end.add_argument("folder", metavar="DIR")
+    end.add_argument("--discard", action="store_true",
+                     help="remove the room's file even when its server is not answering "
+                     "(its jobs are lost)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    _more_files()
     try:
         if args.command == "stop":
-            print(stop_room(args.folder))
+            print(stop_room(args.folder, discard=args.discard))
             return 0
         if args.command == "resume":
             return _run(lambda: resume(args.folder))
         return _run(lambda: open_room(
             args.room, args.learners, host=args.host, port=args.port, advertise=args.advertise,
             lease_ms=args.lease_ms, out=args.out, ws_port=args.gateway_port,
+            server_port=args.server_port,
             origins=tuple(args.origin) if args.origin else LOCAL_ORIGINS))
     except (RoomError, ValueError, TypeError) as exc:
         print(f"classroom: {exc}", file=sys.stderr)

@@ -44,7 +44,13 @@ def learn(desk: Desk, done: threading.Event, seed: int, did: Counter[str],
             desk.stall()
             time.sleep((h.lease_ms + rng.uniform(*h.overrun_ms)) / 1000)
         elif roll < h.stall + h.extend:
-            did["extends"] += desk.extend(h.lease_ms).outcome == "accepted"
+            extended = desk.extend(h.lease_ms)
+            if extended.outcome == "accepted":
+                did["extends"] += 1
+            else:  # the lease ran out first (a busy room): nothing left to settle
+                did["stale" if extended.reply == "EMQSTALE" else extended.reply] += 1
+        if desk.held is None:
+            continue
         time.sleep(rng.uniform(*h.work_ms) / 1000)
         settled = desk.retry(0, 5) if rng.random() < h.fail else desk.complete()
         if settled.outcome == "accepted":

@@ -37,7 +37,16 @@ from websockets.exceptions import ConnectionClosed
 
 from echomq_lab import errors, keyspace, scripts
 from echomq_lab.classroom import bounds
-from echomq_lab.classroom.record import RECORD_LEN, ctl_key, log_key, record_key
+from echomq_lab.classroom.memory import Budget
+from echomq_lab.classroom.pace import Bucket, PacedConnection
+from echomq_lab.classroom.record import (
+    LOG_LEN,
+    RECORD_LEN,
+    ctl_key,
+    log_key,
+    record_key,
+    refusals_key,
+)
 from echomq_lab.classroom.resp import Err, Malformed, Replies, Requests, TooLarge, command, error
 from echomq_lab.scripts import arguments, layout
 
@@ -53,19 +62,30 @@ FREE: frozenset[bytes] = frozenset({b"PING", b"TIME"})
 LEASE_READ_S = 1.0
 
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+#: Connections the system may hold for the gateway before it accepts them (a class joining at
+#: once: with the default 100, the rest would wait for their SYN to be sent again, seconds).
+BACKLOG = 2048
+#: The kind a refusal of a command the server does not know is counted under (a learner who
+#: invents names cannot grow the record, nor push a real command's count out of sight).
+UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
 class Limits:
     """What the gateway allows: connections per learner, requests queued on one connection,
-    bytes per request, sockets per address that have not logged in, and seconds to log in;
-    failed logins recorded per address in each ``window_s`` (the rest counted in the next)."""
+    bytes per request, sockets per address (and in all) that have not logged in, and seconds
+    to log in; failed logins recorded per address in each ``window_s`` (the rest counted in
+    the next); each learner's pace, WebSocket frames (pings included) and TCP requests a
+    second, and at once (:mod:`.pace`)."""
 
     connections: int = 4
     in_flight: int = 16
     request_bytes: int = 64 * 1024
-    waiting_per_address: int = 32
+    waiting_per_address: int = 1024
+    waiting: int = 4096
     login_s: float = 5.0
+    per_s: float = 200.0
+    burst: int = 400
     records_per_window: int = 5
     window_s: float = 10.0
 
@@ -187,19 +207,25 @@ class _Window:
 
 
 class Recorder:
-    """Writes the record on the server in batches, as the gateway's own user; :meth:`write`
-    returns once the line is on the server."""
+    """Writes the record on the server in batches, as the gateway's own user: a log line
+    (:meth:`write`, each log capped at :data:`LOG_LEN` lines, the rest of the record at
+    :data:`RECORD_LEN`) or a count (:meth:`count`); each returns once it is on the server."""
 
     def __init__(self, port: int, user: str, password: str) -> None:
         self.conn = aredis.Redis(host="127.0.0.1", port=port, username=user, password=password,
                                  socket_timeout=10)
-        self.queue: asyncio.Queue[tuple[str, dict[str, Any], asyncio.Future[None]]] = (
+        self.queue: asyncio.Queue[tuple[str, dict[str, Any] | str, asyncio.Future[None]]] = (
             asyncio.Queue())
 
-    async def write(self, key: str, fields: dict[str, Any]) -> None:
+    async def write(self, key: str, fields: dict[str, Any] | str) -> None:
+        """Append ``fields`` to the stream ``key`` (or, given one field's name, add 1 to it in
+        the hash ``key``)."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         await self.queue.put((key, fields, done))
         await done
+
+    async def count(self, key: str, field: str) -> None:
+        await self.write(key, field)
 
     async def run(self) -> None:
         while True:
@@ -208,7 +234,10 @@ class Recorder:
                 batch.append(self.queue.get_nowait())
             pipe = self.conn.pipeline(transaction=False)
             for key, fields, _ in batch:
-                maxlen = None if "log:" in key else RECORD_LEN
+                if isinstance(fields, str):
+                    pipe.hincrby(key, fields, 1)
+                    continue
+                maxlen = LOG_LEN if "log:" in key else RECORD_LEN
                 pipe.xadd(key, fields, maxlen=maxlen, approximate=True)  # type: ignore[arg-type]
             try:
                 await pipe.execute()
@@ -237,6 +266,8 @@ class Session:
         self.closing = False
         #: True until the socket logs in (or closes): it counts against its address.
         self.waiting = True
+        #: True on the TCP side (a page's frames are paced by its connection).
+        self.tcp = False
 
     async def login(self, user: str, password: str) -> str:
         """"" when ``user`` logged in; else the one-line reason."""
@@ -318,8 +349,12 @@ class Session:
             call = check(self.gw.seats.room, self.gw.shas, words)
         except Refused as exc:
             if not _greeting(words):
-                await self.gw.refuse(self.user, _shown(words[0]).lower())
+                kind = _shown(words[0]).lower()
+                await self.gw.refuse(self.user, kind if kind in self.gw.commands else UNKNOWN)
             return error(str(exc))
+        if call is not None and call.script != "view" and self.gw.budget.full:
+            await self.gw.refuse(self.user, "room full")
+            return error(self.gw.budget.line)
         began = time.time() * 1000
         try:
             beyond = "" if call is None else await self.gw.beyond_room(self, call)
@@ -358,6 +393,8 @@ class Session:
                 await send(error(f"ERR {exc}"))
                 LOG.warning("gateway: closed %s's socket: %s", self.user or self.address, exc)
                 return
+            if self.user and self.tcp:
+                await asyncio.sleep(self.gw.bucket(self.user).take(len(batch)))
             out = []
             for n, words in enumerate(batch):
                 if n >= limits.in_flight:
@@ -403,6 +440,8 @@ class Gateway:
     ws_port: int = 0
     origins: tuple[str | None, ...] = (None,)
     limits: Limits = field(default_factory=Limits)
+    #: The server's command names (lower case): a refusal of any other is counted as unknown.
+    commands: frozenset[str] = frozenset()
     connections: Counter[str] = field(default_factory=Counter)
     _loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop, repr=False)
     _servers: list[Any] = field(default_factory=list, repr=False)
@@ -415,6 +454,8 @@ class Gateway:
         self.held: dict[str, _Held] = {}
         self._sockets: set[asyncio.StreamWriter] = set()
         self._logins = _Window(self.limits.records_per_window, self.limits.window_s)
+        self.budget = Budget()
+        self._buckets: dict[str, Bucket] = {}
 
     @property
     def url(self) -> str:
@@ -429,10 +470,12 @@ class Gateway:
         async def listen() -> None:
             try:
                 self.recorder = Recorder(self.server_port, self.seats.user, self.seats.password)
-                tcp = await asyncio.start_server(self._tcp, self.host, self.port)
+                tcp = await asyncio.start_server(self._tcp, self.host, self.port,
+                                                 backlog=BACKLOG)
                 ws: Server = await serve(
                     self._page, self.host, self.ws_port,
                     origins=_origins(self.origins),  # type: ignore[arg-type]
+                    create_connection=PacedConnection, backlog=BACKLOG,
                     max_size=self.limits.request_bytes, logger=_quiet("websockets.gateway"))
             except BaseException as exc:
                 failed.append(exc)
@@ -442,9 +485,11 @@ class Gateway:
             self.port = int(tcp.sockets[0].getsockname()[1])
             self.ws_port = int(next(iter(ws.sockets)).getsockname()[1])
             recording = asyncio.create_task(self.recorder.run())
+            watching = asyncio.create_task(self.budget.watch(self.recorder.conn))
             ready.set()
             await ws.wait_closed()
             recording.cancel()
+            watching.cancel()
             await self.recorder.conn.aclose()
 
         def run() -> None:
@@ -497,8 +542,9 @@ class Gateway:
                                       {"from": address, "more": more})
 
     async def refuse(self, user: str, what: str) -> None:
-        """Record a refusal in ``user``'s own stream (a flood of theirs trims only theirs)."""
-        await self.recorder.write(record_key(self.seats.room, f"refused:{user}"), {"what": what})
+        """Count a refusal of ``user``'s under its kind: every kind keeps its own count,
+        however many of another came."""
+        await self.recorder.count(refusals_key(self.seats.room, user), what)
 
     async def record(self, user: str, call: Call, value: object, began: float,
                      ended: float) -> None:
@@ -526,10 +572,20 @@ class Gateway:
 
     # --- the two sides -------------------------------------------------------------------
 
+    def bucket(self, learner: str) -> Bucket:
+        """``learner``'s pace, shared by their sockets."""
+        if learner not in self._buckets:
+            self._buckets[learner] = Bucket(self.limits.per_s, self.limits.burst)
+        return self._buckets[learner]
+
     def _admit(self, address: str) -> bool:
         if self.waiting[address] >= self.limits.waiting_per_address:
             LOG.warning("gateway: %s has %d sockets waiting to log in: one more refused",
                         address, self.waiting[address])
+            return False
+        if self.waiting.total() >= self.limits.waiting:
+            LOG.warning("gateway: %d sockets are waiting to log in: one more refused",
+                        self.waiting.total())
             return False
         self.waiting[address] += 1
         return True
@@ -541,6 +597,7 @@ class Gateway:
             writer.close()
             return
         session = Session(self, address)
+        session.tcp = True
         self._sockets.add(writer)
 
         async def send(data: bytes) -> None:
@@ -587,6 +644,8 @@ class Gateway:
                 return
             why = await session.login(user, password)
             self._left(session)
+            if not why and isinstance(ws, PacedConnection):
+                ws.bucket = self.bucket(user)
             await ws.send(json.dumps({"ok": False, "error": why} if why else
                                      {"ok": True, "user": user}))
             if why:

@@ -16,7 +16,7 @@ from typing import Any, cast
 import redis
 
 from echomq_lab import transitions
-from echomq_lab.classroom.record import RECORD_LEN, ctl_key, log_key, record_key
+from echomq_lab.classroom.record import PAGE, RECORD_LEN, ctl_key, log_key, record_key, refusals_key
 from echomq_lab.classroom.room import ACL_LOG_LEN
 from echomq_lab.keyspace import base
 from echomq_lab.sim.audit import STALE, Call, Outcome
@@ -81,12 +81,7 @@ class Follow:
         """Every call logged so far, in the order they ended, numbered; times in seconds since
         the room opened, on the server's clock."""
         new: list[Call] = []
-        for actor in actors(self.conn, self.room) if self.names is None else self.names:
-            last = self._last.get(actor)
-            entries = cast(list[tuple[bytes, dict[bytes, bytes]]], self.conn.xrange(
-                log_key(self.room, actor), min=b"(" + last if last else "-"))
-            if entries:
-                self._last[actor] = entries[-1][0]
+        for actor, entries in self._new_lines():
             for _, fields in entries:
                 call = _call(actor, fields, self.t0)
                 if call is None:
@@ -100,6 +95,26 @@ class Follow:
             merged = sorted(self._calls + new, key=lambda c: (c.ended, c.started))
             self._calls = [Call(n, *_rest(c)) for n, c in enumerate(merged)]
         return self._calls
+
+
+    def _new_lines(self) -> list[tuple[str, list[tuple[bytes, dict[bytes, bytes]]]]]:
+        """Each actor's lines written since the last read, in pages of :data:`PAGE` (one
+        pipeline per page for every actor still behind)."""
+        behind = actors(self.conn, self.room) if self.names is None else list(self.names)
+        got: dict[str, list[tuple[bytes, dict[bytes, bytes]]]] = defaultdict(list)
+        while behind:
+            pipe = self.conn.pipeline(transaction=False)
+            for actor in behind:
+                last = self._last.get(actor)
+                pipe.xrange(log_key(self.room, actor), min=b"(" + last if last else "-",
+                            count=PAGE)
+            pages = cast(list[list[tuple[bytes, dict[bytes, bytes]]]], pipe.execute())
+            for actor, page in zip(behind, pages, strict=True):
+                if page:
+                    self._last[actor] = page[-1][0]
+                    got[actor] += page
+            behind = [a for a, page in zip(behind, pages, strict=True) if len(page) == PAGE]
+        return list(got.items())
 
 
 def calls(conn: redis.Redis, room: str, names: list[str] | None = None) -> list[Call]:
@@ -166,17 +181,15 @@ def acl_refusals(conn: redis.Redis, room: str | None = None) -> dict[str, Counte
 
 
 def _gateway_refusals(conn: redis.Redis, room: str, out: dict[str, Counter[str]]) -> None:
-    prefix = record_key(room, "refused:").encode()
-    found = [bytes(k) for k in conn.scan_iter(match=prefix + b"*")]
-    streams: list[tuple[bytes | str, str | None]] = [(record_key(room, "logins"), None)]
-    streams += [(k, k[len(prefix):].decode()) for k in found]
-    for key, name in streams:
-        entries = cast(list[tuple[bytes, dict[bytes, bytes]]],
-                       conn.xrevrange(key, count=RECORD_LEN))
-        for _, fields in entries:
-            text = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
-            more = int(text.get("more", "0") or 0)
-            if name is None:
-                out[f"from {text.get('from', '?')}"]["a failed login"] += 1 + more
-            else:
-                out[name][f"command {text.get('what', '?')}"] += 1 + more
+    entries = cast(list[tuple[bytes, dict[bytes, bytes]]],
+                   conn.xrevrange(record_key(room, "logins"), count=RECORD_LEN))
+    for _, fields in entries:
+        text = {k.decode(): v.decode("utf-8", "replace") for k, v in fields.items()}
+        more = int(text.get("more", "0") or 0)
+        out[f"from {text.get('from', '?')}"]["a failed login"] += 1 + more
+    prefix = refusals_key(room, "").encode()
+    for key in sorted(bytes(k) for k in conn.scan_iter(match=prefix + b"*")):
+        counts = cast(dict[bytes, bytes], conn.hgetall(key))
+        name = key[len(prefix):].decode("utf-8", "replace")
+        for what, n in counts.items():
+            out[name][f"command {what.decode('utf-8', 'replace')}"] += int(n)

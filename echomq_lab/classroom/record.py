@@ -10,6 +10,14 @@ from echomq_lab import keyspace
 CTL = "ctl"
 #: What each stream of the gateway's record keeps at most (trimmed as it grows).
 RECORD_LEN = 1000
+#: What each learner's log keeps at most (``XADD MAXLEN ~``, written by the gateway): about
+#: 2.5 hours of a learner at a class's pace (a line every 2 s or so), ~0.6 MB, within the 2 MB
+#: of server memory the room gives each learner. The board counts every line it saw while
+#: open; :func:`tally` read afresh counts the lines still kept. The instructor's side (the
+#: enqueues, the reaper, storms) is not capped: the audit needs every enqueue.
+LOG_LEN = 5000
+#: The board reads a log in pages of this many lines (``XRANGE ... COUNT``), never all at once.
+PAGE = 500
 
 
 def log_key(room: str, actor: str) -> str:
@@ -18,9 +26,14 @@ def log_key(room: str, actor: str) -> str:
 
 
 def record_key(room: str, kind: str) -> str:
-    """A stream of the gateway's record: ``logins`` (failed logins, by address) or
-    ``refused:<learner>`` (what the gateway refused that learner)."""
+    """A stream of the gateway's record: ``logins`` (failed logins, by address)."""
     return f"{keyspace.base(room)}gate:{kind}"
+
+
+def refusals_key(room: str, learner: str) -> str:
+    """The hash counting what the gateway refused ``learner``, by kind (``HINCRBY``): a count
+    per kind, so no amount of one kind can hide another."""
+    return f"{keyspace.base(room)}gate:refusals:{learner}"
 
 
 def ctl_key(room: str) -> str:

@@ -13,9 +13,11 @@ append-only file in the room's folder, evicts nothing, and outlives the process 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import ipaddress
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -23,7 +25,7 @@ import socket
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import redis
@@ -52,7 +54,7 @@ INSTRUCTOR_CLIENTS = 32
 INSTRUCTOR = "instructor"
 GATEWAY = "gateway"
 DEFAULT_LEASE_MS = bounds.DEFAULT_LEASE_MS
-MAX_LEARNERS = 500
+MAX_LEARNERS = 1000
 JOIN_SCHEME = "echomq"
 #: How many kinds of ACL refusal the server remembers (each with its count).
 ACL_LOG_LEN = 1000
@@ -60,6 +62,10 @@ ACL_LOG_LEN = 1000
 MEMORY_MB, MEMORY_MB_PER_LEARNER = 256, 2
 #: Where a room's folder keeps what ``resume`` needs (passwords included: the owner's only).
 STATE = "room-state.json"
+#: The server's users, in the room's server folder: read by the server before it listens.
+ACL_FILE = "users.acl"
+#: What a password in ``room-state.json`` must look like (as the room makes them).
+PASSWORD = re.compile(r"[A-Za-z0-9_-]{16,128}")
 #: Page origins the gateway trusts by default: pages served from this machine (the site run
 #: locally, a notebook server); ``--origin`` names others.
 LOCAL_ORIGINS: tuple[str, ...] = ("http://127.0.0.1", "http://localhost")
@@ -85,10 +91,11 @@ def learner_rules(room: str, name: str, password: str) -> list[str]:
 
 
 def gateway_rules(room: str, password: str) -> list[str]:
-    """The gateway's own user: it appends to the room's record (the logs, the refusals)."""
+    """The gateway's own user: it appends to the room's record (the logs, the refusals'
+    counts) and reads the server's memory (INFO: it stops taking calls before the room fills)."""
     base = keyspace.base(room)
-    return ["reset", "on", f">{password}", "resetchannels", "-@all", "+xadd", "+ping",
-            "+client|setinfo", f"%W~{base}log:*", f"%W~{base}gate:*"]
+    return ["reset", "on", f">{password}", "resetchannels", "-@all", "+xadd", "+hincrby",
+            "+ping", "+info", "+client|setinfo", f"%W~{base}log:*", f"%RW~{base}gate:*"]
 
 
 def instructor_rules(password: str) -> list[str]:
@@ -267,10 +274,19 @@ class Room:
             self.gateway.stop()
             self.gateway = None
 
-    def stop(self) -> None:
+    def stop(self, *, discard: bool = False) -> str:
         """Stop the gateway and the server, and remove what the room wrote (its passwords
-        with it); idempotent."""
+        with it); idempotent. A room of a folder of its own whose server is not answering
+        (its jobs are in its file, unaccounted for) keeps its folder unless ``discard``:
+        what was done, in one line."""
         self.detach()
+        if not (self.owned or discard or _server_alive(self)) and (
+                self.folder / "server").exists():
+            return (f"room {self.name!r}: its server is not answering, so its file and its "
+                    f"folder are kept (the jobs are in it): `python -m echomq_lab.classroom "
+                    f"resume {self.folder}` brings the room back; `python -m "
+                    f"echomq_lab.classroom stop {self.folder} --discard` removes it")
+        outstanding = _outstanding(self)
         _shutdown(self.server_port, self.passwords[INSTRUCTOR])
         if self.server is not None:
             self.server.stop()
@@ -279,12 +295,24 @@ class Room:
         shutil.rmtree(self.folder / "server", ignore_errors=True)
         if self.owned:
             shutil.rmtree(self.folder, ignore_errors=True)
+        return (f"room {self.name!r} closed{outstanding}: server stopped, room.json and "
+                "passwords removed")
 
     def __enter__(self) -> Room:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _outstanding(room: Room) -> str:
+    """", with N job(s) not finished" when the server says so ("" for none or no answer)."""
+    try:
+        with room.admin() as conn:
+            left = sum(int(conn.zcard(key)) for key in keyspace.keys(room.name).sets[:3])
+    except redis.RedisError:
+        return ""
+    return f", with {left} job(s) not finished" if left else ""
 
 
 def _shutdown(port: int, password: str) -> None:
@@ -305,6 +333,31 @@ def _server_alive(room: Room) -> bool:
         return False
 
 
+def acl_lines(room: Room) -> list[str]:
+    """The server's users as ACL-file lines: the default user off (no login as it), then the
+    instructor, the gateway and every learner, each password as its SHA-256 (the file holds
+    no password)."""
+    def line(user: str, rules: list[str]) -> str:
+        hashed = [f"#{hashlib.sha256(r[1:].encode()).hexdigest()}" if r.startswith(">") else r
+                  for r in rules if r != "reset"]
+        return " ".join(["user", user, "reset", *hashed])
+
+    # default: off, so no one logs in as it and no connection is let in without a login;
+    # it keeps every permission because the server replays its append-only file as this
+    # user, and a transaction in the file would otherwise be refused on the way back
+    lines = [line("default", ["off", "~*", "&*", "+@all"]),
+             line(INSTRUCTOR, instructor_rules(room.passwords[INSTRUCTOR])),
+             line(GATEWAY, gateway_rules(room.name, room.server_passwords[GATEWAY]))]
+    return lines + [line(u, learner_rules(room.name, u, room.server_passwords[u]))
+                    for u in room.learners]
+
+
+def _acl_file(room: Room, folder: Path) -> Path:
+    """Write the room's users where the server reads them before it listens: from its first
+    second, no connection gets in without a room's password (no ``default`` user)."""
+    return _private_file(folder / ACL_FILE, "\n".join(acl_lines(room)) + "\n")
+
+
 def _start_server(room: Room) -> servers.RunningServer:
     """The room's Valkey on loopback at its port, in its folder (its append-only file read
     back when there is one)."""
@@ -316,7 +369,7 @@ def _start_server(room: Room) -> servers.RunningServer:
     learners = len(room.learners)
     extra = [*servers.durable_args(MEMORY_MB + MEMORY_MB_PER_LEARNER * learners),
              "--maxclients", str(learners * CLIENTS_PER_LEARNER + INSTRUCTOR_CLIENTS + 4),
-             "--acllog-max-len", str(ACL_LOG_LEN)]
+             "--acllog-max-len", str(ACL_LOG_LEN), "--aclfile", str(_acl_file(room, folder))]
     try:
         # a room with a folder of its own outlives its starter (resume finds it); a test's or a
         # benchmark's temporary room ends with the thread that opened it
@@ -324,6 +377,25 @@ def _start_server(room: Room) -> servers.RunningServer:
                               own_session=not room.owned)
     except servers.ServerStartError as exc:
         raise RoomError(str(exc).splitlines()[0]) from None
+
+
+def _commands(room: Room) -> frozenset[str]:
+    """The names of the commands the room's server knows, lower case."""
+    with room.admin() as admin:
+        names = cast(list[bytes | str], admin.command_list())
+    return frozenset((n.decode() if isinstance(n, bytes) else n).lower() for n in names)
+
+
+def restart_server(room: Room) -> None:
+    """Start ``room``'s server again from its file (it died while the room ran): the same
+    port and users, the scripts loaded again. RoomError in one line when it cannot."""
+    if room.server is not None:
+        room.server.proc.poll()  # reap the one that died
+    room.server = _start_server(room)
+    try:
+        _configure(room, new=False)
+    except redis.RedisError as exc:
+        raise RoomError(f"the server came back but could not be set up: {exc}") from None
 
 
 def _start_gateway(room: Room) -> Gateway:
@@ -334,7 +406,8 @@ def _start_gateway(room: Room) -> Gateway:
                   room.server_passwords[GATEWAY])
     try:
         return Gateway(room.server_port, seats, room.listen, room.port, room.ws_port,
-                       origins=(None, *room.origins), limits=room.limits or Limits()).start()
+                       origins=(None, *room.origins), limits=room.limits or Limits(),
+                       commands=_commands(room)).start()
     except OSError as exc:
         raise RoomError(f"the gateway could not listen on {room.listen}:{room.port} and "
                         f"{room.ws_port}: {exc}") from None
@@ -343,19 +416,21 @@ def _start_gateway(room: Room) -> Gateway:
 def open_room(name: str, learners: int, *, host: str = "127.0.0.1", port: int | None = None,
               advertise: str | None = None, lease_ms: int = DEFAULT_LEASE_MS,
               out: str | Path | None = None, ws_port: int | None = None,
-              origins: tuple[str, ...] = LOCAL_ORIGINS, limits: Any = None) -> Room:
+              origins: tuple[str, ...] = LOCAL_ORIGINS, limits: Any = None,
+              server_port: int | None = None) -> Room:
     """Start a room of ``learners`` learners: a new Valkey on loopback and its gateway on
     ``host`` at ``port`` (TCP) and ``ws_port`` (WebSocket), free ones when None; the caller
     stops it. ``advertise`` is the address written into the links (``host`` by default);
     ``out`` the room's folder (a temporary one when None, removed at stop); ``limits`` the
-    gateway's :class:`~echomq_lab.classroom.gateway.Limits`."""
+    gateway's :class:`~echomq_lab.classroom.gateway.Limits`; ``server_port`` the server's
+    port on loopback (a free one when None)."""
     keyspace.check_queue(name)
     if not isinstance(learners, int) or not 1 <= learners <= MAX_LEARNERS:
         raise ValueError(f"learners must be a whole number from 1 to {MAX_LEARNERS}")
     if advertise is None and host in ("0.0.0.0", "::"):
         raise RoomError("listening on every address: say which one learners reach with "
                         "--advertise ADDRESS")
-    for wanted in (port, ws_port):
+    for wanted in (port, ws_port, server_port):
         if wanted is not None and not servers.port_free(wanted):
             raise RoomError(f"port {wanted} is in use")
     passwords = {INSTRUCTOR: secrets.token_urlsafe(18)}
@@ -363,7 +438,8 @@ def open_room(name: str, learners: int, *, host: str = "127.0.0.1", port: int | 
     hidden = {n: secrets.token_urlsafe(18) for n in [*passwords, GATEWAY] if n != INSTRUCTOR}
     folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="echomq-room-"))
     folder.mkdir(parents=True, exist_ok=True)
-    room = Room(name, advertise or host, host, passwords, hidden, servers.free_port(),
+    room = Room(name, advertise or host, host, passwords, hidden,
+                server_port if server_port is not None else servers.free_port(),
                 port if port is not None else 0, ws_port if ws_port is not None else 0,
                 folder, lease_ms, origins, owned=out is None, limits=limits)
     room.server = _start_server(room)
@@ -385,15 +461,11 @@ def resume(folder: str | Path) -> Room:
     """The room whose folder is ``folder``, back on the same ports with the same learners,
     links and jobs: its server as it runs (it outlives the process that started it), or
     started again from its append-only file; then its gateway."""
-    path = Path(folder) / STATE
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-        room = Room(state["room"], state["host"], state["listen"], state["passwords"],
-                    state["server_passwords"], int(state["server_port"]), int(state["port"]),
-                    int(state["ws_port"]), Path(folder), int(state["lease_ms"]),
-                    tuple(state["origins"]), owned=False)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RoomError(f"no room to resume in {folder}: {exc}") from None
+    room = read_state(folder)
+    pid = int(room_pid(folder))
+    if pid and pid != os.getpid() and _is_room_process(pid):
+        raise RoomError(f"room {room.name!r} is already running (process {pid}): nothing was "
+                        "changed")
     if not _server_alive(room):
         room.server = _start_server(room)
         _configure(room, new=False)
@@ -406,54 +478,119 @@ def resume(folder: str | Path) -> Room:
     return room
 
 
-def stop_room(folder: str | Path) -> str:
-    """End the room whose folder is ``folder`` for good: the process running it (asked to
-    stop), its server, its append-only file, ``room.json`` and the passwords. What it did."""
+def read_state(folder: str | Path) -> Room:
+    """The room ``folder``'s ``room-state.json`` describes, checked before anything obeys it:
+    RoomError in one line for a missing file or anything the room would not have written
+    (an empty or short password, a learner the room does not name, a port out of range...)."""
     path = Path(folder) / STATE
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise RoomError(f"no room in {folder}: {exc}") from None
-    pid = int(state.get("pid", 0))
-    if pid and pid != os.getpid():
-        try:
-            os.kill(pid, signal.SIGTERM)
-            servers.wait_until(lambda: not _running(pid), 10)
-        except (ProcessLookupError, PermissionError):
-            pass
-    _shutdown(int(state["server_port"]), state["passwords"][INSTRUCTOR])
-    for name in ("room.json", STATE):
-        (Path(folder) / name).unlink(missing_ok=True)
-    shutil.rmtree(Path(folder) / "server", ignore_errors=True)
-    return f"room {state['room']!r} stopped: its server, its file and its passwords are gone"
+        raise RoomError(f"no room to resume in {folder}: {exc}") from None
+    try:
+        return _checked(state, Path(folder))
+    except (ValueError, KeyError, TypeError) as exc:
+        what = f"{exc.args[0]} is missing" if isinstance(exc, KeyError) else str(exc)
+        raise RoomError(f"{path} is damaged, so it is not obeyed: {what}") from None
+
+
+def _checked(state: dict[str, Any], folder: Path) -> Room:
+    """A :class:`Room` from ``state`` once every field is one the room would have written."""
+    if not isinstance(state, dict):
+        raise ValueError("it does not hold an object")
+    keyspace.check_queue(state["room"])
+    for name in ("host", "listen"):
+        if not isinstance(state[name], str) or not state[name]:
+            raise ValueError(f"{name} is not an address")
+    passwords, hidden = state["passwords"], state["server_passwords"]
+    if not isinstance(passwords, dict) or not isinstance(hidden, dict):
+        raise ValueError("the passwords are not a table")
+    learners = [n for n in passwords if n != INSTRUCTOR]
+    if INSTRUCTOR not in passwords or not 1 <= len(learners) <= MAX_LEARNERS or any(
+            not re.fullmatch(r"learner-[1-9][0-9]{0,3}", str(n)) for n in learners):
+        raise ValueError(f"the room has the instructor and 1 to {MAX_LEARNERS} learners "
+                         "named learner-N")
+    if sorted(hidden) != sorted([*learners, GATEWAY]):
+        raise ValueError("the server's passwords do not match the learners")
+    for user, password in [*passwords.items(), *hidden.items()]:
+        if not isinstance(password, str) or not PASSWORD.fullmatch(password):
+            raise ValueError(f"{user}'s password is not one the room makes (16 or more "
+                             "letters, digits, - or _)")
+    ports = [state[n] for n in ("server_port", "port", "ws_port")]
+    if not all(isinstance(p, int) and 1 <= p <= 65535 for p in ports):
+        raise ValueError("a port is not a number from 1 to 65535")
+    lease = state["lease_ms"]
+    if not isinstance(lease, int) or isinstance(lease, bool) or lease < 1:
+        raise ValueError("lease_ms is not a whole number of ms")
+    origins = state["origins"]
+    if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
+        raise ValueError("origins is not a list of page origins")
+    if not isinstance(state.get("pid", 0), int):
+        raise ValueError("pid is not a process id")
+    return Room(state["room"], state["host"], state["listen"], dict(passwords), dict(hidden),
+                ports[0], ports[1], ports[2], folder, lease, tuple(origins), owned=False)
+
+
+def room_pid(folder: str | Path) -> int:
+    """The process that last ran the room of ``folder`` (0 when unknown)."""
+    try:
+        pid = json.loads((Path(folder) / STATE).read_text(encoding="utf-8")).get("pid", 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return pid if isinstance(pid, int) and pid > 0 else 0
+
+
+def stop_room(folder: str | Path, *, discard: bool = False) -> str:
+    """End the room whose folder is ``folder`` for good: the process running it (asked to
+    stop: it ends the room itself), else its server, its append-only file, ``room.json`` and
+    the passwords. A server that does not answer keeps its file unless ``discard``. What it
+    did, in one line."""
+    room = read_state(folder)
+    pid = room_pid(folder)
+    if pid and pid != os.getpid() and _is_room_process(pid):
+        os.kill(pid, signal.SIGTERM)
+        if not servers.wait_until(lambda: not _running(pid), 30):
+            raise RoomError(f"room {room.name!r}: its process {pid} did not stop")
+        if not (Path(folder) / STATE).exists():
+            return f"room {room.name!r} stopped: its server, its file and its passwords are gone"
+    said = room.stop(discard=discard)
+    if (Path(folder) / STATE).exists():
+        raise RoomError(said)
+    return f"room {room.name!r} stopped: its server, its file and its passwords are gone"
 
 
 def _running(pid: int) -> bool:
+    """True while process ``pid`` runs (one that ended and waits to be reaped does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _is_room_process(pid: int) -> bool:
+    """True when ``pid`` runs and is a room (``python -m echomq_lab.classroom``)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return _running(pid) and not Path("/proc").is_dir()
+    return b"echomq_lab.classroom" in argv
 
 
 def _configure(room: Room, *, new: bool) -> None:
-    """Create the users, load the protocol's scripts (neither is in the append-only file),
-    write the room's settings when it is new, then switch the default user off."""
-    with redis.Redis(host="127.0.0.1", port=room.server_port, socket_timeout=10) as first:
-        first.execute_command("ACL", "SETUSER", INSTRUCTOR,
-                              *instructor_rules(room.passwords[INSTRUCTOR]))
-        first.execute_command("ACL", "SETUSER", GATEWAY,
-                              *gateway_rules(room.name, room.server_passwords[GATEWAY]))
-        for user in room.learners:
-            rules = learner_rules(room.name, user, room.server_passwords[user])
-            first.execute_command("ACL", "SETUSER", user, *rules)
-        for name in (*SCRIPTS, *VIEWS):
-            scripts.load(name).load_into(first)
+    """As the instructor, load the protocol's scripts (they are not in the append-only file)
+    and write the room's settings when it is new (the users came from the ACL file)."""
     with room.admin() as admin:
+        for name in (*SCRIPTS, *VIEWS):
+            scripts.load(name).load_into(admin)
         if new:
             now_s, now_us = admin.time()
             admin.hset(ctl_key(room.name), mapping={
                 "lease_ms": room.lease_ms, "reaper": "on",
                 "t0_ms": int(now_s) * 1000 + int(now_us) // 1000})
-        admin.execute_command("ACL", "SETUSER", "default", "reset", "off")
         admin.execute_command("ACL", "LOG", "RESET")

@@ -246,7 +246,7 @@ class BoardPanel(Panel):
         self.table.value = _counts_html(r)
         self.acl.value = "".join(
             f"<div>{html.escape(user)}: refused "
-            f"{html.escape(', '.join(f'{w} ×{n}' for w, n in what.most_common(4)))}</div>"
+            f"{html.escape(', '.join(f'{w} ×{n}' for w, n in what.most_common()))}</div>"
             for user, what in sorted(r.acl.items())) + "".join(
             f"<div>{html.escape(actor)}'s log holds {n} line(s) that are not calls</div>"
             for actor, n in sorted(r.unreadable.items())) + "".join(

@@ -438,7 +438,8 @@ def test_links_between_pages_stay_in_the_app(app: str, rendered: Callable[[str],
 
 
 def test_the_list_of_pages_asks_nothing_of_another_origin(app: str, browser: Browser) -> None:
-    """The app's list of pages (``/``) loads with every other origin refused, and asks none."""
+    """The app's list of pages (``/``) loads with every other origin refused, asks none, and
+    links every page of the module."""
     refused: list[str] = []
     page = browser.new_page(viewport=VIEWPORT)
     try:
@@ -447,6 +448,9 @@ def test_the_list_of_pages_asks_nothing_of_another_origin(app: str, browser: Bro
         page.wait_for_load_state("networkidle", timeout=RENDER_MS)
         assert refused == [], refused[:3]
         assert "cdn." not in page.content()
+        listed = page.locator("a[href*='.ipynb']").evaluate_all(
+            "links => links.map((a) => new URL(a.href).pathname.split('/').pop())")
+        assert set(front_ends.files("site", "app", "room", "lab")) <= set(listed), listed
     finally:
         page.close()
 

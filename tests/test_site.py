@@ -200,7 +200,7 @@ def test_a_reload_runs_the_page_again_and_keeps_the_answer_and_the_place(
         assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() > 0
         assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0
         expect(_verdict(page)).to_contain_text(said, timeout=30_000)
-        page.wait_for_timeout(2_500)  # the last verdicts drawn, the place let go
+        page.wait_for_timeout(2_500)  # the last verdicts drawn
         back = page.evaluate(LIVE_PLACE)
         assert back["index"] == left["index"] and abs(back["offset"] - left["offset"]) <= 4, (
             f"after a reload the view is at {back}, not {left}")

@@ -1,10 +1,12 @@
-"""Write (or, with --check, compare) every notebook's navigation cell and README's table.
+"""Write (or, with --check, compare) every notebook's navigation cells and README's table.
 
     python tools/nav.py            rewrite what differs from tools/pages.toml
     python tools/nav.py --check    change nothing; exit 1 naming every file that differs
 
-Only the navigation cell of each notebook (tagged ``navigation``) and README's text between
-the reading-order markers are written; every other byte of those files stays as it is.
+Only the navigation cell of each notebook (tagged ``navigation``, last), its note on how the
+page comes alive in JupyterLab (tagged ``how-to-run``, second), its kernel's name, and
+README's text between the reading-order markers are written; every other byte of those files
+stays as it is.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 ``make app`` runs) is plain Voilà on the notebooks folder (pages without code, widgets live,
 options passed through), except that:
 
-- the browser opens the hub page rather than the file list;
+- the browser opens the hub page rather than the file list; the file list (``/``) is the one the
+  server draws (Voilà's "classic" list: the one its browser script draws stays empty);
 - no page asks anything of another origin: Voilà's templates link Font Awesome stylesheets from
   a CDN (the page template two, the list of pages one), which the app leaves out (its own
   bundle carries the same icons and fonts, served by the app itself);
@@ -109,6 +110,13 @@ class App(Voila):  # type: ignore[misc]
         if self.voila_configuration.template == "lab":
             paths: list[str] = list(getattr(self, "template_paths"))  # noqa: B009 (untyped)
             self.template_paths = [own_template_folder(), *paths]
+
+    def initialize(self, argv: list[str] | None = None) -> None:
+        """Voilà's start, with the list of pages (``/``) drawn by the server unless the options
+        say otherwise: the list Voilà draws in the browser stays empty here."""
+        super().initialize(argv)
+        if "classic_tree" not in self.config.VoilaConfiguration:
+            self.voila_configuration.classic_tree = True
 
     def init_settings(self) -> dict[str, object]:
         """Voilà's settings, with idle kernels culled (:data:`CULL_IDLE_S`, every

@@ -372,6 +372,14 @@
     return answers ? answers.placeIn(reader, wordCells()) : { index: 0, offset: 0 };
   }
 
+  // the reader's own scrolling of the words: from then on their place is where they are there
+  let wordsMoved = false;
+  if (reader) {
+    for (const kind of ["wheel", "touchmove", "keydown", "mousedown"]) {
+      reader.addEventListener(kind, () => { wordsMoved = true; }, { passive: true });
+    }
+  }
+
   /** Where the reader was, put back in the words as soon as they show. */
   function restorePlace() {
     const place = answers && answers.place(path);
@@ -385,7 +393,10 @@
   function handOverToLive(panel) {
     if (handedOver || !reader || !reader.isConnected) return;
     handedOver = true;
-    const { index, offset } = wordsPlace();
+    // the place kept, exactly, unless the reader moved in the words (the words' own layout
+    // may still shift a few pixels as they settle)
+    const kept = !wordsMoved && answers && answers.place(path);
+    const { index, offset } = kept || wordsPlace();
     if (!view.scroller) view.watch(panel.content);
     const scroller = view.scroller;
     if (panel.content.widgets[index] && (index > 0 || offset < 0)) {
@@ -763,7 +774,8 @@
     showProgress();
     await doKept(panel);
     await replayAnswers(panel);
-    setTimeout(() => view.letGo(), 2000); // the last verdicts drawn: the place is the reader's
+    // held a while longer (a panel may still grow as it settles), until the reader moves
+    setTimeout(() => view.letGo(), 30000);
     keepSite();
     if (early && early.taken) {
       await until(() => answering(panel) && kernelOf(panel).status === "idle");

@@ -7,7 +7,7 @@ PY          := $(VENV)/bin/python
 LAB_STAMP   := $(VENV)/.lab-installed
 STAMP       := $(VENV)/.installed
 PYTEST_ARGS ?=
-# uv (from PyPI) when it is on PATH: it installs the lab several times faster than pip (README,
+# uv (from PyPI) when it is on PATH: it installs the lab several times faster than pip (docs/setup.md,
 # "Set-up time"); pip otherwise (first brought up to date: a new venv's pip is slower).
 UV          := $(shell command -v uv 2>/dev/null)
 INSTALL     := $(if $(UV),$(UV) pip install --python $(PY),$(PY) -m pip install)
@@ -56,7 +56,7 @@ $(AXE_STAMP): tools/axe/package.json tools/axe/package-lock.json
 pytest: $(STAMP) $(AXE_STAMP)
 	$(PY) -m pytest tests notebooks $(NBVAL) $(PYTEST_ARGS)
 
-# The pull request's quick test (README, "Changing the lab"), a few minutes where `make test`
+# The pull request's quick test (docs/authoring.md), a few minutes where `make test`
 # takes a quarter of an hour: lint, types, the tests but the slow and browser ones on the
 # embedded backend alone (ECHOMQ_BACKENDS=fakeredis), then nbval of the pages that differ from
 # CHECK_BASE (committed or not). PYTEST_ARGS reaches both pytest runs.
@@ -134,7 +134,7 @@ page: $(LAB_STAMP)
 		$(PY) tools/nav.py && $(STORE) "$$nb" && echo "make page: wrote $$nb"
 
 # A new transition: its script (a stub that refuses, "NAME is not written yet"), its handle, its
-# registry entry and a conformance test (README, "Adding a transition"); then every page is
+# registry entry and a conformance test (docs/authoring.md, "Adding a transition"); then every page is
 # stored again, since pages print what the registry lists (the field picker, lab 06's walk):
 #   make transition NAME=cancel [FROM="pending scheduled"] [TO=completed] [TAKES=job] [LABEL="..."]
 transition: $(LAB_STAMP)
@@ -144,7 +144,7 @@ transition: $(LAB_STAMP)
 		--takes "$${TAKES:-job}" --label "$$LABEL"
 	@$(MAKE) --no-print-directory notebooks PAGE=
 
-# A workshop: one Valkey for a class (README, "Run a workshop"); room/room.json holds every
+# A workshop: one Valkey for a class (docs/workshop.md); room/room.json holds every
 # learner's join link. HOST=0.0.0.0 ADVERTISE=<address> opens it to a room's network; PORT=P
 # is the gateway's port. `python -m echomq_lab.classroom resume room` brings it back.
 ROOM     ?= workshop
@@ -155,7 +155,7 @@ classroom: $(STAMP)
 	$(PY) -m echomq_lab.classroom start --room $(ROOM) --learners $(LEARNERS) --host $(HOST) \
 		$(if $(ADVERTISE),--advertise $(ADVERTISE),) $(if $(PORT),--port $(PORT),) --out room
 
-# The lab as a static site in site/ (README, "No install: the lab in your browser"): JupyterLite
+# The lab as a static site in site/ (docs/site.md): JupyterLite
 # with Pyodide, every wheel served from the site itself, every page tools/pages.toml does not
 # keep off it. Built from a clean state each time; only PyPI and npm are used. Its build tools
 # live apart, in build/site/venv.

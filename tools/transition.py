@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in paths:
         print(path.relative_to(args.root))
     print(f"Next: write {SCRIPTS}/{args.name}.lua and the handle jobs.{args.name}; then "
-          f"make notebooks and make check (README, 'Adding a transition').")
+          f"make notebooks and make check (docs/authoring.md, 'Adding a transition').")
     return 0
 
 

@@ -32,7 +32,7 @@ import redis  # noqa: E402
 
 from echomq_lab import errors, servers  # noqa: E402
 from echomq_lab.servers import Kind, RunningServer, ServerStartError  # noqa: E402
-from tests.support import binder, front_ends, reader, site  # noqa: E402
+from tests.support import binder, front_ends, placement, reader, site  # noqa: E402
 from tests.support.backends import (  # noqa: E402
     BACKENDS,
     REQUIRE_ENV,
@@ -235,11 +235,34 @@ def valkey_tools() -> tuple[str, str]:
     _unavailable(reason, valkey_required())
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)  # the mark must be there before any parametrizing
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``host`` runs once, on the embedded backend, not once per backend (its
+    ``backend_name`` parametrized by a mark, which takes precedence over the fixture's list);
+    one that asks for a server as well is refused (:mod:`tests.support.placement`)."""
+    if metafunc.definition.get_closest_marker(placement.HOST) is None:
+        return
+    misuse = placement.host_misuse(metafunc.definition.nodeid, metafunc.fixturenames)
+    if misuse:
+        raise pytest.UsageError(misuse)
+    if "backend_name" in metafunc.fixturenames:
+        metafunc.definition.add_marker(pytest.mark.parametrize(
+            "backend_name", [placement.HOST_BACKEND], ids=[placement.HOST_BACKEND]))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """After each probed page's last cell, the reader's probe (:mod:`tests.support.reader`).
+    Under ``--dist loadgroup`` (``make test``), every test joins its unit of work and the long
+    units go first (:mod:`tests.support.placement`).
     Without Valkey's binaries, the notebooks that start a local cluster skip, saying why
     (their stored outputs show a cluster; the embedded fallback would print otherwise)."""
     reader.attach(items)
+    if config.getoption("dist", "no") == "loadgroup":
+        browsers = placement.browser_files(items)
+        items[:] = placement.ordered(items, browsers)
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(placement.group(item, browsers, ROOT)))
     try:
         servers.valkey_tools()
     except ServerStartError as exc:
@@ -389,6 +412,7 @@ class _NotebookRuns:
     @staticmethod
     def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         path, _, item = report.nodeid.partition("::")
+        item = item.split("@", 1)[0]  # pytest-xdist's --dist loadgroup adds "@<group>"
         if report.when == "setup" and item == "Cell 0" and path.endswith(".ipynb"):
             front_ends.ran_once(Path(path).name)
 
@@ -416,6 +440,26 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A notebook run more than :data:`~tests.support.front_ends.MOST_RUNS` times fails the
-    session (a second front end or a second nbval run crept in)."""
+    session (a second front end or a second nbval run crept in). A pytest-xdist worker hands
+    its counts (notebook runs, tests per backend) to the main process instead, which adds
+    them up (:func:`pytest_testnodedown`) and judges the whole run."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["echomq_runs"] = dict(front_ends.RUNS)
+        output["echomq_usage"] = {name: [u.tests, u.label, u.unavailable]
+                                  for name, u in POOL.usage.items()}
+        return
     if front_ends.over_budget() and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without the plugin
+def pytest_testnodedown(node: object, error: object) -> None:
+    """Add a finished worker's notebook runs and backend usage to this (the main) process's."""
+    output = getattr(node, "workeroutput", {})
+    front_ends.RUNS.update(output.get("echomq_runs", {}))
+    for name, (tests, label, unavailable) in output.get("echomq_usage", {}).items():
+        usage = POOL.usage[name]
+        usage.tests += tests
+        usage.label = label if tests or not usage.label else usage.label
+        usage.unavailable = usage.unavailable or unavailable

@@ -53,8 +53,15 @@ $(AXE_STAMP): tools/axe/package.json tools/axe/package-lock.json
 	npm ci --prefix tools/axe --no-audit --no-fund
 	touch $(AXE_STAMP)
 
+# Spread over PYTEST_WORKERS processes (pytest-xdist; 0 or 1: one process). Each test file is
+# one unit of work, every browser test is in one unit, the longest units start first
+# (tests/support/placement.py, docs/testing.md); the 25 slowest tests are listed at the end.
+PYTEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup \
+	--no-loadscope-reorder,)
+
 pytest: $(STAMP) $(AXE_STAMP)
-	$(PY) -m pytest tests notebooks $(NBVAL) $(PYTEST_ARGS)
+	$(PY) -m pytest tests notebooks $(NBVAL) $(XDIST) --durations=25 $(PYTEST_ARGS)
 
 # The pull request's quick test (docs/authoring.md), a few minutes where `make test`
 # takes a quarter of an hour: lint, types, the tests but the slow and browser ones on the
@@ -70,7 +77,8 @@ CHECK_SKIP  ?= --ignore=tests/test_page_template.py \
 	--deselect=tests/test_cluster.py::test_up_status_down_leave_no_process
 
 check: lint typecheck
-	ECHOMQ_BACKENDS=fakeredis $(PY) -m pytest tests -m "$(CHECK_MARKS)" $(CHECK_SKIP) $(PYTEST_ARGS)
+	ECHOMQ_BACKENDS=fakeredis $(PY) -m pytest tests -m "$(CHECK_MARKS)" $(CHECK_SKIP) $(XDIST) \
+		$(PYTEST_ARGS)
 	@pages=$$(CHECK_BASE=$(CHECK_BASE) $(PY) tools/course.py changed); \
 	if [ -z "$$pages" ]; then echo "make check: no page differs from $(CHECK_BASE)"; \
 	else echo "make check: nbval of $$pages"; \
@@ -83,7 +91,10 @@ actionlint: $(STAMP)
 
 # The site is built before the tests: tests/test_jupyterlab.py runs its pages in headless
 # Chromium, and the browser backend (conformance, differential) runs on the same npm packages.
-test: lint typecheck actionlint site pytest
+# The checks and the site's build (mostly downloads) run side by side, then the tests.
+test:
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck actionlint site
+	$(MAKE) --no-print-directory pytest
 
 # JupyterLab on notebooks/, opening the hub page. As root it needs --allow-root; a busy
 # port moves to the next free one; the printed URL carries the login token.

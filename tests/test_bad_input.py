@@ -4,8 +4,10 @@ Host-side refusals (malformed ids and queue names, bad leases, tokens, payloads 
 must raise before any command is sent: each case checks the exception class, that the message
 names what was wrong, that the keyspace is identical before and after, that the client sent no
 command at all, and on the real servers that ``INFO commandstats`` moved by nothing but the
-INFO call itself. Server-side refusals (stale tokens, gone jobs, EMQKIND, EMQSTATE) send exactly
-one EVALSHA and also leave the keyspace identical.
+INFO call itself. The host-side cases are marked ``host`` (tests.support.placement): each runs
+once, on the embedded server, and one test per backend walks them all on that backend's server
+(``test_host_refusals_send_nothing_to_the_server``). Server-side refusals (stale tokens, gone
+jobs, EMQKIND, EMQSTATE) send exactly one EVALSHA and also leave the keyspace identical.
 
 Each case targets a live job, so a call that slipped through would visibly change something:
 for instance ``complete(..., token=True)`` would retire the active job if ``True`` were sent
@@ -18,6 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
@@ -177,6 +180,7 @@ def test_max_id_is_accepted_and_one_more_is_not() -> None:
     assert branded.valid(top) and not branded.valid("JOB" + _b62(MAX_SNOWFLAKE + 1))
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("handle", list(ID_HANDLES))
 @pytest.mark.parametrize(
     ("bad", "exc", "message"), [c[1:] for c in BAD_IDS], ids=[c[0] for c in BAD_IDS]
@@ -231,6 +235,7 @@ QUEUE_HANDLES: dict[str, Callable[[redis.Redis, World, Any], object]] = {
 }
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("handle", list(QUEUE_HANDLES))
 @pytest.mark.parametrize(
     ("bad", "exc", "message"), [c[1:] for c in BAD_QUEUES], ids=[c[0] for c in BAD_QUEUES]
@@ -367,6 +372,7 @@ _cases(
 )
 
 
+@pytest.mark.host
 @pytest.mark.parametrize(
     ("handle", "bad", "exc", "message"), [c[1:] for c in BAD_ARGS], ids=[c[0] for c in BAD_ARGS]
 )
@@ -380,6 +386,28 @@ def test_bad_argument_refused_before_the_wire(
     message: str,
 ) -> None:
     refused_on_host(conn, backend_name, lambda: handle(conn, world, bad), exc, message)
+
+
+# (case id, handle, bad value, exception, message): every host-side case of the three tests above.
+HOST_CASES: list[tuple[str, Callable[[redis.Redis, World, Any], object], object, type, str]] = [
+    *((f"id-{h}-{c[0]}", ID_HANDLES[h], *c[1:]) for h in ID_HANDLES for c in BAD_IDS),
+    *((f"queue-{h}-{c[0]}", QUEUE_HANDLES[h], *c[1:]) for h in QUEUE_HANDLES for c in BAD_QUEUES),
+    *BAD_ARGS,
+]
+
+
+def test_host_refusals_send_nothing_to_the_server(
+    conn: redis.Redis, backend_name: str, world: World
+) -> None:
+    """On every backend, each host-side case once more against that backend's server: the same
+    exception and message, no command sent, the keyspace unchanged, and on a real server
+    ``INFO commandstats`` moved by the INFO call alone. The cases above run once (``host``)."""
+    assert len(HOST_CASES) > 400, "the host-side cases were not all gathered"
+    for case, handle, bad, exc, message in HOST_CASES:
+        try:
+            refused_on_host(conn, backend_name, partial(handle, conn, world, bad), exc, message)
+        except (Exception, pytest.fail.Exception) as failed:
+            pytest.fail(f"{case}: {type(failed).__name__}: {failed}", pytrace=False)
 
 
 @pytest.mark.parametrize("timeout_ms", [1000, 1, MAX_MS])

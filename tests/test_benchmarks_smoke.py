@@ -245,6 +245,7 @@ def test_enqueue_many_writes_what_enqueue_writes(conn: redis.Redis, backend_name
     assert jobs.browse(conn, "q", 10) == sorted([*ids, single], reverse=True)
 
 
+@pytest.mark.host
 @pytest.mark.parametrize(
     ("bad", "exc"),
     [
@@ -263,6 +264,7 @@ def test_enqueue_many_refuses_bad_input_before_sending(
     assert jobs.record(conn, "q", good) is None  # the good item before it was not sent either
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("batch", [0, -1, 10_001, True, 2.0])
 def test_enqueue_many_refuses_a_bad_batch(conn: redis.Redis, batch: object) -> None:
     with pytest.raises((TypeError, ValueError)):

@@ -28,7 +28,7 @@ def browser(browser_url: str) -> redis.Redis:
 
 # ------------------------------------------------------------- fengari is Lua 5.3 ---
 
-#: What fengari still does its own way (README, "No install": the Lua 5.3 differences).
+#: What fengari still does its own way (docs/site.md: the Lua 5.3 differences).
 STILL_DIFFERENT = [
     ("return 'job:' .. (4 / 2)", b"job:2.0"),  # Lua 5.1: job:2
     ("return 7 // 2", 3),  # Lua 5.1: a syntax error

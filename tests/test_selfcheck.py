@@ -200,12 +200,14 @@ def test_the_verdict_keeps_its_distance_from_what_follows(conn: redis.Redis) -> 
     assert panel.widget.children[-1] is panel.message
 
 
+@pytest.mark.host
 def test_every_button_has_a_tooltip(conn: redis.Redis) -> None:
     for page in ASKING:
         for panel in SelfCheck.page(conn, page):
             assert all(b.tooltip for b in panel.buttons)
 
 
+@pytest.mark.host
 def test_an_unknown_choice_runs_nothing(conn: redis.Redis) -> None:
     panel = SelfCheck(conn, checks.get("fresh_row"), queue="mine")
     with pytest.raises(ValueError, match="is not one of the choices"):

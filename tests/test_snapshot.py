@@ -219,6 +219,7 @@ def test_view_cost_is_bounded_whatever_the_depth(conn: redis.Redis) -> None:
     assert snapshot(conn, Q).sizes["pending"] == 60 == len(snapshot(conn, Q).rows)
 
 
+@pytest.mark.host
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [

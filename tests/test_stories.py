@@ -43,6 +43,7 @@ def test_reset_deletes_only_that_queues_keys(conn: redis.Redis) -> None:
     assert reset(conn, Q) == 0
 
 
+@pytest.mark.host
 def test_reset_refuses_a_bad_queue_name(conn: redis.Redis) -> None:
     with pytest.raises(ValueError):
         reset(conn, "a*")
@@ -81,6 +82,7 @@ def test_sample_row_holds_token_2_by_real_transitions(conn: redis.Redis) -> None
     assert jobs.record(conn, Q, sample.job_id) is None
 
 
+@pytest.mark.host
 def test_sample_row_refuses_a_bad_lease_before_touching_the_queue(conn: redis.Redis) -> None:
     job_id = branded.mint()
     jobs.enqueue(conn, Q, job_id, b"keep me")

@@ -5,7 +5,7 @@
 
 puts the page ``the-lease`` in ``tools/pages.toml`` after the page ``the-payload`` (without
 ``--after``: last), renames the notebooks after it to their new numbers (``git mv`` in a git
-checkout), relinks every notebook and README.md to the new file names, writes
+checkout), relinks every notebook, README.md and docs/*.md to the new file names, writes
 ``notebooks/NN-the-lease.ipynb`` with the course's spine and two starter self-checks in
 ``echomq_lab/lessons/questions.toml``, and prints the notebook's path. A name beginning
 ``lab-`` makes a lab. ``make page`` runs this, then ``tools/nav.py`` (every navigation cell and
@@ -310,8 +310,10 @@ def create(root: Path, name: str, title: str, summary: str = "", after: str = ""
                     cell["source"] = _relinked(text, renamed).splitlines(keepends=True)
         if dump_notebook(nb) != path.read_text(encoding="utf-8"):
             path.write_text(dump_notebook(nb), encoding="utf-8")
-    readme = (root / README).read_text(encoding="utf-8")
-    (root / README).write_text(_relinked(readme, renamed), encoding="utf-8")
+    for doc in [root / README, *sorted((root / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        if _relinked(text, renamed) != text:
+            doc.write_text(_relinked(text, renamed), encoding="utf-8")
 
     toml = (root / PAGES).read_text(encoding="utf-8")
     (root / PAGES).write_text(_with_page(toml, entry_toml(slug, title, summary), place),

@@ -467,7 +467,8 @@ def test_centre_fence_panel_refuses_the_stale_token(
     press(fence, "already reaped")
     press(fence, "run it")
     expect(fence.locator(".emq-message.emq-refused").first).to_contain_text(
-        "token 2 holds no lease: the job is not active; the row is untouched", timeout=UPDATE_MS)
+        "token 2 holds no lease: the job is not active (the lab's check, beyond the course's "
+        "token); the row is untouched", timeout=UPDATE_MS)
     expect_row(view, "pending", "2")
 
     press(fence, "still held")

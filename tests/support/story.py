@@ -23,7 +23,7 @@ SAYS: dict[str, str] = {
 #: The steps that wait for a prediction, and the answer the reader commits to (right).
 PREDICTIONS: dict[str, str] = {"b_claims": "2", "a_completes": "refused with EMQSTALE"}
 #: A wrong pick the reader makes first, and the start of what the panel says beside it.
-WRONG_FIRST: dict[str, tuple[str, str]] = {"b_claims": ("1", "Not 1: that is A's token")}
+WRONG_FIRST: dict[str, tuple[str, str]] = {"b_claims": ("1", "Not 1. That is the token A holds")}
 #: The longest a lease on these pages takes to run out, with the clock's ticks.
 LEASE_OUT_MS = 30_000
 

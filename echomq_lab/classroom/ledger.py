@@ -16,7 +16,15 @@ from typing import Any, cast
 import redis
 
 from echomq_lab import transitions
-from echomq_lab.classroom.record import PAGE, RECORD_LEN, ctl_key, log_key, record_key, refusals_key
+from echomq_lab.classroom.record import (
+    PAGE,
+    PIPED,
+    RECORD_LEN,
+    ctl_key,
+    log_key,
+    record_key,
+    refusals_key,
+)
 from echomq_lab.classroom.room import ACL_LOG_LEN
 from echomq_lab.keyspace import base
 from echomq_lab.sim.audit import STALE, Call, Outcome
@@ -98,22 +106,28 @@ class Follow:
 
 
     def _new_lines(self) -> list[tuple[str, list[tuple[bytes, dict[bytes, bytes]]]]]:
-        """Each actor's lines written since the last read, in pages of :data:`PAGE` (one
-        pipeline per page for every actor still behind)."""
+        """Each actor's lines written since the last read, in pages of :data:`PAGE`, one pipeline
+        for every :data:`PIPED` actors still behind (a storm's 250 logs in one pipeline passed
+        the server's output buffer limit for a client, which closed the board's connection)."""
         behind = actors(self.conn, self.room) if self.names is None else list(self.names)
         got: dict[str, list[tuple[bytes, dict[bytes, bytes]]]] = defaultdict(list)
         while behind:
-            pipe = self.conn.pipeline(transaction=False)
-            for actor in behind:
-                last = self._last.get(actor)
-                pipe.xrange(log_key(self.room, actor), min=b"(" + last if last else "-",
-                            count=PAGE)
-            pages = cast(list[list[tuple[bytes, dict[bytes, bytes]]]], pipe.execute())
-            for actor, page in zip(behind, pages, strict=True):
-                if page:
-                    self._last[actor] = page[-1][0]
-                    got[actor] += page
-            behind = [a for a, page in zip(behind, pages, strict=True) if len(page) == PAGE]
+            still: list[str] = []
+            for start in range(0, len(behind), PIPED):
+                batch = behind[start:start + PIPED]
+                pipe = self.conn.pipeline(transaction=False)
+                for actor in batch:
+                    last = self._last.get(actor)
+                    pipe.xrange(log_key(self.room, actor), min=b"(" + last if last else "-",
+                                count=PAGE)
+                pages = cast(list[list[tuple[bytes, dict[bytes, bytes]]]], pipe.execute())
+                for actor, page in zip(batch, pages, strict=True):
+                    if page:
+                        self._last[actor] = page[-1][0]
+                        got[actor] += page
+                    if len(page) == PAGE:
+                        still.append(actor)
+            behind = still
         return list(got.items())
 
 

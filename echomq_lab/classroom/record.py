@@ -18,6 +18,9 @@ RECORD_LEN = 1000
 LOG_LEN = 5000
 #: The board reads a log in pages of this many lines (``XRANGE ... COUNT``), never all at once.
 PAGE = 500
+#: How many logs one pipeline reads a page of: a reply of at most 10,000 lines (about 2 MB),
+#: well inside the server's output buffer limit for one client (8 MB for 10 s, 16 MB).
+PIPED = 20
 
 
 def log_key(room: str, actor: str) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import platform
 import sys
@@ -29,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import publish
 from echomq_lab.servers import free_port
 from tools.browser import (
     VIEWPORT,
@@ -176,10 +176,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     result = measure(args.opens, args.cull, args.every)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(report(result))
-    print(f"written to {args.out}", file=sys.stderr)
+    publish(args.out, result, report(result))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results import publish
 from echomq_lab.servers import free_port
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tools.browser import (
@@ -208,10 +208,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     result = with_history(measure(args.repeats), args.out)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(report(result))
-    print(f"written to {args.out}", file=sys.stderr)
+    publish(args.out, result, report(result))
 
 
 if __name__ == "__main__":

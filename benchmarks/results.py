@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -30,6 +31,15 @@ class ResultsMissing(FileNotFoundError):
 
 class ResultsInvalid(ValueError):
     """The results file is not JSON, or lacks something a report needs."""
+
+
+def publish(out: Path, figures: Any, table: str) -> None:
+    """Write ``figures`` to ``out`` as JSON (its folder made if need be), print ``table``, and
+    say on stderr where the figures went: the end of every benchmark that keeps one file."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=1) + "\n")
+    print(table)
+    print(f"written to {out}", file=sys.stderr)
 
 
 def load(path: str | Path) -> dict[str, Any]:

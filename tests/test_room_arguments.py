@@ -26,6 +26,7 @@ from echomq_lab.classroom.bounds import LEASE_TIMES, MAX_ATTEMPTS, VIEW_WINDOW
 from echomq_lab.classroom.gateway import LEASE_READ_S
 from echomq_lab.classroom.room import join_link
 from echomq_lab.scripts import Script, expand, layout, leading_comments
+from tests.support.rooms import learner
 from tools import transition as make_transition
 
 ROOM = "odd-numbers"
@@ -44,10 +45,6 @@ def room(valkey_tools: tuple[str, str]) -> Iterator[Room]:
 def admin(room: Room) -> Iterator[redis.Redis]:
     with room.admin() as conn:
         yield conn
-
-
-def learner(room: Room, user: str = "learner-1") -> redis.Redis:
-    return redis.Redis.from_url(room.url(user), socket_timeout=5)
 
 
 def state(admin: redis.Redis) -> dict[bytes, bytes]:

@@ -19,6 +19,7 @@ from echomq_lab.classroom import Room, acl_refusals, join, open_room, tally
 from echomq_lab.classroom.board import Board
 from echomq_lab.classroom.gateway import Limits
 from echomq_lab.classroom.resp import command
+from tests.support.rooms import learner as _learner
 
 ROOM = "attacks"
 LIMITS = Limits(login_s=1.5, waiting_per_address=32)  # the mechanism, at a size a test opens fast
@@ -35,10 +36,6 @@ def room(valkey_tools: tuple[str, str]) -> Iterator[Room]:
 def admin(room: Room) -> Iterator[redis.Redis]:
     with room.admin() as conn:
         yield conn
-
-
-def _learner(room: Room, user: str = "learner-1") -> redis.Redis:
-    return redis.Redis.from_url(room.url(user), socket_timeout=5)
 
 
 def _state(admin: redis.Redis) -> dict[str, object]:

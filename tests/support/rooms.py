@@ -13,6 +13,7 @@ from typing import Any
 import redis
 
 from echomq_lab import keyspace, servers
+from echomq_lab.classroom import Room
 
 
 class Said:
@@ -61,6 +62,11 @@ def wait_for_room(out: Path, proc: subprocess.Popen[str]) -> dict[str, Any]:
     assert ready, proc.stdout.read() if proc.poll() is not None and proc.stdout else ""
     data: dict[str, Any] = json.loads(path.read_text())
     return data
+
+
+def learner(room: Room, user: str = "learner-1") -> redis.Redis:
+    """A client of ``room``'s gateway, logged in as ``user`` (the link a learner is given)."""
+    return redis.Redis.from_url(room.url(user), socket_timeout=5)
 
 
 def admin(data: dict[str, Any]) -> redis.Redis:

@@ -33,6 +33,7 @@ from typing import Any, cast
 
 import redis
 
+from benchmarks.processor import process_seconds
 from echomq_lab import servers
 from echomq_lab.classroom import calls, join, tally
 from echomq_lab.classroom.board import Board
@@ -140,7 +141,7 @@ def _robots(links: list[tuple[str, str]], pace: str, stop_at: float, drain: Any,
         if t.is_alive():
             died[name] = "still running 30 s after the end"
     out.put({"did": {k: dict(v) for k, v in did.items()}, "claims": claims, "died": died,
-             "cpu_s": _cpu_s(os.getpid())})
+             "cpu_s": process_seconds(os.getpid())})
 
 
 def _ping_flood(link: str, drain: Any, out: Any) -> None:
@@ -163,15 +164,6 @@ def _ping_flood(link: str, drain: Any, out: Any) -> None:
     except (OSError, WebSocketException) as exc:
         closed = f"{type(exc).__name__}: {exc}"[:200]
     out.put({"flood_pings_sent": sent, "flood_closed": closed})
-
-
-def _cpu_s(pid: int) -> float:
-    """User and system CPU seconds of process ``pid`` so far (Linux), 0 when unknown."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def _feed(board: Board, until: float, depth: int) -> int:
@@ -221,8 +213,8 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
     admin = redis.Redis.from_url(seats["instructor"]["url"], socket_timeout=30)
     board = Board(admin, ROOM)
     server_pid = int(admin.info("server")["process_id"])
-    cpu0 = {"server": _cpu_s(server_pid), "gateway": _cpu_s(room_proc.pid),
-            "feeder": _cpu_s(os.getpid())}
+    cpu0 = {"server": process_seconds(server_pid), "gateway": process_seconds(room_proc.pid),
+            "feeder": process_seconds(os.getpid())}
     links = [(s["name"], s["link"]) for s in seats["learners"]]
     ctx = mp.get_context("spawn")
     drain, out = ctx.Event(), ctx.Queue()
@@ -247,10 +239,10 @@ def _measure(seats: dict[str, Any], room_proc: subprocess.Popen[str], learners: 
     for w in workers:
         w.join(timeout=30)
     flooded = flood_out.get(timeout=60) if flooding is not None else {}
-    cpu = {"server": _cpu_s(server_pid) - cpu0["server"],
-           "gateway, reaper": _cpu_s(room_proc.pid) - cpu0["gateway"],
+    cpu = {"server": process_seconds(server_pid) - cpu0["server"],
+           "gateway, reaper": process_seconds(room_proc.pid) - cpu0["gateway"],
            "robots": sum(g["cpu_s"] for g in got),
-           "this feeder": _cpu_s(os.getpid()) - cpu0["feeder"]}
+           "this feeder": process_seconds(os.getpid()) - cpu0["feeder"]}
     did: dict[str, Counter[str]] = {}
     claims: list[float] = []
     died: dict[str, str] = {}

@@ -132,18 +132,10 @@
     };
     const href = at(conf.worker);
     const NativeWorker = window.Worker;
-    const worker = new NativeWorker(href, { type: "module" });
-    const post = worker.postMessage.bind(worker);
+    let worker = null; // made by spawn(), once the site's service worker answers (controlled())
+    let post = null;
     const waiting = new Map();
     let seq = 0;
-    worker.addEventListener("message", (event) => {
-      const data = event.data;
-      if (data && waiting.has(data.id)) {
-        event.stopImmediatePropagation();
-        waiting.get(data.id)(data);
-        waiting.delete(data.id);
-      }
-    });
     // one remote call on the kernel's worker object, in the worker's own message format
     const send = (message) => new Promise((resolve, reject) => {
       const id = `emq-early-${++seq}`;
@@ -165,6 +157,8 @@
     const runtime = { ...options,
       loadPyodideOptions: { ...conf.loadPyodideOptions, packages: conf.startPackages } };
     state.ready = (async () => {
+      await controlled();
+      spawn();
       await call("initRuntime", runtime);
       mark("python_and_packages_loaded");
       state.step = "Setting up the package manager";
@@ -212,7 +206,47 @@
       mark("kernel_handed");
     }
 
-    worker.postMessage = (message, transfer) => {
+    /** The kernel's worker, made once: its messages to the early start taken here, and the
+     *  kernel's own start (``initialize``) turned into the hand-over. */
+    function spawn() {
+      if (worker) return worker;
+      worker = new NativeWorker(href, { type: "module" });
+      post = worker.postMessage.bind(worker);
+      worker.addEventListener("message", (event) => {
+        const data = event.data;
+        if (data && waiting.has(data.id)) {
+          event.stopImmediatePropagation();
+          waiting.get(data.id)(data);
+          waiting.delete(data.id);
+        }
+      });
+      worker.postMessage = takeInitialize;
+      return worker;
+    }
+
+    /** On a first visit the site's service worker (tools/site/offline.js) is registered here,
+     *  before the kernel's worker starts, so that it answers that worker's files: the browser
+     *  then keeps Python's compiled runtime beside the cached copy, and a reload or the next
+     *  page does not compile it again. JupyterLite registers the same file later and finds it
+     *  (its version noted, as JupyterLite notes it). Waits at most ``controlWaitMs``. */
+    async function controlled() {
+      const sw = navigator.serviceWorker;
+      if (!sw || !conf.serviceWorker || sw.controller) return;
+      const url = at(conf.serviceWorker);
+      const change = new Promise((resolve) => {
+        sw.addEventListener("controllerchange", resolve, { once: true });
+      });
+      try {
+        localStorage.setItem(`${url}-version`, conf.appVersion);
+        await sw.register(url);
+      } catch (error) {
+        return; // no service worker here (storage off, a private window): start as it is
+      }
+      await Promise.race([change, delay(conf.controlWaitMs)]);
+      mark("service_worker_answers");
+    }
+
+    function takeInitialize(message, transfer) {
       const initialize = message && message.type === "APPLY" && Array.isArray(message.path)
         && message.path.length === 1 && message.path[0] === "initialize";
       if (!initialize || state.handed) return post(message, transfer);
@@ -226,12 +260,12 @@
           post(message, transfer); // the kernel's own start, from the beginning
         });
       return undefined;
-    };
+    }
 
     function KernelWorker(url, opts) {
       if (!state.taken && new URL(url, window.location.href).href === href) {
         state.taken = true;
-        return worker;
+        return spawn();
       }
       return new NativeWorker(url, opts);
     }
@@ -244,7 +278,7 @@
     KernelWorker.prototype = NativeWorker.prototype;
     window.Worker = KernelWorker;
     state.drop = () => {
-      if (!state.taken) worker.terminate();
+      if (!state.taken && worker) worker.terminate();
       window.Worker = NativeWorker;
     };
     return state;

@@ -133,6 +133,9 @@ NOT_STARTED = (
     "@jupyterlab/notebook-extension:update-raw-mimetype",
     "@jupyterlab/celltags-extension", "@jupyterlab/cell-toolbar-extension",
 )
+#: How long a first visit's kernel waits for the site's service worker to answer its files
+#: (so that its compiled runtime is kept for the next page); it starts anyway after that.
+CONTROL_WAIT_MS = 1500
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 #: The wheels that come from the kernel extension's own pypi/ folder.
 FROM_KERNEL = ("piplite", "pyodide-kernel", "ipykernel")
@@ -461,6 +464,11 @@ def early_kernel(out: Path) -> str:
         "later": LATER,
         "laterLoaded": LATER_LOADED,
         "warm": WARM,
+        # the service worker as JupyterLite registers it (tools/site/autorun.js: controlled())
+        "serviceWorker": "service-worker.js?enableCache="
+                         + str(settings.get("enableServiceWorkerCache") or "false").lower(),
+        "appVersion": settings["appVersion"],
+        "controlWaitMs": CONTROL_WAIT_MS,
     }
     return ('<script id="emq-early-kernel" type="application/json">'
             f"{json.dumps(conf)}</script>\n")

@@ -12,6 +12,10 @@ const EMQ_VERSION = "__EMQ_VERSION__";
 const EMQ_FILES = __EMQ_FILES__;
 const EMQ_CACHE = `emq-site-${EMQ_VERSION}`;
 const EMQ_FRESH = /(\/|\.html|\.json|\.ipynb)$/;
+// Compiled by the browser (Python's runtime): answered from the cache even the first time,
+// because the browser keeps what it compiled only beside a copy the cache answered, not beside
+// a copy fetched through here; a reload then compiles nothing already compiled.
+const EMQ_COMPILED = /\.wasm$/;
 
 self.addEventListener("activate", (event) => {
   event.waitUntil(caches.keys().then((keys) => Promise.all(keys
@@ -65,6 +69,10 @@ async function emqAnswer(event, request, url) {
   try {
     const response = await fetch(request);
     if (response.ok && response.type === "basic") {
+      if (EMQ_COMPILED.test(url.pathname)) {
+        await cache.put(key, response);
+        return (await cache.match(key)) || fetch(request);
+      }
       event.waitUntil(cache.put(key, response.clone()));
     }
     return response;

@@ -75,6 +75,8 @@ def test_a_reload_takes_the_compiled_runtime_and_compiles_nothing(
     try:
         url = f"{site_url}/lab/index.html?path={PAGE}"
         first = _open(page, lambda: page.goto(url))
+        assert page.evaluate("() => window.emqLab.pythonFrom") == "snapshot", (
+            "Python did not start from the site's snapshot")
         assert not runtime_events(first, "v8.wasm.moduleCacheHit"), (
             "a first open in a fresh context found compiled code: the trace cannot tell")
         assert runtime_events(first, "v8.wasm.compiledModule") and [
@@ -85,6 +87,25 @@ def test_a_reload_takes_the_compiled_runtime_and_compiles_nothing(
             "the reload compiled Python's runtime again instead of taking the kept code")
         assert not runtime_events(again, "v8.wasm.moduleCacheInvalid"), (
             "the kept code was refused as stale")
+        assert not refused, f"asked of other origins: {refused}"
+    finally:
+        context.close()
+
+
+def test_without_its_snapshot_python_starts_anew_and_the_page_runs(
+    site_url: str, browser: Browser
+) -> None:
+    """The snapshot's files refused (as a host that lost them would): Python starts as Pyodide
+    starts it, with its packages, and the page still runs to its live panels."""
+    refused: list[str] = []
+    context = browser.new_context(viewport=VIEWPORT)
+    only_from(context, site_url, refused)
+    context.route("**/emq-snapshot*", lambda route: route.fulfill(status=404, body="gone"))
+    page = context.new_page()
+    try:
+        page.goto(f"{site_url}/lab/index.html?path={PAGE}")
+        site.wait_until_live(page)
+        assert page.evaluate("() => window.emqLab.pythonFrom") == "start"
         assert not refused, f"asked of other origins: {refused}"
     finally:
         context.close()

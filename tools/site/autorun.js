@@ -161,9 +161,6 @@
       spawn();
       await call("initRuntime", runtime);
       mark("python_and_packages_loaded");
-      // tools/site/python_start.mjs: Python's memory restored, or Python started anew
-      const from = await send({ type: "GET", path: ["_pyodide", "emqStartedFrom"] });
-      window.emqLab.pythonFrom = from || "";
       state.step = "Setting up the package manager";
       await Promise.all([set("_options", options), call("initPackageManager", options)]);
       state.step = "Starting the kernel";

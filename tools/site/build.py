@@ -105,17 +105,6 @@ def _emq_warm():
 _emq_warm()
 del _emq_warm
 """
-#: Imported in the memory snapshot of Python that `make site` makes (:func:`python_snapshot`):
-#: what the kernel's start and :data:`WARM` import, but fengari (a JavaScript object Python
-#: would hold: :data:`WARM` loads it after the restore).
-SNAPSHOT_IMPORTS = """
-import micropip
-import piplite.piplite
-import pyodide_kernel
-import ipywidgets
-import echomq_lab
-import echomq_lab.widgets
-"""
 #: Run once :data:`LATER` is loaded: completion with jedi again, as the kernel sets it.
 LATER_LOADED = """
 import pyodide_kernel
@@ -453,27 +442,6 @@ def landing_page(out: Path) -> None:
     (out / "index.html").write_text(text, encoding="utf-8")
 
 
-def python_snapshot(out: Path) -> None:
-    """Python started from a memory snapshot: tools/site/python_start.mjs served beside
-    Pyodide (``emq-python.mjs``) as the kernel's ``pyodideUrl``, and the snapshot it restores
-    made now in Node (tools/site/snapshot.mjs) with :data:`PRELOAD` loaded (but :data:`LATER`)
-    and :data:`SNAPSHOT_IMPORTS` imported. If Node cannot make it, the site goes without: the
-    module then starts Python as Pyodide does."""
-    static = out / "static" / "pyodide"
-    shutil.copy2(HERE / "python_start.mjs", static / "emq-python.mjs")
-    config = out / "jupyter-lite.json"
-    settings = json.loads(config.read_text())
-    kernel = settings["jupyter-config-data"]["litePluginSettings"][
-        "@jupyterlite/pyodide-kernel-extension:kernel"]
-    kernel["pyodideUrl"] = "./static/pyodide/emq-python.mjs"
-    config.write_text(json.dumps(settings, indent=2))
-    wanted = {"packages": [p for p in PRELOAD if p not in LATER], "imports": SNAPSHOT_IMPORTS}
-    made = subprocess.run(["node", str(HERE / "snapshot.mjs"), str(static), json.dumps(wanted)],
-                          check=False)
-    if made.returncode:
-        print("site: no snapshot of Python: each page starts Python from the beginning")
-
-
 def early_kernel(out: Path) -> str:
     """What tools/site/autorun.js needs to start the kernel's worker as the page opens: the
     worker's file and the settings the kernel is given (:func:`lite_config`), as a JSON script
@@ -575,7 +543,6 @@ def build(out: Path, work: Path, jupyter: Path) -> None:
          "--no-sourcemaps", "--no-unused-shared-packages", "--apps", "lab"],
         check=True, cwd=lite, env=env,
     )
-    python_snapshot(out)
     page_runs_itself(out)
     reader_pages(lite / "files", out / "reader", jupyter)
     landing_page(out)

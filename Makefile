@@ -54,9 +54,11 @@ $(AXE_STAMP): tools/axe/package.json tools/axe/package-lock.json
 	touch $(AXE_STAMP)
 
 # Spread over PYTEST_WORKERS processes (pytest-xdist; 0 or 1: one process). Each test file is
-# one unit of work, every browser test is in one unit, the longest units start first
-# (tests/support/placement.py, docs/testing.md); the 25 slowest tests are listed at the end.
-PYTEST_WORKERS ?= 2
+# one unit of work, the browser tests are in two units (the app's, the site's and
+# JupyterLab's), the longest units start first (tests/support/placement.py, docs/testing.md);
+# the 25 slowest tests are listed at the end. Three on the 2-core machine: much of the suite
+# waits (on servers, pages, timeouts) rather than computes.
+PYTEST_WORKERS ?= 3
 XDIST = $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup \
 	--no-loadscope-reorder,)
 

@@ -99,17 +99,21 @@ check: lint typecheck
 actionlint: $(STAMP)
 	$(VENV)/bin/actionlint .github/workflows/test.yml .github/workflows/pages.yml
 
-# The checks, the site's build and the tests run side by side: the tests that open the site
-# (tests/test_jupyterlab.py, test_site.py, ...) wait until its build has written
-# $(SITE_BUILD).ok (or .failed: they fail, saying so; tests/support/site.py), the others start
-# at once. The browser backend (conformance, differential) runs on the site's npm packages,
-# installed first.
+# The checks and the site's build run beside the tests (their output each in one piece, the
+# tests' as it comes): the tests that open the site (tests/test_jupyterlab.py, test_site.py,
+# ...) wait until its build has written $(SITE_BUILD).ok (or .failed: they fail, saying so;
+# tests/support/site.py), the others start at once. The installs come first, once; the browser
+# backend (conformance, differential) runs on the site's npm packages. Red if any part is.
 SITE_BUILD := $(CURDIR)/build/site/beside-tests
 
-test:
+test: $(STAMP) $(AXE_STAMP) $(NODE_STAMP)
 	@mkdir -p build/site && rm -f $(SITE_BUILD).ok $(SITE_BUILD).failed
-	$(MAKE) --no-print-directory -j5 --output-sync=target lint typecheck actionlint \
-		site-beside-tests pytest SITE_WAIT="ECHOMQ_SITE_BUILD=$(SITE_BUILD)"
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck actionlint \
+		site-beside-tests & checks=$$!; \
+	$(MAKE) --no-print-directory pytest SITE_WAIT="ECHOMQ_SITE_BUILD=$(SITE_BUILD)"; tests=$$?; \
+	wait $$checks; checks=$$?; \
+	if [ $$checks -ne 0 ]; then echo "make test: a check or the site's build failed (above)"; fi; \
+	test $$tests -eq 0 -a $$checks -eq 0
 
 site-beside-tests: $(LAB_STAMP) site-deps
 	$(SITE_CMD) && touch $(SITE_BUILD).ok || { touch $(SITE_BUILD).failed; exit 1; }

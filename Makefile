@@ -14,7 +14,7 @@ INSTALL     := $(if $(UV),$(UV) pip install --python $(PY),$(PY) -m pip install)
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 
 .PHONY: test lint typecheck pytest lab app bench clean venv notebooks actionlint nav page site \
-	site-deps classroom transition check
+	site-deps classroom transition check site-beside-tests
 
 venv: $(STAMP)
 
@@ -54,14 +54,17 @@ $(AXE_STAMP): tools/axe/package.json tools/axe/package-lock.json
 	touch $(AXE_STAMP)
 
 # Spread over PYTEST_WORKERS processes (pytest-xdist; 0 or 1: one process). Each test file is
-# one unit of work, every browser test is in one unit, the longest units start first
-# (tests/support/placement.py, docs/testing.md); the 25 slowest tests are listed at the end.
-PYTEST_WORKERS ?= 2
+# one unit of work, the browser tests are in two units (the app's, the site's and
+# JupyterLab's), the longest units start first (tests/support/placement.py, docs/testing.md);
+# the 25 slowest tests are listed at the end. Three on the 2-core machine: much of the suite
+# waits (on servers, pages, timeouts) rather than computes.
+PYTEST_WORKERS ?= 3
 XDIST = $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup \
 	--no-loadscope-reorder,)
 
-pytest: $(STAMP) $(AXE_STAMP)
-	$(PY) -m pytest tests notebooks $(NBVAL) $(XDIST) --durations=25 $(PYTEST_ARGS)
+# (SITE_WAIT: set by `make test`, which builds the site beside the tests.)
+pytest: $(STAMP) $(AXE_STAMP) $(NODE_STAMP)
+	$(SITE_WAIT) $(PY) -m pytest tests notebooks $(NBVAL) $(XDIST) --durations=25 $(PYTEST_ARGS)
 
 # The pull request's quick test (docs/authoring.md, "make check"), a few minutes where
 # `make test` takes a quarter of an hour: lint, types, placeholder text left on a page, the pages
@@ -96,12 +99,24 @@ check: lint typecheck
 actionlint: $(STAMP)
 	$(VENV)/bin/actionlint .github/workflows/test.yml .github/workflows/pages.yml
 
-# The site is built before the tests: tests/test_jupyterlab.py runs its pages in headless
-# Chromium, and the browser backend (conformance, differential) runs on the same npm packages.
-# The checks and the site's build (mostly downloads) run side by side, then the tests.
-test:
-	$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck actionlint site
-	$(MAKE) --no-print-directory pytest
+# The checks and the site's build run beside the tests (their output each in one piece, the
+# tests' as it comes): the tests that open the site (tests/test_jupyterlab.py, test_site.py,
+# ...) wait until its build has written $(SITE_BUILD).ok (or .failed: they fail, saying so;
+# tests/support/site.py), the others start at once. The installs come first, once; the browser
+# backend (conformance, differential) runs on the site's npm packages. Red if any part is.
+SITE_BUILD := $(CURDIR)/build/site/beside-tests
+
+test: $(STAMP) $(AXE_STAMP) $(NODE_STAMP)
+	@mkdir -p build/site && rm -f $(SITE_BUILD).ok $(SITE_BUILD).failed
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck actionlint \
+		site-beside-tests & checks=$$!; \
+	$(MAKE) --no-print-directory pytest SITE_WAIT="ECHOMQ_SITE_BUILD=$(SITE_BUILD)"; tests=$$?; \
+	wait $$checks; checks=$$?; \
+	if [ $$checks -ne 0 ]; then echo "make test: a check or the site's build failed (above)"; fi; \
+	test $$tests -eq 0 -a $$checks -eq 0
+
+site-beside-tests: $(LAB_STAMP) site-deps
+	$(SITE_CMD) && touch $(SITE_BUILD).ok || { touch $(SITE_BUILD).failed; exit 1; }
 
 # JupyterLab on notebooks/, opening the hub page. As root it needs --allow-root; a busy
 # port moves to the next free one; the printed URL carries the login token.
@@ -191,8 +206,10 @@ $(SITE_STAMP): tools/site/requirements.txt
 
 site-deps: $(NODE_STAMP) $(SITE_STAMP)
 
+SITE_CMD = $(PY) tools/site/build.py --out site --work build/site --jupyter $(SITE_VENV)/bin/jupyter
+
 site: $(LAB_STAMP) site-deps
-	$(PY) tools/site/build.py --out site --work build/site --jupyter $(SITE_VENV)/bin/jupyter
+	$(SITE_CMD)
 
 # Measures into benchmarks/results.json, and writes what notebook 06 shows of the run beside
 # the notebooks (notebooks/bench-results.json and its charts); then the first live panel of the

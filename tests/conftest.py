@@ -318,9 +318,11 @@ def lab(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab
 @pytest.fixture(scope="module")
 def site_url() -> Iterator[str]:
     """``site/`` served on a free loopback port (built by ``make site``, which ``make test``
-    runs first); without it the module's tests skip, saying why (fail in CI)."""
-    if not site.built():
-        _unavailable("no site/ to serve: build it with `make site`", backends_required())
+    runs beside the tests: this waits for that build); without it the module's tests skip,
+    saying why (fail in CI)."""
+    why = site.wait_for_build()  # make test builds it beside the tests
+    if why:
+        _unavailable(why, backends_required())
     with serve_folder(site.SITE) as url:
         yield url
 
@@ -452,6 +454,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             if self.units is None:
                 self.units = placement.read_units()
             return placement.unit_of(nodeid, self.units)
+
+        def _assign_work_unit(self, node: object) -> None:
+            """The next unit (the longest first), or, for a process whose work is a long
+            single test, the last (a short one: it waits behind that test)."""
+            assigned = self.assigned_work.setdefault(node, {})
+            running = [scope for scope, tests in assigned.items() if not all(tests.values())]
+            scope, tests = self.workqueue.popitem(last=placement.held_behind(running))
+            assigned[scope] = tests
+            collection = self.registered_collections[node]
+            node.send_runtest_some(  # type: ignore[attr-defined]
+                [collection.index(nodeid) for nodeid, done in tests.items() if not done])
 
     return Units(config, log)
 

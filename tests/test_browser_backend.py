@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from echomq_lab import connect
+from tests.support.in_pyodide import output_of, run_each_in_pyodide
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "echomq_lab" / "scripts"
 
@@ -132,13 +133,44 @@ def test_an_error_table_with_a_raising_metatable_is_answered_and_the_server_goes
     assert browser.eval("return tostring(2 + 3)", 0) == b"5"
 
 
-def test_a_lost_lua_state_is_rebuilt_for_the_next_script() -> None:
-    """Should fengari panic all the same (an error raised outside any protected call), the call
-    fails with a Lua error, the state is marked lost, and the server's next script runs on a new
-    state with ``redis`` and ``cjson`` in place."""
-    from tests.support.in_pyodide import run_in_pyodide
+# ------------------------------------------------------- fengari under Pyodide itself ---
+# Three checks of echomq_lab.browser.lua run inside Pyodide under Node, in one Pyodide started
+# once for the three (each start takes seconds), each in a namespace of its own; the one that
+# installs the stand-in and makes fengari panic runs last.
 
-    out = run_in_pyodide('''
+TABLE_KEYS = '''
+from echomq_lab.browser import lua
+
+rt = lua.LuaRuntime(encoding=None)
+g = rt.globals()
+slow = [key for key, _ in g.items(values=False)]
+print("globals same:", g.keys() == slow, len(slow) > 10)
+odd = rt.eval("{['a:b'] = 1, ['1:x'] = 2, ['z\\\\0z'] = 3, [''] = 4}")
+print("odd same:", sorted(odd.keys()) == sorted([b"a:b", b"1:x", b"z\\0z", b""]),
+      odd.keys() == [key for key, _ in odd.items(values=False)])
+mixed = rt.eval("{10, 20, x = 1, [true] = 2}")
+print("mixed:", mixed.keys()[:2], sorted(map(repr, mixed.keys()[2:])))
+print("empty:", rt.eval("{}").keys())
+'''
+
+RUN_AGAIN = '''
+from echomq_lab.browser import lua
+
+rt = lua.LuaRuntime(encoding=None)
+code = b"local n = 0; n = n + (...); return n"
+print("afresh:", rt.execute(code, 5), rt.execute(code, 7))
+for _ in range(2):
+    try:
+        rt.execute(b"return +")
+    except lua.LuaError as exc:
+        print("refused:", "unexpected symbol" in str(exc))
+for i in range(lua._CHUNKS_KEPT + 5):
+    assert rt.execute(b"return %d" % i) == i
+print("kept:", len(rt._chunks) == lua._CHUNKS_KEPT, code not in rt._chunks)
+print("again:", rt.execute(code, 9), code in rt._chunks)
+'''
+
+LOST_STATE = '''
 from echomq_lab.browser import lua
 lua.install()
 import fakeredis
@@ -160,61 +192,49 @@ except lua.LuaError as exc:
 print("broken:", lost.broken)
 print("next:", client.eval("return cjson.encode({redis.call('SET', KEYS[1], 'v')})", 1, "k"))
 print("new state:", server._lua_runtime is not lost, server._lua_runtime.broken)
-''')
+'''
+
+
+@pytest.fixture(scope="module")
+def pyodide_outputs() -> dict[str, str]:
+    """What each of the three checks printed in Pyodide (run once, on first use)."""
+    return run_each_in_pyodide({name: globals()[name]
+                                for name in ("TABLE_KEYS", "RUN_AGAIN", "LOST_STATE")})
+
+
+def test_a_lost_lua_state_is_rebuilt_for_the_next_script(
+    pyodide_outputs: dict[str, str],
+) -> None:
+    """Should fengari panic all the same (an error raised outside any protected call), the call
+    fails with a Lua error, the state is marked lost, and the server's next script runs on a new
+    state with ``redis`` and ``cjson`` in place."""
+    out = output_of(pyodide_outputs, "LOST_STATE")
     assert "raised: the Lua state was lost" in out, out
     assert "broken: True" in out, out
     assert 'next: b\'[{"ok":"OK"}]\'' in out, out
     assert "new state: True False" in out, out
 
 
-def test_a_tables_keys_come_in_one_walk_as_the_slow_walk_gives_them() -> None:
+def test_a_tables_keys_come_in_one_walk_as_the_slow_walk_gives_them(
+    pyodide_outputs: dict[str, str],
+) -> None:
     """``keys()`` (what fakeredis lists around every ``redis.call``): string keys in one packed
     crossing, the same list and order as the key-by-key walk, colons and zero bytes kept; a
     table with any other key (number, boolean) falls back to that walk, 1, 2, ... first."""
-    from tests.support.in_pyodide import run_in_pyodide
-
-    out = run_in_pyodide('''
-from echomq_lab.browser import lua
-
-rt = lua.LuaRuntime(encoding=None)
-g = rt.globals()
-slow = [key for key, _ in g.items(values=False)]
-print("globals same:", g.keys() == slow, len(slow) > 10)
-odd = rt.eval("{['a:b'] = 1, ['1:x'] = 2, ['z\\\\0z'] = 3, [''] = 4}")
-print("odd same:", sorted(odd.keys()) == sorted([b"a:b", b"1:x", b"z\\0z", b""]),
-      odd.keys() == [key for key, _ in odd.items(values=False)])
-mixed = rt.eval("{10, 20, x = 1, [true] = 2}")
-print("mixed:", mixed.keys()[:2], sorted(map(repr, mixed.keys()[2:])))
-print("empty:", rt.eval("{}").keys())
-''')
+    out = output_of(pyodide_outputs, "TABLE_KEYS")
     assert "globals same: True True" in out, out
     assert "odd same: True True" in out, out
     assert "mixed: [1, 2] ['True', \"b'x'\"]" in out, out
     assert "empty: []" in out, out
 
 
-def test_a_script_run_again_starts_afresh_and_old_texts_are_dropped() -> None:
+def test_a_script_run_again_starts_afresh_and_old_texts_are_dropped(
+    pyodide_outputs: dict[str, str],
+) -> None:
     """A text run again runs its kept compiled chunk: its locals start afresh each time, its
     arguments are the new ones, a text that does not compile is refused each time, and past
     the texts kept the oldest is dropped and compiled again when it comes back."""
-    from tests.support.in_pyodide import run_in_pyodide
-
-    out = run_in_pyodide('''
-from echomq_lab.browser import lua
-
-rt = lua.LuaRuntime(encoding=None)
-code = b"local n = 0; n = n + (...); return n"
-print("afresh:", rt.execute(code, 5), rt.execute(code, 7))
-for _ in range(2):
-    try:
-        rt.execute(b"return +")
-    except lua.LuaError as exc:
-        print("refused:", "unexpected symbol" in str(exc))
-for i in range(lua._CHUNKS_KEPT + 5):
-    assert rt.execute(b"return %d" % i) == i
-print("kept:", len(rt._chunks) == lua._CHUNKS_KEPT, code not in rt._chunks)
-print("again:", rt.execute(code, 9), code in rt._chunks)
-''')
+    out = output_of(pyodide_outputs, "RUN_AGAIN")
     assert "afresh: 5 7" in out, out
     assert out.count("refused: True") == 2, out
     assert "kept: True True" in out, out

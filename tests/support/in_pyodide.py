@@ -9,11 +9,13 @@ server's wheels are fetched into ``build/site/server-wheels`` the first time.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +103,49 @@ def run_in_pyodide(code: str, timeout: float = START_TIMEOUT_S) -> str:
     if done.returncode != 0:
         raise AssertionError(f"the code raised in Pyodide:\n{done.stdout}\n{done.stderr[-3000:]}")
     return done.stdout
+
+
+#: What :func:`run_each_in_pyodide` prints before its JSON line of every code's output.
+_EACH_MARK = "EMQ-EACH-OUTPUT "
+
+_EACH_DRIVER = """
+import contextlib, io, json, traceback
+outputs = {}
+for name, code in CODES.items():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            exec(compile(code, f"<{name}>", "exec"), {"__name__": "__main__"})
+            raised = False
+        except BaseException:
+            traceback.print_exc(file=out)
+            raised = True
+    outputs[name] = [out.getvalue(), raised]
+print(MARK + json.dumps(outputs))
+"""
+
+
+def run_each_in_pyodide(codes: Mapping[str, str], timeout: float = START_TIMEOUT_S) -> dict[
+        str, str]:
+    """Run each Python code of ``codes`` in Pyodide under Node, one after the other in one
+    Pyodide (each starts seconds of Pyodide and wheels), each in a namespace of its own, as
+    :func:`run_in_pyodide` would: ``{name: its output}``; a code that raised has its output
+    end with the traceback, and :func:`output_of` fails on it."""
+    driver = f"CODES = {dict(codes)!r}\nMARK = {_EACH_MARK!r}\n" + _EACH_DRIVER
+    printed = run_in_pyodide(driver, timeout * 2)
+    line = next(line for line in printed.splitlines() if line.startswith(_EACH_MARK))
+    outputs: dict[str, list[object]] = json.loads(line[len(_EACH_MARK):])
+    return {name: ("RAISED\n" if raised else "") + str(out)
+            for name, (out, raised) in outputs.items()}
+
+
+def output_of(outputs: Mapping[str, str], name: str) -> str:
+    """The output of code ``name`` of :func:`run_each_in_pyodide`; AssertionError with it if
+    the code raised."""
+    out = outputs[name]
+    if out.startswith("RAISED\n"):
+        raise AssertionError(f"the code raised in Pyodide:\n{out[len('RAISED'):]}")
+    return out
 
 
 def start_browser(timeout: float = START_TIMEOUT_S) -> BrowserServer:

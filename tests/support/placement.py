@@ -19,14 +19,17 @@ schedules: each process writes its tests' units to a file (:func:`write_units`, 
 pytest-xdist's own ``xdist_group`` marks: with pytest 9 they no longer reach its scheduler.)
 One test file is one unit (a notebook's cells
 and its reader's probe share one kernel; a module's Chromium, JupyterLab or server is started
-once), and every file with a test marked ``browser`` joins the one unit :data:`BROWSER_GROUP`,
-so two browsers never compete for the machine's cores; so does every file that uses a costly
-session fixture a browser test shares (:data:`SHARED_WITH_BROWSERS`: the Binder-like install),
-which is then made once. A long test that shares nothing costly with the rest of its file
-(no module fixture; its servers are the session's) is marked ``alone`` and is a unit by itself,
-so the file's long tests run side by side (the differential tests, minutes each). A new test
-needs nothing of this: its file is its unit; mark it ``browser`` if it drives Chromium,
-``slow`` if it runs long.
+once), and every file with a test marked ``browser`` joins one of two browser units: the files that
+use a costly session fixture a browser test shares (:data:`SHARED_WITH_BROWSERS`: the
+Binder-like install, then made once) join :data:`APP_GROUP` (the app: the install, Voila, a
+Chromium), the others :data:`BROWSER_GROUP` (the site and JupyterLab in a Chromium). Within a
+unit one browser at a time; the two units run beside each other, so the app's install and
+Voila's runs, mostly Python, overlap the site's pages. A long test that shares nothing costly
+with the rest of its file (no module fixture; its servers are the session's) is marked
+``alone`` and is a unit by itself, so the file's long tests run side by side (the differential
+tests, minutes each); a process running one is sent a short unit next (:func:`held_behind`).
+A new test needs nothing of this: its file is its unit; mark it ``browser`` if it drives
+Chromium, ``slow`` if it runs long.
 """
 
 from __future__ import annotations
@@ -46,10 +49,12 @@ SERVER_FIXTURES = (
     "own_server", "own_server_of", "valkey_url", "redis_url", "cluster_url", "browser_url",
     "valkey_server", "redis_server", "cluster_server", "valkey_tools",
 )
-#: The unit of work of every file that drives Chromium.
+#: The unit of work of every file that drives Chromium, but those of :data:`APP_GROUP`.
 BROWSER_GROUP = "browser"
+#: The unit of work of every file that uses a fixture of :data:`SHARED_WITH_BROWSERS`.
+APP_GROUP = "browser-app"
 #: Session fixtures too costly to make twice that a browser test uses: a file using one joins
-#: :data:`BROWSER_GROUP` (one process makes it once).
+#: :data:`APP_GROUP` (one process makes it once).
 SHARED_WITH_BROWSERS = ("binder_install",)
 #: The marker of a long test that is a unit of work by itself.
 ALONE = "alone"
@@ -78,19 +83,25 @@ def host_misuse(name: str, fixturenames: Sequence[str]) -> str | None:
             f"{', '.join(wanted)}: a test that needs a server is not a host test")
 
 
-def browser_files(items: Sequence[_Marked]) -> set[Path]:
-    """The files of :data:`BROWSER_GROUP`: those with a test marked ``browser`` or using a
-    fixture of :data:`SHARED_WITH_BROWSERS`."""
-    return {item.path for item in items
-            if item.get_closest_marker("browser") is not None
-            or any(name in SHARED_WITH_BROWSERS for name in getattr(item, "fixturenames", ()))}
+def browser_files(items: Sequence[_Marked]) -> dict[Path, str]:
+    """{file: its browser unit} for the files with a test marked ``browser`` or using a fixture
+    of :data:`SHARED_WITH_BROWSERS`: :data:`APP_GROUP` for the latter, else
+    :data:`BROWSER_GROUP`."""
+    units: dict[Path, str] = {}
+    for item in items:
+        if any(name in SHARED_WITH_BROWSERS for name in getattr(item, "fixturenames", ())):
+            units[item.path] = APP_GROUP
+        elif item.get_closest_marker("browser") is not None:
+            units.setdefault(item.path, BROWSER_GROUP)
+    return units
 
 
-def group(item: _Marked, browsers: set[Path], root: Path) -> str:
-    """The unit of work ``item`` runs in: :data:`BROWSER_GROUP`, its file, or (marked
-    :data:`ALONE`) its test function, every parameter of it together."""
+def group(item: _Marked, browsers: Mapping[Path, str], root: Path) -> str:
+    """The unit of work ``item`` runs in: its browser unit (``browsers``, from
+    :func:`browser_files`), its file, or (marked :data:`ALONE`) its test function, every
+    parameter of it together."""
     if item.path in browsers:
-        return BROWSER_GROUP
+        return browsers[item.path]
     try:
         file = item.path.relative_to(root).as_posix()
     except ValueError:
@@ -100,8 +111,8 @@ def group(item: _Marked, browsers: set[Path], root: Path) -> str:
     return file
 
 
-def _rank(item: _Marked, browsers: set[Path]) -> int:
-    """0 for the browser unit, 1 for a test marked :data:`ALONE`, 2 for a notebook or a slow
+def _rank(item: _Marked, browsers: Mapping[Path, str]) -> int:
+    """0 for the browser units, 1 for a test marked :data:`ALONE`, 2 for a notebook or a slow
     test, 3 for the rest."""
     if item.path in browsers:
         return 0
@@ -112,7 +123,7 @@ def _rank(item: _Marked, browsers: set[Path]) -> int:
     return 3
 
 
-def ordered(items: Sequence[Item], browsers: set[Path]) -> list[Item]:
+def ordered(items: Sequence[Item], browsers: Mapping[Path, str]) -> list[Item]:
     """``items`` with the long units first (the browsers, then notebooks and slow files),
     every file's tests kept together and in their order (a notebook's cells above all)."""
     rank: dict[Path, int] = {}
@@ -138,6 +149,13 @@ def read_units() -> dict[str, str]:
     for path in sorted(Path(folder).glob("*.json")) if folder else []:
         units.update(json.loads(path.read_text(encoding="utf-8")))
     return units
+
+
+def held_behind(running: Sequence[str]) -> bool:
+    """Whether the units still ``running`` on a process are all single :data:`ALONE` tests. A
+    pytest-xdist process holds its last test until it has the next one, so the unit it is then
+    sent waits behind that long test: it should be a short one, from the end of the queue."""
+    return bool(running) and all("::" in unit for unit in running)
 
 
 def unit_of(nodeid: str, units: Mapping[str, str]) -> str:

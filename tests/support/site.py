@@ -7,6 +7,8 @@ Importing this module starts nothing; the browser is given by the caller.
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,9 +31,34 @@ CUE = "#emq-cue"
 PRESSED_EARLY = "01-the-hash-and-its-fields.ipynb"
 
 
+#: Set by ``make test``, which builds the site beside the tests: the path its build's stamp
+#: gets, plus ``.ok`` once built, ``.failed`` if the build failed.
+BUILD_ENV = "ECHOMQ_SITE_BUILD"
+#: How long a test needing the site waits for that build (a fresh build: minutes).
+BUILD_WAIT_S = 1800
+
+
 def built() -> bool:
     """Whether ``site/`` has been built."""
     return (SITE / "lab" / "index.html").is_file()
+
+
+def wait_for_build() -> str | None:
+    """Once the site can be served, None; else why not. When ``make test`` builds the site
+    beside the tests (:data:`BUILD_ENV`), first wait for that build to end."""
+    stem = os.environ.get(BUILD_ENV)
+    if stem:
+        ok, failed = Path(stem + ".ok"), Path(stem + ".failed")
+        deadline = time.monotonic() + BUILD_WAIT_S
+        while not (ok.exists() or failed.exists()):
+            if time.monotonic() > deadline:
+                return f"the site's build beside the tests did not end in {BUILD_WAIT_S} s"
+            time.sleep(1)
+        if failed.exists():
+            return "the site's build beside the tests failed (make site: see make test's output)"
+    if not built():
+        return "no site/ to serve: build it with `make site`"
+    return None
 
 
 @dataclass

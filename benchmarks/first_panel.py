@@ -64,6 +64,7 @@ from tools.browser import (
     menu,
     serve_folder,
     serving,
+    wait_until_kept,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,7 +184,7 @@ def _site_visits(browser: Any, url: str, leave_out: frozenset[int]) -> dict[str,
         page.goto(url, timeout=WAIT_MS)
         _answered(page)
         visits["first"] = {**clock.stop(), "stages": _stages(page)}
-        page.wait_for_timeout(5_000)  # the site kept for offline (tools/site/offline.js)
+        wait_until_kept(page, WAIT_MS / 1000)  # kept for offline reading
         clock.start()
         page.reload(timeout=WAIT_MS)
         _answered(page)

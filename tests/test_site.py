@@ -29,7 +29,7 @@ from playwright.sync_api import expect
 
 from tests.support import site
 from tests.support.site import READER_VIEWPORT, ROOT, SITE
-from tools.browser import VIEWPORT, stored_widgets
+from tools.browser import VIEWPORT, stored_widgets, wait_until_kept
 from tools.course import file_of, load
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ def test_offline_a_reload_and_a_new_tab_run_their_pages(
     off: a reload runs the page again, and a new tab runs another page of the site."""
     context, page = reading
     site.wait_until_live(page)
-    page.wait_for_function(KEPT, timeout=120_000)
+    wait_until_kept(page)
     context.set_offline(True)
     try:
         page.reload()
@@ -247,15 +247,7 @@ def test_offline_a_reload_and_a_new_tab_run_their_pages(
         context.set_offline(False)
 
 
-#: The site is kept: every file the service worker lists is in its cache.
-KEPT = """async () => {
-    const key = (await caches.keys()).find((k) => k.startsWith('emq-site-'));
-    if (!key) return false;
-    const kept = (await (await caches.open(key)).keys()).length;
-    const listed = await (await fetch('../service-worker.js')).text();
-    const files = JSON.parse(listed.match(/const EMQ_FILES = (\\[.*?\\]);/s)[1]);
-    return kept >= files.length;
-}"""
+
 
 
 # -- following the links: 00 → 01 → 02 → 03 → 00, each page live by itself --------------------

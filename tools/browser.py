@@ -61,8 +61,33 @@ NOTEBOOK_SCROLLER = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-out
 #: Where screenshots go unless ``$ECHOMQ_SCREENSHOTS`` names a folder (relative to the repo).
 SCREENSHOTS_ENV = "ECHOMQ_SCREENSHOTS"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+#: On the static site: true once the site is kept for offline reading, every file its service
+#: worker lists in its cache (tools/site/offline.js). A promise: see :func:`wait_until_kept`.
+SITE_KEPT = """async () => {
+    const key = (await caches.keys()).find((k) => k.startsWith('emq-site-'));
+    if (!key) return false;
+    const cache = await caches.open(key);
+    const listed = await (await fetch('../service-worker.js')).text();
+    const files = JSON.parse(listed.match(/const EMQ_FILES = (\\[.*?\\]);/s)[1]);
+    const root = new URL('../', window.location.href);
+    for (const file of files) {
+        if (!(await cache.match(new URL(file, root).href))) return false;
+    }
+    return true;
+}"""
 #: The size of every test tab.
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
+
+
+def wait_until_kept(page: object, timeout_s: float = 120) -> None:
+    """Wait until the static site is kept for offline reading (:data:`SITE_KEPT`, asked every
+    half second: Playwright's ``wait_for_function`` takes a promise for a true value)."""
+    tab = _page(page)
+    end = time.monotonic() + timeout_s
+    while not tab.evaluate(SITE_KEPT):
+        if time.monotonic() > end:
+            raise TimeoutError(f"the site was not kept for offline reading in {timeout_s:g} s")
+        tab.wait_for_timeout(500)
 
 
 def screenshots_folder(default: Path) -> Path:

@@ -92,8 +92,6 @@
   }
 
   const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-  // how long after the page is live its background work waits (see the end of the page's run)
-  const AFTER_READY_MS = 10000;
 
   async function until(test, every = 100) {
     for (;;) {
@@ -812,11 +810,6 @@
     await replayAnswers(panel);
     // held a while longer (a panel may still grow as it settles), until the reader moves
     setTimeout(() => view.letGo(), 30000);
-    // What the page does not need now waits a while, so that the reader's first presses do not
-    // share the machine with it: keeping the whole site for offline reading (48 MB to fetch and
-    // store), and jedi for completion (2 MB of wheels to unpack; until then completion is
-    // IPython's own).
-    await delay(AFTER_READY_MS);
     keepSite();
     if (early && early.taken) {
       await until(() => answering(panel) && kernelOf(panel).status === "idle");

@@ -61,7 +61,6 @@ from echomq_lab.lessons.two_workers import STEPS
 from echomq_lab.widgets.record_view import GONE
 from echomq_lab.widgets.two_workers import BUTTON_LABELS
 from tests.support import axe, front_ends, site
-from tests.support.backends import backends_required
 from tests.support.story import SAYS, play
 from tools.browser import (
     NOTEBOOK_SCROLLER,
@@ -257,11 +256,7 @@ def test_no_serious_or_critical_violation_on_the_site(
     """The page as its own run left it, in the site's reader's view (what a reader opening it
     sees): axe-core (WCAG 2 A and AA) finds no serious or critical violation in the whole
     document, the site's bar and cue included, excusing nothing."""
-    why = axe.missing()
-    if why is not None:
-        if backends_required():
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
+    axe.require()
     page = ran(name)
     reader_view(page)  # (page 01's early Run All was pressed from the full JupyterLab)
     found = axe.violations(page)
@@ -526,11 +521,7 @@ def test_after_a_press_the_focus_stays_and_the_verdict_is_announced(
     verdict shows in a live region (a screen reader says it), the focused button wears a
     focus ring of 2 px or more at 3:1 or more against the page, and axe-core (WCAG 2 A/AA)
     then finds no serious or critical violation in the document."""
-    why = axe.missing()
-    if why is not None:
-        if backends_required():
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
+    axe.require()
     page = ran(name)
     reader_view(page)
     read = axe.press_first(page, timeout_ms=BUSY_MS)

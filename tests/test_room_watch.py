@@ -75,20 +75,24 @@ def test_a_killed_server_is_said_and_started_again_by_the_room(
         _end(proc)
 
 
+def _room_files(out: Path) -> dict[str, tuple[bytes, int]]:
+    """The room's own files: each one's bytes and time of last change."""
+    files = (out / "room.json", out / STATE)
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in files}
+
+
 def test_resume_of_a_live_room_says_already_running_and_touches_nothing(
         tmp_path: Path, valkey_tools: tuple[str, str]) -> None:
     out = tmp_path / "room"
     proc, _said, data = _start(out)
     try:
-        before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns)
-                  for p in (out / "room.json", out / STATE)}
+        before = _room_files(out)
         server = _server_pid(data)
         again = run_room("resume", str(out))
         code = again.wait(timeout=60)
         words = again.stdout.read() if again.stdout else ""
         assert code == 2 and "already running" in words and words.count("\n") == 1, words
-        assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns)
-                for p in (out / "room.json", out / STATE)} == before
+        assert _room_files(out) == before
         assert _server_pid(data) == server and pending(data, ROOM) == 10
         assert proc.poll() is None  # type: ignore[attr-defined]
     finally:

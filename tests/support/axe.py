@@ -12,6 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
+from tests.support.backends import backends_required
+
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
@@ -43,6 +47,16 @@ def missing() -> str | None:
     if AXE.exists():
         return None
     return f"axe-core is not installed in {AXE.parent.parent}: run npm ci --prefix tools/axe"
+
+
+def require() -> None:
+    """Skip the calling test, saying why, when axe-core cannot run here; fail it instead where
+    every backend is required (ECHOMQ_REQUIRE_BACKENDS=1, as in CI)."""
+    why = missing()
+    if why is not None:
+        if backends_required():
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
 
 
 def violations(

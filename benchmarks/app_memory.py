@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.processor import command_line, descendants
 from benchmarks.results import publish
 from echomq_lab.servers import free_port
 from tools.browser import (
@@ -52,21 +53,6 @@ RENDER_MS = 180_000
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _children() -> dict[int, list[int]]:
-    """Every process's children, by parent pid (from /proc)."""
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        tree.setdefault(ppid, []).append(int(entry.name))
-    return tree
-
-
 def _rss_mb(pid: int) -> float:
     try:
         pages = int((Path("/proc") / str(pid) / "statm").read_text().split()[1])
@@ -75,18 +61,11 @@ def _rss_mb(pid: int) -> float:
     return pages * PAGE_SIZE / 1e6
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
 def app_server(port: int) -> int:
     """The pid of the app's server (the Python running ``echomq_lab.widgets.app`` on ``port``)."""
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            line = _cmdline(int(entry.name))
+            line = command_line(int(entry.name))
             if "echomq_lab.widgets.app" in line and f"--port={port}" in line:
                 return int(entry.name)
     raise RuntimeError(f"no app server on port {port}")
@@ -94,13 +73,8 @@ def app_server(port: int) -> int:
 
 def memory(server: int) -> dict[str, Any]:
     """The app's resident memory (MB): its server and every process under it; its kernels."""
-    tree = _children()
-    below, todo = [], list(tree.get(server, []))
-    while todo:
-        pid = todo.pop()
-        below.append(pid)
-        todo += tree.get(pid, [])
-    kernels = [p for p in below if "ipykernel" in _cmdline(p)]
+    below = descendants(server)[1:]
+    kernels = [p for p in below if "ipykernel" in command_line(p)]
     return {"server_mb": round(_rss_mb(server), 1),
             "total_mb": round(_rss_mb(server) + sum(map(_rss_mb, below)), 1),
             "kernels": len(kernels)}

@@ -54,13 +54,19 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def program(pid: int) -> str:
-    """What process ``pid`` is: ``chromium`` for any of the browser's processes, else the
-    name of its program (``python`` for a Python script, ``node``, ...)."""
+def command_line(pid: int) -> str:
+    """Process ``pid``'s command line, its arguments joined by spaces ("" when gone)."""
     try:
-        line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
             errors="replace")
     except OSError:
+        return ""
+
+
+def program(line: str) -> str:
+    """What the process whose command line is ``line`` is: ``chromium`` for any of the
+    browser's processes, else the name of its program (``python`` for a Python script, ...)."""
+    if not line:
         return "?"
     if "chromium" in line or "--renderer-client-id" in line or "--type=" in line:
         return "chromium"
@@ -68,12 +74,8 @@ def program(pid: int) -> str:
     return re.sub(r"[\d.]+$", "", os.path.basename(first)) or "?"
 
 
-def _is_renderer(pid: int) -> bool:
-    try:
-        line = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"--type=renderer" in line or b"--renderer-client-id" in line
+def _is_renderer(line: str) -> bool:
+    return "--type=renderer" in line or "--renderer-client-id" in line
 
 
 def part(program_name: str, thread: str) -> str:
@@ -94,8 +96,9 @@ def tree_seconds(root: int, leave_out: frozenset[int] = frozenset()
     for pid in descendants(root)[1:]:
         if pid in leave_out:
             continue
-        name = program(pid)
-        renderer = name == "chromium" and _is_renderer(pid)
+        line = command_line(pid)
+        name = program(line)
+        renderer = name == "chromium" and _is_renderer(line)
         for task in Path(f"/proc/{pid}/task").glob("*"):
             try:
                 thread, fields = _stat(task / "stat")
